@@ -1,0 +1,180 @@
+//! `FailoverBuilder`: configuration, validated once in `build()`.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::StatusCode;
+
+use crate::cooldown::Cooldown;
+use crate::eligibility::Eligibility;
+use crate::endpoint::Endpoint;
+use crate::event::{Emitter, Event, HookFn};
+use crate::middleware::{Failover, Inner};
+use crate::permission::{Permission, PolicyFn};
+use crate::target::Target;
+use crate::trigger::Triggers;
+use crate::validate::{ConfigError, validate};
+
+/// Configures a [`Failover`]. Made by [`Failover::builder`]; every setter consumes and returns
+/// the builder, and nothing is checked until [`build`](FailoverBuilder::build).
+#[must_use = "a builder does nothing until build() is called"]
+pub struct FailoverBuilder {
+    endpoints: Vec<Endpoint>,
+    eligible: Option<Arc<dyn Eligibility>>,
+    policy: Option<PolicyFn>,
+    additional: Vec<StatusCode>,
+    cooldown: Cooldown,
+    attempt_timeout: Option<Duration>,
+    hook: Option<HookFn>,
+}
+
+impl FailoverBuilder {
+    pub(crate) fn new(endpoints: impl IntoIterator<Item = Endpoint>) -> Self {
+        FailoverBuilder {
+            endpoints: endpoints.into_iter().collect(),
+            eligible: None,
+            policy: None,
+            additional: Vec::new(),
+            cooldown: Cooldown::default(),
+            attempt_timeout: None,
+            hook: None,
+        }
+    }
+
+    /// Lets the application rule endpoints out, for example those a lag monitor marks stale.
+    ///
+    /// Asked once per non-excluded endpoint at the start of each request; the answers hold for
+    /// the whole request. See [`Eligibility`]. A closure needs its argument type written out:
+    /// `|id: &EndpointId| ...`.
+    ///
+    /// Default is every endpoint eligible.
+    pub fn eligible(mut self, eligibility: impl Eligibility) -> Self {
+        self.eligible = Some(Arc::new(eligibility));
+        self
+    }
+
+    /// Decides permission to fail over for requests that made no explicit choice.
+    ///
+    /// Called at most once per request, with the caller's original request, and only when a
+    /// second endpoint could be tried; it is not called when the request carries an explicit
+    /// [`Permission::Allow`] or [`Permission::Deny`]. Returning [`Permission::Defer`] falls back
+    /// to the method rule (`GET` and `HEAD` may fail over, nothing else).
+    ///
+    /// ```
+    /// use failnext::{Endpoint, Failover, Permission};
+    ///
+    /// // Only safe when every POST this client sends may be repeated on another provider.
+    /// let failover = Failover::builder([Endpoint::new("a", "http://127.0.0.1:1")])
+    ///     .permission_policy(|req: &reqwest::Request| {
+    ///         if req.method() == reqwest::Method::POST { Permission::Allow } else { Permission::Defer }
+    ///     })
+    ///     .build()?;
+    /// # drop(failover);
+    /// # Ok::<(), failnext::ConfigError>(())
+    /// ```
+    ///
+    /// Default is no policy: request-scoped choice, then the method rule.
+    pub fn permission_policy(
+        mut self,
+        policy: impl Fn(&reqwest::Request) -> Permission + Send + Sync + 'static,
+    ) -> Self {
+        self.policy = Some(Arc::new(policy));
+        self
+    }
+
+    /// Adds HTTP statuses that trigger failover, on top of 502, 503 and 504 (which cannot be
+    /// removed). Any status may be added, 2xx included. Calls accumulate; duplicates are fine.
+    ///
+    /// Added statuses trigger failover but are not cooldown failures: like any response other
+    /// than 502/503/504, they reset the endpoint's failure streak.
+    ///
+    /// Default is none.
+    pub fn additional_trigger_status_codes(mut self, codes: impl IntoIterator<Item = StatusCode>) -> Self {
+        self.additional.extend(codes);
+        self
+    }
+
+    /// Sets the cooldown rule; see [`Cooldown`].
+    ///
+    /// Default is [`Cooldown::default()`]: 3 consecutive failures, 30 seconds.
+    pub fn cooldown(mut self, cooldown: Cooldown) -> Self {
+        self.cooldown = cooldown;
+        self
+    }
+
+    /// Bounds every attempt, so one hanging provider costs at most this long before the next
+    /// is tried.
+    ///
+    /// It is set as reqwest's per-request timeout on each attempt (the shorter one wins when
+    /// the request has its own), so a late attempt fails with a reqwest timeout error
+    /// (`is_timeout()` is true), which triggers failover like any other error. As with
+    /// reqwest's own timeout, it runs until the response body has been read, so it also bounds
+    /// reading the body of the response you get back.
+    ///
+    /// Default is none: an attempt lasts as long as the client lets it.
+    pub fn attempt_timeout(mut self, timeout: Duration) -> Self {
+        self.attempt_timeout = Some(timeout);
+        self
+    }
+
+    /// Receives every [`Event`] synchronously, in causal order; see [`Event`].
+    ///
+    /// Default is no hook.
+    pub fn on_event(mut self, hook: impl Fn(&Event<'_>) + Send + Sync + 'static) -> Self {
+        self.hook = Some(Arc::new(hook));
+        self
+    }
+
+    /// Validates the configuration and builds the middleware.
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`], for the first of these that fails, in this order:
+    ///
+    /// - the endpoint list is empty;
+    /// - an endpoint breaks a rule of [`validate_endpoints`](crate::validate_endpoints)
+    ///   (empty or repeated id; URL not absolute, unparsable, not http(s), without a host,
+    ///   with a `#`, with surrounding whitespace or a malformed `%` escape);
+    /// - the cooldown threshold is 0 or its duration is zero (use [`Cooldown::disabled`]);
+    /// - the attempt timeout is zero.
+    pub fn build(self) -> Result<Failover, ConfigError> {
+        let targets: Vec<Target> = validate(&self.endpoints)?.into_iter().map(Target::new).collect();
+        let cooldown = self.cooldown.setting();
+        if let Some((threshold, duration)) = cooldown {
+            if threshold == 0 {
+                return Err(ConfigError::cooldown_threshold());
+            }
+            if duration.is_zero() {
+                return Err(ConfigError::cooldown_duration());
+            }
+        }
+        if self.attempt_timeout.is_some_and(|t| t.is_zero()) {
+            return Err(ConfigError::attempt_timeout());
+        }
+        Ok(Failover::from_inner(Inner {
+            endpoints: self.endpoints,
+            targets,
+            eligible: self.eligible,
+            policy: self.policy,
+            triggers: Triggers::new(self.additional),
+            cooldown,
+            attempt_timeout: self.attempt_timeout,
+            events: Emitter::new(self.hook),
+        }))
+    }
+}
+
+impl fmt::Debug for FailoverBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FailoverBuilder")
+            .field("endpoints", &self.endpoints)
+            .field("eligible", &self.eligible.as_ref().map(|_| "<fn>"))
+            .field("permission_policy", &self.policy.as_ref().map(|_| "<fn>"))
+            .field("additional_trigger_status_codes", &self.additional)
+            .field("cooldown", &self.cooldown)
+            .field("attempt_timeout", &self.attempt_timeout)
+            .field("on_event", &self.hook.as_ref().map(|_| "<fn>"))
+            .finish()
+    }
+}

@@ -1,0 +1,249 @@
+//! The error failnext returns through reqwest-middleware, and the failed attempts it records.
+
+use std::error::Error as StdError;
+use std::fmt;
+
+use crate::endpoint::EndpointId;
+
+/// Why a request through [`Failover`](crate::Failover) ended without a response.
+///
+/// failnext returns it as `reqwest_middleware::Error::Middleware`; reach it with
+/// [`Error::from_middleware`], which also finds it under middlewares that wrap errors.
+/// Three cases, told apart by predicates:
+///
+/// - [`is_no_usable_endpoint`](Error::is_no_usable_endpoint): nothing was attempted, because
+///   every endpoint was excluded, ineligible or cooling down;
+/// - [`is_unknown_endpoint`](Error::is_unknown_endpoint): the request excluded or preferred
+///   an id that is not configured; nothing was attempted;
+/// - otherwise a failover error: at least one attempt was made, none produced an HTTP
+///   response to return, and [`attempts`](Error::attempts) lists the failed attempts in order.
+///   Even a single failed attempt is reported this way, so the failed endpoint is always named.
+///   [`source`](StdError::source) is the terminal cause, the last attempt's error.
+///
+/// An HTTP response is never turned into an error: a 503 that could not be failed over is
+/// returned as a response.
+///
+/// ```no_run
+/// # async fn demo(client: reqwest_middleware::ClientWithMiddleware) {
+/// match client.get("http://127.0.0.1:8545/").send().await {
+///     Ok(resp) => println!("status {}", resp.status()),
+///     Err(err) => match failnext::Error::from_middleware(&err) {
+///         Some(e) if e.is_no_usable_endpoint() => println!("no provider could be tried"),
+///         Some(e) => {
+///             for attempt in e.attempts() {
+///                 println!("endpoint={} err={}", attempt.endpoint(), attempt.error());
+///             }
+///         }
+///         None => println!("not a failnext error: {err}"),
+///     },
+/// }
+/// # }
+/// ```
+pub struct Error {
+    inner: Box<Inner>,
+}
+
+struct Inner {
+    kind: Kind,
+}
+
+enum Kind {
+    NoUsableEndpoint,
+    UnknownEndpoint(EndpointId),
+    Exhausted(Vec<Attempt>),
+}
+
+/// One attempt that ended without an HTTP response.
+///
+/// The error has had its URL removed, so printing it reveals no key.
+pub struct Attempt {
+    endpoint: EndpointId,
+    error: reqwest_middleware::Error,
+}
+
+// ===== impl Error =====
+
+impl Error {
+    // constructors
+
+    pub(crate) fn no_usable_endpoint() -> Error {
+        Error::new(Kind::NoUsableEndpoint)
+    }
+
+    pub(crate) fn unknown(id: EndpointId) -> Error {
+        Error::new(Kind::UnknownEndpoint(id))
+    }
+
+    /// `attempts` is never empty: a failover error only exists after an attempt.
+    pub(crate) fn exhausted(attempts: Vec<Attempt>) -> Error {
+        Error::new(Kind::Exhausted(attempts))
+    }
+
+    fn new(kind: Kind) -> Error {
+        Error { inner: Box::new(Inner { kind }) }
+    }
+
+    // accessors
+
+    /// Finds the failnext error in a `reqwest_middleware::Error`, searching the whole source
+    /// chain, so it still works when another middleware wrapped the error.
+    pub fn from_middleware(err: &reqwest_middleware::Error) -> Option<&Error> {
+        match err {
+            reqwest_middleware::Error::Middleware(e) => e.chain().find_map(find),
+            reqwest_middleware::Error::Reqwest(e) => {
+                let mut next: Option<&(dyn StdError + 'static)> = Some(e);
+                while let Some(e) = next {
+                    if let Some(found) = find(e) {
+                        return Some(found);
+                    }
+                    next = e.source();
+                }
+                None
+            }
+        }
+    }
+
+    /// Nothing was attempted: every endpoint was excluded, ineligible or cooling down.
+    pub fn is_no_usable_endpoint(&self) -> bool {
+        matches!(self.inner.kind, Kind::NoUsableEndpoint)
+    }
+
+    /// The request named an endpoint id that is not configured. Nothing was attempted.
+    pub fn is_unknown_endpoint(&self) -> bool {
+        matches!(self.inner.kind, Kind::UnknownEndpoint(_))
+    }
+
+    /// The unknown id the request named, for an unknown-endpoint error.
+    pub fn unknown_endpoint(&self) -> Option<&EndpointId> {
+        match &self.inner.kind {
+            Kind::UnknownEndpoint(id) => Some(id),
+            _ => None,
+        }
+    }
+
+    /// Attempts were made and none produced an HTTP response to return.
+    pub fn is_failover(&self) -> bool {
+        matches!(self.inner.kind, Kind::Exhausted(_))
+    }
+
+    /// The failed attempts, in the order they were made. Empty unless
+    /// [`is_failover`](Error::is_failover).
+    pub fn attempts(&self) -> &[Attempt] {
+        match &self.inner.kind {
+            Kind::Exhausted(attempts) => attempts,
+            _ => &[],
+        }
+    }
+}
+
+fn find<'a>(e: &'a (dyn StdError + 'static)) -> Option<&'a Error> {
+    if let Some(found) = e.downcast_ref::<Error>() {
+        return Some(found);
+    }
+    // A wrapping middleware may keep the whole reqwest_middleware::Error as its source.
+    e.downcast_ref::<reqwest_middleware::Error>().and_then(Error::from_middleware)
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.inner.kind {
+            Kind::NoUsableEndpoint => {
+                f.write_str("no usable endpoint: every endpoint is excluded, ineligible or cooling down")
+            }
+            Kind::UnknownEndpoint(id) => write!(f, "request names unknown endpoint {id:?}"),
+            Kind::Exhausted(attempts) => {
+                let n = attempts.len();
+                let last = attempts.last().map(|a| a.endpoint.as_str()).unwrap_or_default();
+                let plural = if n == 1 { "" } else { "s" };
+                write!(
+                    f,
+                    "failover ended without an http response after {n} failed attempt{plural}, last to {last:?}"
+                )
+            }
+        }
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("failnext::Error");
+        match &self.inner.kind {
+            Kind::NoUsableEndpoint => d.field("kind", &format_args!("NoUsableEndpoint")),
+            Kind::UnknownEndpoint(id) => d.field("kind", &format_args!("UnknownEndpoint")).field("id", id),
+            Kind::Exhausted(attempts) => {
+                d.field("kind", &format_args!("Failover")).field("attempts", attempts)
+            }
+        };
+        d.finish()
+    }
+}
+
+impl StdError for Error {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        match &self.inner.kind {
+            Kind::Exhausted(attempts) => attempts.last().map(|a| &a.error as &(dyn StdError + 'static)),
+            _ => None,
+        }
+    }
+}
+
+// ===== impl Attempt =====
+
+impl Attempt {
+    pub(crate) fn new(endpoint: EndpointId, error: reqwest_middleware::Error) -> Attempt {
+        Attempt { endpoint, error }
+    }
+
+    /// The endpoint that was attempted.
+    pub fn endpoint(&self) -> &EndpointId {
+        &self.endpoint
+    }
+
+    /// What went wrong, as the rest of the middleware chain returned it, without its URL.
+    pub fn error(&self) -> &reqwest_middleware::Error {
+        &self.error
+    }
+}
+
+impl fmt::Debug for Attempt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Attempt").field("endpoint", &self.endpoint).field("error", &self.error).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_is_one_pointer_and_thread_safe() {
+        fn assert_send_sync<T: Send + Sync + 'static>() {}
+        assert_send_sync::<Error>();
+        assert_eq!(std::mem::size_of::<Error>(), std::mem::size_of::<usize>());
+    }
+
+    #[test]
+    fn found_through_wrapping() {
+        let err = reqwest_middleware::Error::middleware(Error::no_usable_endpoint());
+        assert!(Error::from_middleware(&err).is_some_and(Error::is_no_usable_endpoint));
+
+        #[derive(Debug)]
+        struct Wrap(reqwest_middleware::Error);
+        impl fmt::Display for Wrap {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("wrapped")
+            }
+        }
+        impl StdError for Wrap {
+            fn source(&self) -> Option<&(dyn StdError + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let wrapped = reqwest_middleware::Error::middleware(Wrap(err));
+        assert!(Error::from_middleware(&wrapped).is_some_and(Error::is_no_usable_endpoint));
+        let ctx = reqwest_middleware::Error::Middleware(
+            anyhow::Error::new(Error::unknown("x".into())).context("outer"),
+        );
+        assert!(Error::from_middleware(&ctx).is_some_and(Error::is_unknown_endpoint));
+    }
+}

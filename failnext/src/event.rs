@@ -1,0 +1,165 @@
+//! Events: what happened during one request, delivered synchronously to the application.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::StatusCode;
+
+use crate::endpoint::EndpointId;
+
+/// Something that happened while failnext handled one request.
+///
+/// Delivered to the [`on_event`](crate::FailoverBuilder::on_event) hook synchronously, on the
+/// task that runs the request, in causal order: the request does not go on until the hook
+/// returns, so keep the hook short. Hooks of different requests may run at the same time.
+/// Each request produces exactly one [`Event::Result`], and it is the last event of the request.
+///
+/// The hook is never called while failnext holds a lock, so it may call back into the
+/// [`Failover`](crate::Failover). If it panics, the panic reaches the caller of the request,
+/// and everything failnext held (responses, request bodies) is dropped on the way.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy)]
+pub enum Event<'a> {
+    /// An attempt was sent to `endpoint` and completed.
+    Attempt {
+        /// The endpoint attempted.
+        endpoint: &'a EndpointId,
+        /// 1-based number of this attempt within the request; skips use no number.
+        attempt: u32,
+        /// The response status (trigger statuses included) or the error.
+        outcome: AttemptOutcome<'a>,
+        /// From handing the request to the rest of the chain until it returned a response's
+        /// headers or an error; reading the body later is not included.
+        elapsed: Duration,
+    },
+    /// `endpoint` was passed over because it is cooling down; it is not revisited in this
+    /// request.
+    CooldownSkip {
+        /// The endpoint skipped.
+        endpoint: &'a EndpointId,
+    },
+    /// Failover wanted to try `endpoint`, but the request body is a stream that cannot be
+    /// sent twice, so the request stops there.
+    NotReplayable {
+        /// The endpoint that could not be tried.
+        endpoint: &'a EndpointId,
+    },
+    /// The request is about to return; always the last event of a request.
+    Result {
+        /// The endpoint whose response is returned (for a retained response, the one that
+        /// produced it); `None` for an error or a cancellation.
+        endpoint: Option<&'a EndpointId>,
+        /// What the caller receives.
+        outcome: ResultOutcome<'a>,
+    },
+}
+
+/// How an attempt ended.
+#[derive(Debug, Clone, Copy)]
+pub enum AttemptOutcome<'a> {
+    /// An HTTP response with this status.
+    Status(StatusCode),
+    /// No HTTP response; the error has no URL in it.
+    Error(&'a reqwest_middleware::Error),
+}
+
+/// How a request ended.
+#[derive(Debug, Clone, Copy)]
+pub enum ResultOutcome<'a> {
+    /// A response with this status is returned.
+    Status(StatusCode),
+    /// This very error is returned.
+    Error(&'a reqwest_middleware::Error),
+    /// The caller dropped the request's future before it finished.
+    Cancelled,
+}
+
+pub(crate) type HookFn = Arc<dyn Fn(&Event<'_>) + Send + Sync>;
+
+/// Delivers events to the hook and, with the `tracing` feature, to `tracing`.
+#[derive(Clone, Default)]
+pub(crate) struct Emitter {
+    hook: Option<HookFn>,
+}
+
+impl Emitter {
+    pub(crate) fn new(hook: Option<HookFn>) -> Emitter {
+        Emitter { hook }
+    }
+
+    /// Whether anyone listens; events (and their timing) are skipped otherwise.
+    pub(crate) fn is_active(&self) -> bool {
+        cfg!(feature = "tracing") || self.hook.is_some()
+    }
+
+    pub(crate) fn has_hook(&self) -> bool {
+        self.hook.is_some()
+    }
+
+    pub(crate) fn emit(&self, event: &Event<'_>) {
+        #[cfg(feature = "tracing")]
+        trace(event);
+        if let Some(hook) = &self.hook {
+            hook(event);
+        }
+    }
+}
+
+/// A short, URL-free name for the kind of an attempt error.
+#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+pub(crate) fn error_kind(err: &reqwest_middleware::Error) -> &'static str {
+    match err {
+        reqwest_middleware::Error::Middleware(_) => "middleware",
+        e if e.is_timeout() => "timeout",
+        e if e.is_connect() => "connect",
+        e if e.is_body() => "body",
+        e if e.is_redirect() => "redirect",
+        e if e.is_builder() => "builder",
+        e if e.is_request() => "request",
+        _ => "other",
+    }
+}
+
+#[cfg(feature = "tracing")]
+fn trace(event: &Event<'_>) {
+    match *event {
+        Event::Attempt { endpoint, attempt, outcome: AttemptOutcome::Status(status), elapsed } => {
+            let elapsed_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
+            tracing::debug!(
+                endpoint = endpoint.as_str(),
+                attempt,
+                status = status.as_u16(),
+                elapsed_us,
+                "failnext attempt"
+            );
+        }
+        Event::Attempt { endpoint, attempt, outcome: AttemptOutcome::Error(e), elapsed } => {
+            let elapsed_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
+            tracing::warn!(
+                endpoint = endpoint.as_str(),
+                attempt,
+                error_kind = error_kind(e),
+                elapsed_us,
+                "failnext attempt failed"
+            );
+        }
+        Event::CooldownSkip { endpoint } => {
+            tracing::info!(endpoint = endpoint.as_str(), "failnext skipped endpoint in cooldown");
+        }
+        Event::NotReplayable { endpoint } => {
+            tracing::info!(endpoint = endpoint.as_str(), "failnext cannot replay a streaming body");
+        }
+        Event::Result { endpoint, outcome } => {
+            let endpoint = endpoint.map_or("", |e| e.as_str());
+            match outcome {
+                ResultOutcome::Status(status) => {
+                    tracing::debug!(endpoint, status = status.as_u16(), "failnext result");
+                }
+                ResultOutcome::Error(e) => {
+                    tracing::warn!(error_kind = error_kind(e), "failnext result: error");
+                }
+                ResultOutcome::Cancelled => tracing::debug!("failnext result: cancelled"),
+            }
+        }
+    }
+}

@@ -1,0 +1,283 @@
+//! `Failover`: the attempt loop. Decisions live in `select`, `permission` and `trigger`.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use http::Extensions;
+use reqwest::{Request, Response};
+use reqwest_middleware::{Middleware, Next};
+
+use crate::builder::FailoverBuilder;
+use crate::eligibility::Eligibility;
+use crate::endpoint::{Endpoint, EndpointId};
+use crate::error::{Attempt, Error};
+use crate::event::{AttemptOutcome, Emitter, Event, ResultOutcome};
+use crate::options::{RequestOptions, ServedBy};
+use crate::permission::{self, PolicyFn};
+use crate::select::Plan;
+use crate::target::{HostRule, Target};
+use crate::trigger::{Triggers, Verdict, is_cooldown_failure};
+
+/// The failover middleware: sends each request to the first usable endpoint of an ordered
+/// set, and to the next one only when that is safe.
+///
+/// Add it to a `reqwest_middleware::ClientBuilder`. Middlewares added before it run once per
+/// request; those added after it run once per attempt. Cloning is cheap and clones share
+/// cooldown state. See the [crate documentation](crate) for the rules.
+///
+/// ```
+/// use failnext::{Endpoint, Failover};
+///
+/// let failover = Failover::builder([
+///     Endpoint::new("primary", "http://127.0.0.1:8545/rpc"),
+///     Endpoint::new("backup", "http://127.0.0.1:8546/rpc"),
+/// ])
+/// .build()?;
+/// let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+///     .with(failover)
+///     .build();
+/// # drop(client);
+/// # Ok::<(), failnext::ConfigError>(())
+/// ```
+#[derive(Clone)]
+pub struct Failover {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) endpoints: Vec<Endpoint>,
+    pub(crate) targets: Vec<Target>,
+    pub(crate) eligible: Option<Arc<dyn Eligibility>>,
+    pub(crate) policy: Option<PolicyFn>,
+    pub(crate) triggers: Triggers,
+    pub(crate) cooldown: Option<(u32, Duration)>,
+    pub(crate) attempt_timeout: Option<Duration>,
+    pub(crate) events: Emitter,
+}
+
+type Outcome = Result<(Response, usize), reqwest_middleware::Error>;
+
+// ===== impl Failover =====
+
+impl Failover {
+    /// Starts configuring a `Failover` over `endpoints`, in priority order. The endpoints are
+    /// copied; they are validated by [`FailoverBuilder::build`].
+    pub fn builder(endpoints: impl IntoIterator<Item = Endpoint>) -> FailoverBuilder {
+        FailoverBuilder::new(endpoints)
+    }
+
+    pub(crate) fn from_inner(inner: Inner) -> Failover {
+        Failover { inner: Arc::new(inner) }
+    }
+
+    /// The configured endpoints, in priority order.
+    pub fn endpoints(&self) -> &[Endpoint] {
+        &self.inner.endpoints
+    }
+
+    /// Whether the endpoint `id` is cooling down now, so requests skip it. `false` for an
+    /// unknown id and when cooldown is disabled. Takes a short internal lock; safe to call from
+    /// hooks.
+    pub fn is_cooling_down(&self, id: &str) -> bool {
+        let inner = &*self.inner;
+        inner.cooldown.is_some() && inner.index_of(id).is_some_and(|i| inner.targets[i].health.is_cooling())
+    }
+}
+
+impl fmt::Debug for Failover {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let inner = &*self.inner;
+        f.debug_struct("Failover")
+            .field("endpoints", &inner.endpoints)
+            .field("eligible", &inner.eligible.as_ref().map(|_| "<fn>"))
+            .field("permission_policy", &inner.policy.as_ref().map(|_| "<fn>"))
+            .field("additional_trigger_status_codes", &inner.triggers)
+            .field("cooldown", &inner.cooldown)
+            .field("attempt_timeout", &inner.attempt_timeout)
+            .field("on_event", &inner.events.has_hook().then_some("<fn>"))
+            .finish()
+    }
+}
+
+#[async_trait::async_trait]
+impl Middleware for Failover {
+    async fn handle(
+        &self,
+        req: Request,
+        extensions: &mut Extensions,
+        next: Next<'_>,
+    ) -> reqwest_middleware::Result<Response> {
+        let inner = &*self.inner;
+        let mut guard = CancelGuard { events: &inner.events, armed: inner.events.is_active() };
+        let outcome = inner.run(req, extensions, next).await;
+        guard.armed = false;
+        inner.finish(outcome)
+    }
+}
+
+// ===== impl Inner =====
+
+impl Inner {
+    async fn run(&self, mut req: Request, ext: &mut Extensions, next: Next<'_>) -> Outcome {
+        let (mut plan, explicit) = {
+            let opts = RequestOptions::read(ext);
+            (self.plan(&opts)?, opts.permission)
+        };
+        let Some(mut current) = self.admit(&mut plan) else {
+            return Err(mw(Error::no_usable_endpoint()));
+        };
+        let host = HostRule::of(&req);
+        // Permission is settled once, and only when another endpoint could be tried; only
+        // then is the request copied for later attempts (a `Bytes` body is shared, not copied).
+        let may_continue = plan.has_more() && permission::resolve(explicit, self.policy.as_ref(), &req);
+        let mut template = if may_continue { req.try_clone() } else { None };
+        let mut attempts = Vec::new();
+        let mut retained = None;
+        let mut number = 0;
+        loop {
+            number += 1;
+            let target = &self.targets[current];
+            target.retarget(&mut req, host, self.attempt_timeout);
+            let started = self.events.is_active().then(Instant::now);
+            let result = next.clone().run(req, ext).await;
+            let elapsed = started.map(|s| s.elapsed()).unwrap_or_default();
+            let endpoint = self.endpoints[current].id();
+            match result {
+                Ok(resp) => {
+                    let status = resp.status();
+                    self.emit_attempt(endpoint, number, AttemptOutcome::Status(status), elapsed);
+                    self.record(target, is_cooldown_failure(status));
+                    match self.triggers.classify(status) {
+                        Verdict::Return => return Ok((resp, current)),
+                        // A newer trigger response replaces (and drops) the older one.
+                        Verdict::Failover => retained = Some((resp, current)),
+                    }
+                }
+                Err(err) => {
+                    let err = err.without_url();
+                    self.emit_attempt(endpoint, number, AttemptOutcome::Error(&err), elapsed);
+                    self.record(target, true);
+                    attempts.push(Attempt::new(endpoint.clone(), err));
+                }
+            }
+            if !may_continue {
+                break;
+            }
+            let Some(candidate) = self.admit(&mut plan) else { break };
+            let replay = if plan.has_more() {
+                template.as_ref().and_then(Request::try_clone)
+            } else {
+                template.take()
+            };
+            let Some(replay) = replay else {
+                let endpoint = self.endpoints[candidate].id();
+                self.emit(|| Event::NotReplayable { endpoint });
+                break;
+            };
+            current = candidate;
+            req = replay;
+        }
+        match retained {
+            Some(retained) => Ok(retained),
+            None => Err(mw(Error::exhausted(attempts))),
+        }
+    }
+
+    /// The request's consideration order. Every request-scoped id is checked before
+    /// eligibility is asked anything: exclusions first, in order, then the preference.
+    fn plan(&self, opts: &RequestOptions<'_>) -> Result<Plan, reqwest_middleware::Error> {
+        if let Some(unknown) = opts.excluded.iter().find(|id| self.index_of(id).is_none()) {
+            return Err(mw(Error::unknown(unknown.clone())));
+        }
+        let preferred = match opts.preferred {
+            None => None,
+            Some(id) => match self.index_of(id) {
+                Some(i) => Some(i),
+                None => return Err(mw(Error::unknown(id.clone()))),
+            },
+        };
+        let id = |i: usize| self.endpoints[i].id();
+        Ok(Plan::new(
+            self.endpoints.len(),
+            |i| opts.excluded.iter().any(|e| e == id(i)),
+            preferred,
+            |i| self.eligible.as_ref().is_none_or(|e| e.is_eligible(id(i))),
+        ))
+    }
+
+    /// The next candidate not cooling down now; cooling ones are skipped for good.
+    fn admit(&self, plan: &mut Plan) -> Option<usize> {
+        for i in plan.by_ref() {
+            if self.cooldown.is_some() && self.targets[i].health.is_cooling() {
+                let endpoint = self.endpoints[i].id();
+                self.emit(|| Event::CooldownSkip { endpoint });
+                continue;
+            }
+            return Some(i);
+        }
+        None
+    }
+
+    fn record(&self, target: &Target, failure: bool) {
+        match self.cooldown {
+            Some((threshold, duration)) if failure => target.health.record_failure(threshold, duration),
+            Some(_) => target.health.record_success(),
+            None => {}
+        }
+    }
+
+    fn finish(&self, outcome: Outcome) -> reqwest_middleware::Result<Response> {
+        match outcome {
+            Ok((mut resp, i)) => {
+                let endpoint = self.endpoints[i].id();
+                resp.extensions_mut().insert(ServedBy(endpoint.clone()));
+                let outcome = ResultOutcome::Status(resp.status());
+                self.emit(|| Event::Result { endpoint: Some(endpoint), outcome });
+                Ok(resp)
+            }
+            Err(err) => {
+                self.emit(|| Event::Result { endpoint: None, outcome: ResultOutcome::Error(&err) });
+                Err(err)
+            }
+        }
+    }
+
+    fn emit_attempt(
+        &self,
+        endpoint: &EndpointId,
+        attempt: u32,
+        outcome: AttemptOutcome<'_>,
+        elapsed: Duration,
+    ) {
+        self.emit(|| Event::Attempt { endpoint, attempt, outcome, elapsed });
+    }
+
+    fn emit<'a>(&self, event: impl FnOnce() -> Event<'a>) {
+        if self.events.is_active() {
+            self.events.emit(&event());
+        }
+    }
+
+    pub(crate) fn index_of(&self, id: &str) -> Option<usize> {
+        self.endpoints.iter().position(|ep| ep.id().as_str() == id)
+    }
+}
+
+fn mw(err: Error) -> reqwest_middleware::Error {
+    reqwest_middleware::Error::middleware(err)
+}
+
+/// Emits `Result { Cancelled }` if the request's future is dropped before it finishes.
+struct CancelGuard<'a> {
+    events: &'a Emitter,
+    armed: bool,
+}
+
+impl Drop for CancelGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed && !std::thread::panicking() {
+            self.events.emit(&Event::Result { endpoint: None, outcome: ResultOutcome::Cancelled });
+        }
+    }
+}
