@@ -1,0 +1,19 @@
+//! Behaviour of the failnext middleware against real loopback servers.
+//!
+//! One file per area of the reference behaviour catalogue; each test is named as the claim it
+//! pins.
+
+mod support;
+
+mod cooldown;
+mod errors;
+mod events;
+mod host;
+mod permission;
+mod redaction;
+mod replay;
+mod retained;
+mod selection;
+mod smoke;
+mod timeout;
+mod triggers;

@@ -1,0 +1,1 @@
+//! Placeholder: tests for this area are being written.

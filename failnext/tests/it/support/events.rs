@@ -1,0 +1,116 @@
+//! Records events as owned values so tests can assert the exact sequence.
+
+use std::sync::{Arc, Mutex};
+
+use failnext::{AttemptOutcome, Event, ResultOutcome};
+
+/// One recorded event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ev {
+    /// `Attempt(endpoint, number, outcome)`.
+    Attempt(String, u32, Out),
+    Skip(String),
+    NotReplayable(String),
+    /// `Result(endpoint, outcome)`.
+    Result(Option<String>, Res),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Out {
+    Status(u16),
+    /// The error's Display text.
+    Error(String),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Res {
+    Status(u16),
+    Error(String),
+    Cancelled,
+}
+
+impl Out {
+    pub fn is_error(&self) -> bool {
+        matches!(self, Out::Error(_))
+    }
+}
+
+/// Collects events from an `on_event` hook.
+#[derive(Clone, Default)]
+pub struct Recorder {
+    events: Arc<Mutex<Vec<Ev>>>,
+}
+
+impl Recorder {
+    pub fn new() -> Recorder {
+        Recorder::default()
+    }
+
+    /// The hook to pass to `FailoverBuilder::on_event`.
+    pub fn hook(&self) -> impl Fn(&Event<'_>) + Send + Sync + 'static {
+        let events = self.events.clone();
+        move |event: &Event<'_>| {
+            let ev = match *event {
+                Event::Attempt { endpoint, attempt, outcome, .. } => Ev::Attempt(
+                    endpoint.to_string(),
+                    attempt,
+                    match outcome {
+                        AttemptOutcome::Status(s) => Out::Status(s.as_u16()),
+                        AttemptOutcome::Error(e) => Out::Error(e.to_string()),
+                    },
+                ),
+                Event::CooldownSkip { endpoint } => Ev::Skip(endpoint.to_string()),
+                Event::NotReplayable { endpoint } => Ev::NotReplayable(endpoint.to_string()),
+                Event::Result { endpoint, outcome } => Ev::Result(
+                    endpoint.map(|e| e.to_string()),
+                    match outcome {
+                        ResultOutcome::Status(s) => Res::Status(s.as_u16()),
+                        ResultOutcome::Error(e) => Res::Error(e.to_string()),
+                        ResultOutcome::Cancelled => Res::Cancelled,
+                    },
+                ),
+                _ => return,
+            };
+            events.lock().unwrap().push(ev);
+        }
+    }
+
+    /// Takes the events recorded so far.
+    pub fn take(&self) -> Vec<Ev> {
+        std::mem::take(&mut *self.events.lock().unwrap())
+    }
+
+    /// The events with attempt errors reduced to "err", for sequence comparisons.
+    pub fn shapes(&self) -> Vec<Ev> {
+        self.take()
+            .into_iter()
+            .map(|ev| match ev {
+                Ev::Attempt(e, n, Out::Error(_)) => Ev::Attempt(e, n, Out::Error("err".into())),
+                Ev::Result(e, Res::Error(_)) => Ev::Result(e, Res::Error("err".into())),
+                other => other,
+            })
+            .collect()
+    }
+}
+
+// Constructors that keep expected sequences short.
+
+pub fn attempt(ep: &str, n: u32, status: u16) -> Ev {
+    Ev::Attempt(ep.into(), n, Out::Status(status))
+}
+
+pub fn attempt_err(ep: &str, n: u32) -> Ev {
+    Ev::Attempt(ep.into(), n, Out::Error("err".into()))
+}
+
+pub fn skip(ep: &str) -> Ev {
+    Ev::Skip(ep.into())
+}
+
+pub fn result(ep: &str, status: u16) -> Ev {
+    Ev::Result(Some(ep.into()), Res::Status(status))
+}
+
+pub fn result_err() -> Ev {
+    Ev::Result(None, Res::Error("err".into()))
+}

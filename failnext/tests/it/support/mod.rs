@@ -1,0 +1,78 @@
+//! Shared test support: loopback servers, a client builder and an event recorder.
+
+#![allow(dead_code, unreachable_pub, reason = "each test module uses a different subset")]
+
+pub mod events;
+pub mod raw;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use failnext::{Endpoint, Failover, FailoverBuilder};
+use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+/// A client whose only middleware is `failover`.
+pub fn client(failover: Failover) -> ClientWithMiddleware {
+    ClientBuilder::new(reqwest::Client::new()).with(failover).build()
+}
+
+/// `Failover::builder` over `(id, url)` pairs.
+pub fn builder<'a>(endpoints: impl IntoIterator<Item = (&'a str, String)>) -> FailoverBuilder {
+    Failover::builder(endpoints.into_iter().map(|(id, url)| Endpoint::new(id, url)))
+}
+
+/// A wiremock server that answers every request with the scripted statuses in turn (the last
+/// one repeats), and counts the requests it received.
+pub struct Scripted {
+    pub server: MockServer,
+    pub hits: Arc<AtomicUsize>,
+}
+
+struct Script {
+    statuses: Vec<u16>,
+    hits: Arc<AtomicUsize>,
+}
+
+impl Respond for Script {
+    fn respond(&self, _req: &Request) -> ResponseTemplate {
+        let n = self.hits.fetch_add(1, Ordering::SeqCst);
+        let status = *self.statuses.get(n).or(self.statuses.last()).unwrap_or(&200);
+        ResponseTemplate::new(status).set_body_string(format!("status {status} from call {n}"))
+    }
+}
+
+impl Scripted {
+    pub async fn start(statuses: &[u16]) -> Scripted {
+        let server = MockServer::start().await;
+        let hits = Arc::new(AtomicUsize::new(0));
+        Mock::given(wiremock::matchers::any())
+            .respond_with(Script { statuses: statuses.to_vec(), hits: hits.clone() })
+            .mount(&server)
+            .await;
+        Scripted { server, hits }
+    }
+
+    pub fn url(&self) -> String {
+        format!("{}/rpc", self.server.uri())
+    }
+
+    pub fn hits(&self) -> usize {
+        self.hits.load(Ordering::SeqCst)
+    }
+
+    /// The requests this server received, as wiremock recorded them.
+    pub async fn requests(&self) -> Vec<Request> {
+        self.server.received_requests().await.unwrap_or_default()
+    }
+}
+
+/// Shorthand: one status forever.
+pub async fn status(code: u16) -> Scripted {
+    Scripted::start(&[code]).await
+}
+
+/// The failnext error inside a middleware error; panics (fails the test) if absent.
+pub fn failnext_error(err: &reqwest_middleware::Error) -> &failnext::Error {
+    failnext::Error::from_middleware(err).unwrap_or_else(|| panic!("not a failnext error: {err:?}"))
+}
