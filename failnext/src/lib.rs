@@ -1,5 +1,342 @@
-//! Ordered client-side failover for reqwest.
-#![doc(test(attr(deny(warnings))))]
+//! Ordered, client-side failover for [reqwest], as a [reqwest-middleware] middleware.
+//!
+//! `failnext` sends each request to the first usable provider of a small, ordered set, and
+//! moves on to the next one only when that is safe: the failure triggers failover, the request
+//! is allowed to fail over, and its body can be sent again. It was written for Ethereum
+//! JSON-RPC over HTTP, where providers refuse connections, time out, answer 502/503/504 or
+//! rate-limit, but it reads no payload and works for any HTTP API.
+//!
+//! It is a Rust port of the Go library failnext: every rule of the reference holds here, and
+//! the few places where Rust works differently are listed under
+//! [Differences from Go failnext](#differences-from-go-failnext).
+//!
+//! [reqwest]: https://docs.rs/reqwest
+//! [reqwest-middleware]: https://docs.rs/reqwest-middleware
+//!
+//! # Motivation
+//!
+//! A bot that reads chain state from one provider stops when that provider stops. Retrying the
+//! same provider does not help when it is down, and sending everything to several providers
+//! wastes quota and can repeat writes. What the application wants is narrower: keep a priority
+//! order, use the first provider that works, and let the application decide which operations
+//! may be repeated elsewhere. failnext does exactly that, inside the process, with no proxy,
+//! no background task and no copy of request bodies.
+//!
+//! # Quick start
+//!
+//! ```
+//! use failnext::{Endpoint, Failover, RequestBuilderExt, ServedBy};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # use wiremock::{Mock, MockServer, ResponseTemplate, matchers::any};
+//! # let primary = MockServer::start().await;
+//! # Mock::given(any()).respond_with(ResponseTemplate::new(503)).mount(&primary).await;
+//! # let backup = MockServer::start().await;
+//! # Mock::given(any()).respond_with(ResponseTemplate::new(200)
+//! #     .set_body_string(r#"{"jsonrpc":"2.0","id":1,"result":"0x2a"}"#)).mount(&backup).await;
+//! # let (primary_url, backup_url) = (primary.uri(), backup.uri());
+//! // Providers in priority order. URLs are complete destinations and may carry API keys;
+//! // failnext never prints them.
+//! let failover = Failover::builder([
+//!     Endpoint::new("primary", primary_url.clone()),
+//!     Endpoint::new("backup", backup_url),
+//! ])
+//! .build()?;
+//!
+//! let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+//!     .with(failover)
+//!     .build();
+//!
+//! // JSON-RPC reads are POSTs, so failnext cannot tell they are safe to repeat: say so.
+//! let read = r#"{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}"#;
+//! let resp = client
+//!     .post(&primary_url)
+//!     .header("content-type", "application/json")
+//!     .body(read)
+//!     .allow_failover()
+//!     .send()
+//!     .await?;
+//!
+//! // The primary answered 503, so the backup served the read.
+//! assert_eq!(resp.extensions().get::<ServedBy>().map(|s| s.0.as_str()), Some("backup"));
+//! assert_eq!(resp.text().await?, r#"{"jsonrpc":"2.0","id":1,"result":"0x2a"}"#);
+//!
+//! // A write must not reach a second provider: deny failover explicitly.
+//! let write = r#"{"jsonrpc":"2.0","id":2,"method":"eth_sendRawTransaction","params":["0x00"]}"#;
+//! let resp = client.post(&primary_url).body(write).deny_failover().send().await?;
+//! assert_eq!(resp.status(), 503); // the caller sees the primary's answer; nothing else was tried
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # How failover decides
+//!
+//! Four decisions are kept apart. A later provider is tried only when all of them say so.
+//!
+//! 1. **Which endpoint.** The configured order, minus the endpoints the request
+//!    [excludes](RequestBuilderExt::exclude_endpoints), minus those the
+//!    [eligibility hook](FailoverBuilder::eligible) rejects. The hook is asked exactly once per
+//!    non-excluded endpoint at the start of the request, and its answers are frozen for the
+//!    request. A [preferred](RequestBuilderExt::prefer_endpoint) endpoint that survived moves
+//!    to the front; the others keep their order. Cooldown is checked live, when a candidate's
+//!    turn comes; a cooling candidate is skipped ([`Event::CooldownSkip`]) and never revisited
+//!    in that request. An excluded or preferred id that is not configured fails the request
+//!    before anything is sent or asked.
+//! 2. **May it fail over.** Request-scoped [`Permission::Allow`] or [`Permission::Deny`], else
+//!    the [`permission_policy`](FailoverBuilder::permission_policy), else `GET` and `HEAD`
+//!    may, else it may not. The policy is called at most once per request, and only when a
+//!    second endpoint exists.
+//! 3. **Does the outcome trigger failover.** Any error from the rest of the middleware chain
+//!    (refused or reset connection, timeout, ...), HTTP 502, 503 or 504, and any status added
+//!    with [`additional_trigger_status_codes`](FailoverBuilder::additional_trigger_status_codes).
+//!    Any other response is returned at once, body untouched, whatever it says: an HTTP 200
+//!    carrying a JSON-RPC error is a success to failnext.
+//! 4. **Can it be sent again.** The first attempt uses the caller's request itself. Later
+//!    attempts use `reqwest::Request::try_clone()`, which shares a `Bytes` body by reference
+//!    count. A streaming body cannot be cloned: the request stops there
+//!    ([`Event::NotReplayable`]). failnext never buffers a body to make it replayable, and
+//!    clones nothing when no later attempt is possible (a denied POST, a single candidate).
+//!
+//! **Retained responses.** A trigger response is kept while the next endpoint is tried. A newer
+//! HTTP response replaces it (the older one is dropped); if every later attempt ends in an
+//! error, or failover may not go on, the kept response is returned instead of an error.
+//!
+//! **Cooldown.** Per endpoint, shared by every request through one [`Failover`] (and its
+//! clones): errors and 502/503/504 extend a failure streak, any other response resets it;
+//! [`Cooldown::default`] cools an endpoint for 30 s after 3 consecutive failures. See
+//! [`Cooldown`]. It is passive: no probes, no background task.
+//!
+//! **Errors.** When nothing could be attempted the request fails with
+//! [`is_no_usable_endpoint`](Error::is_no_usable_endpoint); when the request names an unknown
+//! endpoint, with [`is_unknown_endpoint`](Error::is_unknown_endpoint). Otherwise an error means
+//! every attempt ended without an HTTP response: [`Error::attempts`] lists them in order (even
+//! a single one) and `source()` is the last cause. See [`Error`].
+//!
+//! **Events.** [`on_event`](FailoverBuilder::on_event) receives [`Event::Attempt`],
+//! [`Event::CooldownSkip`], [`Event::NotReplayable`] and exactly one [`Event::Result`] per
+//! request, last, synchronously and in causal order; never under a lock. With the `tracing`
+//! feature, the same events are also emitted as `tracing` events.
+//!
+//! **Which provider answered.** Every response failnext returns carries [`ServedBy`] in its
+//! extensions, so a follow-up can prefer that provider, or a retry after a JSON-RPC error can
+//! exclude it.
+//!
+//! **Destination.** Each attempt goes to the endpoint's complete URL: the request's own path
+//! and query are replaced, never joined or merged. A `Host` header that is absent stays absent;
+//! one equal to the original URL's `host[:port]` (exact comparison) follows each endpoint,
+//! first attempt included; any other value is kept on every attempt. Userinfo in an endpoint
+//! URL (`https://user:pass@host/`) is removed from the URL and sent as HTTP Basic
+//! `Authorization` to that endpoint. Other destination-bound state (signatures, cookies,
+//! provider-specific headers) is not rewritten: put a middleware after `Failover` for that.
+//!
+//! **Deadlines.** [`attempt_timeout`](FailoverBuilder::attempt_timeout) bounds each attempt,
+//! so a provider that hangs costs at most that long before the next is tried.
+//!
+//! # Middleware order
+//!
+//! Middlewares added to the `ClientBuilder` *before* `Failover` run once per request; those
+//! added *after* it run once per attempt, with the request already pointed at the endpoint
+//! (the place for per-provider signing or tracing). Errors they return count as attempt
+//! failures.
+//!
+//! # Common patterns
+//!
+//! The snippets below assume a `client: ClientWithMiddleware` built with a `Failover`, as in
+//! the quick start.
+//!
+//! ## Allow a read to fail over, keep a write from failing over
+//!
+//! ```no_run
+//! use failnext::RequestBuilderExt;
+//! # async fn demo(client: reqwest_middleware::ClientWithMiddleware, url: &str, read: String, write: String)
+//! # -> Result<(), reqwest_middleware::Error> {
+//! let resp = client.post(url).body(read).allow_failover().send().await?;
+//! # drop(resp);
+//! // Even under a client-wide Allow, a write can refuse failover.
+//! let resp = client.post(url).body(write).deny_failover().send().await?;
+//! # drop(resp); Ok(()) }
+//! ```
+//!
+//! Allowing failover does not make a body replayable, an endpoint eligible, or a failure a
+//! trigger, and it does not bypass cooldown. A replayable body does not make an operation safe
+//! to repeat either.
+//!
+//! ## Skip providers the application knows are unusable
+//!
+//! ```
+//! use std::collections::HashSet;
+//! use std::sync::{Arc, RwLock};
+//! use failnext::{Endpoint, EndpointId, Failover};
+//!
+//! let disabled: Arc<RwLock<HashSet<String>>> = Arc::default();
+//! let view = disabled.clone();
+//! let failover = Failover::builder([
+//!     Endpoint::new("primary", "http://127.0.0.1:8545"),
+//!     Endpoint::new("backup", "http://127.0.0.1:8546"),
+//! ])
+//! .eligible(move |id: &EndpointId| !view.read().map(|d| d.contains(id.as_str())).unwrap_or(false))
+//! .build()?;
+//! disabled.write().unwrap().insert("primary".to_owned());
+//! # drop(failover);
+//! # Ok::<(), failnext::ConfigError>(())
+//! ```
+//!
+//! failnext-blocklag's `Monitor` implements [`Eligibility`] and can be passed directly.
+//!
+//! ## Try again without the provider that returned a JSON-RPC error
+//!
+//! ```no_run
+//! use failnext::{RequestBuilderExt, ServedBy};
+//! # async fn demo(client: reqwest_middleware::ClientWithMiddleware, url: &str, call: &'static str)
+//! # -> Result<(), reqwest_middleware::Error> {
+//! let resp = client.post(url).body(call).allow_failover().send().await?;
+//! let served_by = resp.extensions().get::<ServedBy>().cloned();
+//! let text = resp.text().await?;
+//! if text.contains(r#""error""#) {
+//!     if let Some(ServedBy(id)) = served_by {
+//!         // Exclusion holds for this request only and changes nothing else.
+//!         let retry = client.post(url).body(call).allow_failover().exclude_endpoints([id]).send().await?;
+//! #       drop(retry);
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! ## Prefer a provider for a follow-up request
+//!
+//! ```no_run
+//! use failnext::{RequestBuilderExt, ServedBy};
+//! # async fn demo(client: reqwest_middleware::ClientWithMiddleware, url: &str, send_tx: &'static str, receipt: &'static str)
+//! # -> Result<(), reqwest_middleware::Error> {
+//! let sent = client.post(url).body(send_tx).deny_failover().send().await?;
+//! let Some(ServedBy(id)) = sent.extensions().get::<ServedBy>().cloned() else { return Ok(()) };
+//! // The receipt is most likely known first where the transaction went. Not a pin: the read
+//! // may still fail over to the others.
+//! let resp = client.post(url).body(receipt).prefer_endpoint(id).allow_failover().send().await?;
+//! # drop(resp); Ok(()) }
+//! ```
+//!
+//! ## Allow POST failover by default
+//!
+//! ```
+//! use failnext::{Endpoint, Failover, Permission};
+//!
+//! // Only when every POST through this client is safe to repeat on another provider.
+//! let failover = Failover::builder([Endpoint::new("primary", "http://127.0.0.1:8545")])
+//!     .permission_policy(|req: &reqwest::Request| match *req.method() {
+//!         reqwest::Method::POST => Permission::Allow,
+//!         _ => Permission::Defer,
+//!     })
+//!     .build()?;
+//! # drop(failover);
+//! # Ok::<(), failnext::ConfigError>(())
+//! ```
+//!
+//! The same default can be set per client without a policy, with
+//! `ClientBuilder::with_init(Extension(Permission::Allow))`. A request-scoped choice wins
+//! over both.
+//!
+//! ## Fail over on rate limits too, cool down faster, bound each attempt
+//!
+//! ```
+//! use std::time::Duration;
+//! use failnext::{Cooldown, Endpoint, Failover};
+//!
+//! let failover = Failover::builder([
+//!     Endpoint::new("primary", "http://127.0.0.1:8545"),
+//!     Endpoint::new("backup", "http://127.0.0.1:8546"),
+//! ])
+//! .additional_trigger_status_codes([http::StatusCode::TOO_MANY_REQUESTS])
+//! .cooldown(Cooldown::new(2, Duration::from_secs(60)))
+//! .attempt_timeout(Duration::from_secs(2))
+//! .build()?;
+//! # drop(failover);
+//! # Ok::<(), failnext::ConfigError>(())
+//! ```
+//!
+//! A 429 then triggers failover but, not being 502/503/504, does not count toward cooldown.
+//!
+//! ## Inspect failed providers
+//!
+//! ```no_run
+//! use failnext::{Event, AttemptOutcome};
+//! # async fn demo(client: reqwest_middleware::ClientWithMiddleware, url: &str) {
+//! if let Err(err) = client.get(url).send().await {
+//!     if let Some(e) = failnext::Error::from_middleware(&err) {
+//!         for attempt in e.attempts() {
+//!             eprintln!("endpoint={} err={}", attempt.endpoint(), attempt.error());
+//!         }
+//!     }
+//! }
+//! # }
+//! // Or watch every attempt as it happens:
+//! let hook = |event: &Event<'_>| {
+//!     if let Event::Attempt { endpoint, attempt, outcome: AttemptOutcome::Error(e), elapsed } = event {
+//!         eprintln!("attempt {attempt} to {endpoint} failed after {elapsed:?}: {e}");
+//!     }
+//! };
+//! # let _ = hook;
+//! ```
+//!
+//! # What failnext does not do
+//!
+//! It is failover, not load balancing. It has no active health checks (pair it with
+//! failnext-blocklag for block-height lag), no retry of the same provider, no backoff or
+//! `Retry-After` scheduling, no JSON-RPC parsing, no body buffering, no hard pinning, no
+//! cross-provider consistency (read-after-write, pending state and nonces are the
+//! application's), no base-URL path or query composition, no WebSocket failover, and no
+//! rewriting of signatures or other destination-bound headers.
+//!
+//! # Differences from Go failnext
+//!
+//! - **No request context.** Go carries options and cancellation in `context.Context`. Here
+//!   request-scoped options live in the request's `http::Extensions` (through
+//!   [`RequestBuilderExt`] or `with_extension`), and cancellation is dropping the future: the
+//!   attempt in flight is dropped, no cooldown is recorded for it, and the hook receives
+//!   `Event::Result` with [`ResultOutcome::Cancelled`]. Deadlines are reqwest timeouts (the
+//!   request's own, or [`attempt_timeout`](FailoverBuilder::attempt_timeout) per attempt),
+//!   which fail an attempt with a timeout error that, like any error, may fail over; Go's
+//!   "context done beats everything" rules (catalogue C60, C68, C92, C104, C129-C130, C136-C138)
+//!   have no counterpart.
+//! - **`try_clone` instead of `GetBody`.** A body is replayable exactly when reqwest can clone
+//!   it (bytes, not a stream). There is no body factory that can fail, so Go's `ReplayError`
+//!   event becomes [`Event::NotReplayable`], emitted for the candidate that could not be tried;
+//!   the request is copied once up front (only when a later attempt is possible) rather than
+//!   when the next candidate is admitted.
+//! - **Host is a header.** reqwest has no `Request.Host` field: "custom Host" means a `Host`
+//!   header that differs from the request URL's `host[:port]`. The URL's authority is the one
+//!   the `url` crate normalises (lower-case host, default port omitted).
+//! - **Redirects** are followed by `reqwest::Client` inside each attempt, below the middleware:
+//!   a redirect is part of one attempt, not another attempt, and a redirected response is
+//!   judged by its final status.
+//! - **Types replace checks.** Endpoint ids are any string; cooldown thresholds are `u32` and
+//!   durations `Duration`, so negative values cannot exist, and zero is rejected instead of
+//!   meaning "default" (use [`Cooldown::default`] or [`Cooldown::disabled`]); trigger codes are
+//!   `http::StatusCode`, which only holds 100..=999; the policy returns an enum, so no
+//!   out-of-range permission exists. A transport that returns neither response nor error
+//!   cannot exist either. Error messages carry no `failnext:` prefix (Rust errors are chained
+//!   through `source()`).
+//! - **URL parsing** uses the `url` crate, stricter than Go's parser in two places:
+//!   `https://:8080/rpc` (empty host) and out-of-range ports are rejected. Surrounding
+//!   whitespace and control characters are rejected too (the `url` crate would silently strip
+//!   them).
+//! - **Errors** are one opaque [`Error`] with predicates, returned as
+//!   `reqwest_middleware::Error::Middleware`; even a single failed attempt is reported through
+//!   it, so `err.is_timeout()` on the outer error is false: look at [`Error::attempts`].
+//!   Attempt errors have their URL removed before any event or error holds them.
+//! - **Beyond the reference:** [`ServedBy`] on every response, `attempt_timeout`, userinfo as
+//!   Basic auth, [`Failover::is_cooling_down`], a `tracing` feature.
+//!
+//! # Feature flags
+//!
+//! - `tracing` (off by default): one `tracing` event per attempt, skip, not-replayable stop and
+//!   result, with the endpoint id, attempt number, status or error kind and elapsed time.
+//!   Never a URL.
+//!
+//! failnext enables no TLS backend and no tokio runtime of its own: configure reqwest as you
+//! need.
+#![doc(test(attr(deny(warnings), allow(dead_code))))]
 
 mod builder;
 mod cooldown;
@@ -25,3 +362,8 @@ pub use middleware::Failover;
 pub use options::{ExcludedEndpoints, PreferredEndpoint, RequestBuilderExt, ServedBy};
 pub use permission::Permission;
 pub use validate::{ConfigError, validate_endpoints};
+
+/// The workspace README's code, compiled as doc tests so it cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
