@@ -1,5 +1,6 @@
 //! Passive cooldown: per-endpoint streak of failures and the instant cooling ends.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -73,10 +74,14 @@ impl Default for Cooldown {
 
 /// The cooldown state of one endpoint, shared by every request of one `Failover`.
 ///
-/// The lock is held only for a few field updates; no callback ever runs under it.
+/// The lock is held only for a few field updates; no callback ever runs under it. A healthy
+/// endpoint (no streak, not cooling) is recognised from one atomic load, without the lock, so
+/// the hot path of a healthy provider costs no locking.
 #[derive(Debug, Default)]
 pub(crate) struct Health {
     state: Mutex<State>,
+    /// False only when the state is clean: no failures and no cooldown.
+    dirty: AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -93,11 +98,22 @@ impl Health {
 
     /// Whether the endpoint is cooling now. An expired cooldown is cleared, with its streak.
     pub(crate) fn is_cooling(&self) -> bool {
+        if !self.dirty.load(Ordering::Acquire) {
+            return false;
+        }
         let mut state = self.lock();
-        match state.cooling_until {
+        let cooling = match state.cooling_until {
             None => false,
             Some(until) => state.expire_at(Instant::now(), until),
-        }
+        };
+        self.publish(&state);
+        cooling
+    }
+
+    /// Keeps the lock-free flag in step with the state; called with the lock held.
+    fn publish(&self, state: &State) {
+        let dirty = state.failures != 0 || state.cooling_until.is_some();
+        self.dirty.store(dirty, Ordering::Release);
     }
 
     /// Records a failed attempt that completed just now.
@@ -108,6 +124,7 @@ impl Health {
             if state.expire_at(now, until) {
                 // Failures while cooling count but never extend or restart the cooldown.
                 state.failures = state.failures.saturating_add(1);
+                self.publish(&state);
                 return;
             }
         }
@@ -116,13 +133,18 @@ impl Health {
             state.failures = 0;
             state.cooling_until = Some(now + duration);
         }
+        self.publish(&state);
     }
 
     /// Records an attempt that got a non-failure response: the streak restarts. An active
     /// cooldown is not ended.
     pub(crate) fn record_success(&self) {
+        if !self.dirty.load(Ordering::Acquire) {
+            return;
+        }
         let mut state = self.lock();
         state.failures = 0;
+        self.publish(&state);
     }
 }
 

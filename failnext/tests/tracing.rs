@@ -1,0 +1,81 @@
+//! With the `tracing` feature, every attempt, skip and result is a `tracing` event carrying the
+//! endpoint id, attempt number, status or error kind and elapsed time, and never a URL.
+#![cfg(feature = "tracing")]
+
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex};
+
+use failnext::{Endpoint, Failover, RequestBuilderExt};
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Metadata, Subscriber};
+use wiremock::matchers::any;
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+/// A subscriber that keeps every event as `message field=value ...`.
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<Vec<String>>>);
+
+struct Line(String);
+
+impl Visit for Line {
+    fn record_debug(&mut self, field: &Field, value: &dyn Debug) {
+        if field.name() == "message" {
+            self.0.insert_str(0, &format!("{value:?}"));
+        } else {
+            self.0.push_str(&format!(" {}={value:?}", field.name()));
+        }
+    }
+}
+
+impl Subscriber for Capture {
+    fn enabled(&self, _: &Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &Attributes<'_>) -> Id {
+        Id::from_u64(1)
+    }
+    fn record(&self, _: &Id, _: &Record<'_>) {}
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+    fn event(&self, event: &Event<'_>) {
+        let mut line = Line(String::new());
+        event.record(&mut line);
+        self.0.lock().unwrap().push(line.0);
+    }
+    fn enter(&self, _: &Id) {}
+    fn exit(&self, _: &Id) {}
+}
+
+#[tokio::test]
+async fn one_tracing_event_per_attempt_and_result_without_urls() {
+    let down = {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        drop(l);
+        format!("http://user:SECRET1@{addr}/v3/SECRET2?key=SECRET3")
+    };
+    let backup = MockServer::start().await;
+    Mock::given(any()).respond_with(ResponseTemplate::new(200)).mount(&backup).await;
+    let failover = Failover::builder([
+        Endpoint::new("down", down),
+        Endpoint::new("backup", format!("{}/rpc/SECRET4?key=SECRET5", backup.uri())),
+    ])
+    .build()
+    .unwrap();
+    let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new()).with(failover).build();
+
+    let capture = Capture::default();
+    let _guard = tracing::subscriber::set_default(capture.clone());
+    let resp = client.post("http://127.0.0.1:9/").body("{}").allow_failover().send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+
+    let lines: Vec<String> =
+        capture.0.lock().unwrap().iter().filter(|l| l.contains("failnext")).cloned().collect();
+    assert_eq!(lines.len(), 3, "{lines:#?}");
+    assert!(lines[0].contains("endpoint=\"down\"") && lines[0].contains("attempt=1"), "{}", lines[0]);
+    assert!(lines[0].contains("error_kind=\"connect\"") && lines[0].contains("elapsed_us="), "{}", lines[0]);
+    assert!(lines[1].contains("endpoint=\"backup\"") && lines[1].contains("status=200"), "{}", lines[1]);
+    assert!(lines[2].contains("result") && lines[2].contains("endpoint=\"backup\""), "{}", lines[2]);
+    let all = capture.0.lock().unwrap().join("\n");
+    assert!(!all.contains("SECRET"), "a secret reached tracing: {all}");
+}
