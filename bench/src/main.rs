@@ -1,0 +1,2 @@
+//! Placeholder for the benchmark binary.
+fn main() {}
