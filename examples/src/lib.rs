@@ -1,1 +1,15 @@
-//! Shared code for the failnext examples.
+//! Shared code for the failnext examples: a local provider simulator ([`sim`]), the two
+//! providers an example talks to ([`Network`]), a tiny JSON-RPC client ([`call`], [`send`]),
+//! [`causes`] to print an error with its sources, and [`ensure`], which makes an example fail
+//! when what it shows did not happen.
+
+mod check;
+mod jsonrpc;
+mod network;
+mod report;
+pub mod sim;
+
+pub use check::{Unmet, ensure};
+pub use jsonrpc::{DUMMY_RAW_TX, Reply, RpcError, call, quantity, send};
+pub use network::{BACKUP_URL_VAR, Network, PRIMARY_URL_VAR, SIM_CHAIN_ID, SetupError, Simulation};
+pub use report::causes;

@@ -1,6 +1,8 @@
 //! Project tasks, run as `cargo xtask <task>` (the cargo-xtask pattern).
 //!
 //! - `ci`: everything CI checks, in order; a local run gives the same verdict as CI.
+//! - `demo`: the demo bot against simulated providers (or real ones with `--rpc URL`).
+//! - `bench`: the release benchmark, figures as ratios to the bare reqwest client.
 //! - `fmt`, `lint`, `test`, `doc`: one step each.
 
 use std::env;
@@ -33,6 +35,8 @@ fn try_main() -> Result<(), DynError> {
         Some("lint") => lint(),
         Some("test") => test(),
         Some("doc") => doc(),
+        Some("demo") => demo(&rest),
+        Some("bench") => bench(&rest),
         _ => {
             print_help();
             if task.is_some() || !rest.is_empty() { Err("unknown task".into()) } else { Ok(()) }
@@ -44,6 +48,8 @@ fn print_help() {
     say("usage: cargo xtask <task>\n\n\
          tasks:\n  \
          ci     fmt --check, clippy -D warnings, tests (doc tests included), docs -D warnings\n  \
+         demo   [--seconds N] [--rpc URL]...  the demo bot (simulated providers by default)\n  \
+         bench  [--quick] [--rounds N] [--scenario NAME]  release benchmark, written to target/bench/\n  \
          fmt    cargo fmt --check\n  \
          lint   cargo clippy --workspace --all-targets -- -D warnings\n  \
          test   cargo test --workspace --all-features\n  \
@@ -58,6 +64,18 @@ fn ci() -> Result<(), DynError> {
     doc()?;
     say(&format!("xtask ci: all steps passed in {:.0?}", started.elapsed()));
     Ok(())
+}
+
+fn demo(args: &[String]) -> Result<(), DynError> {
+    let mut cmd = vec!["run", "--quiet", "-p", "failnext-examples", "--bin", "demo", "--"];
+    cmd.extend(args.iter().map(String::as_str));
+    cargo(&cmd, &[])
+}
+
+fn bench(args: &[String]) -> Result<(), DynError> {
+    let mut cmd = vec!["run", "--release", "--quiet", "-p", "failnext-bench", "--"];
+    cmd.extend(args.iter().map(String::as_str));
+    cargo(&cmd, &[])
 }
 
 fn fmt_check() -> Result<(), DynError> {

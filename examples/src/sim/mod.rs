@@ -1,0 +1,39 @@
+//! A local simulator of Ethereum JSON-RPC providers, for examples, the demo and tests.
+//!
+//! A [`Chain`] is one simulated chain whose head advances on a tick (or by hand). Each
+//! [`Provider`] of it is a real HTTP/1.1 server on `127.0.0.1` answering JSON-RPC 2.0
+//! (`eth_blockNumber`, `eth_chainId`, `eth_getBalance`, `eth_call`, `eth_sendRawTransaction`,
+//! `eth_getTransactionReceipt`, and batches of them), and can be switched at run time to a
+//! [`Behaviour`]: down, an HTTP error, rate limited, a JSON-RPC error, lagging, stalled,
+//! slow, hanging, on the wrong chain, or a malformed, oversized or broken body. Each provider
+//! counts the requests it received, by method.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use failnext_examples::sim::{Behaviour, Chain};
+//!
+//! # async fn demo() -> std::io::Result<()> {
+//! let chain = Chain::start(31337, Duration::from_secs(1));
+//! let primary = chain.provider("primary").await?;
+//! let backup = chain.provider("backup").await?;
+//! primary.set(Behaviour::Status(503)).await?;
+//! // ... send requests to primary.url() and backup.url() ...
+//! assert_eq!(backup.count("eth_blockNumber"), 0);
+//! # Ok(()) }
+//! ```
+//!
+//! The server is written by hand on tokio (see `http.rs`) so that faults below HTTP, a
+//! connection held without an answer or reset mid-body, are as easy as HTTP ones. It serves
+//! only what JSON-RPC clients send: `POST` with a `Content-Length` body, kept alive.
+
+mod behaviour;
+mod chain;
+mod connection;
+mod http;
+mod listener;
+mod provider;
+mod rpc;
+
+pub use behaviour::{Behaviour, MALFORMED_BODY, OVERSIZED_LEN};
+pub use chain::{Chain, START_HEAD};
+pub use provider::Provider;

@@ -1,0 +1,213 @@
+//! `Provider`: one simulated provider, its behaviour switch and its request counts.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::sim::behaviour::Behaviour;
+use crate::sim::chain::Chain;
+use crate::sim::listener::Listener;
+use crate::sim::rpc::{Payload, View};
+
+/// One simulated provider: a JSON-RPC server on `127.0.0.1` that serves its [`Chain`]
+/// through a [`Behaviour`] you switch at run time. Made by [`Chain::provider`].
+///
+/// It counts what it received: [`total`](Provider::total) HTTP requests, and
+/// [`count`](Provider::count) calls by JSON-RPC method (a batch of three calls is one request
+/// and three calls). Everything that arrives is counted, whatever the behaviour answers; a
+/// `Down` provider receives nothing.
+///
+/// Cloning is cheap; clones control the same provider. The server stops, closing its
+/// connections, when the last clone is dropped.
+#[derive(Clone)]
+pub struct Provider {
+    shared: Arc<Shared>,
+    control: Arc<Control>,
+}
+
+/// What the connections of one provider read: its identity, chain, behaviour and counts.
+pub(crate) struct Shared {
+    pub(crate) chain: Chain,
+    mode: Mutex<Mode>,
+    counts: Mutex<Counts>,
+}
+
+/// The behaviour in force, and the height a stalled provider froze at.
+#[derive(Debug, Clone)]
+pub(crate) struct Mode {
+    pub(crate) behaviour: Behaviour,
+    frozen: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    requests: u64,
+    calls: HashMap<String, u64>,
+}
+
+struct Control {
+    id: String,
+    url: String,
+    addr: SocketAddr,
+    /// Held across a switch, so concurrent `set` calls take effect one after the other.
+    listener: tokio::sync::Mutex<Listener>,
+}
+
+// ===== impl Provider =====
+
+impl Provider {
+    pub(crate) async fn start(chain: Chain, id: String) -> io::Result<Provider> {
+        let frozen = chain.head();
+        let shared = Arc::new(Shared {
+            chain,
+            mode: Mutex::new(Mode { behaviour: Behaviour::Healthy, frozen }),
+            counts: Mutex::new(Counts::default()),
+        });
+        let listener = Listener::bind(shared.clone()).await?;
+        let addr = listener.addr();
+        let control =
+            Control { id, url: format!("http://{addr}/"), addr, listener: tokio::sync::Mutex::new(listener) };
+        Ok(Provider { shared, control: Arc::new(control) })
+    }
+
+    /// Switches the behaviour. It applies to every request that arrives after this returns;
+    /// a request already being answered finishes under the old one.
+    ///
+    /// Switching to [`Behaviour::Down`] returns once the listener and every open connection
+    /// are closed. Switching away from it binds the same port again, which can fail: while
+    /// the provider was down the port was free, and another socket on this machine may have
+    /// taken it (a small race, unlikely with ephemeral ports). The provider then stays down.
+    ///
+    /// # Errors
+    ///
+    /// When the port cannot be bound again after `Down`.
+    pub async fn set(&self, behaviour: Behaviour) -> io::Result<()> {
+        let mut listener = self.control.listener.lock().await;
+        let down = behaviour == Behaviour::Down;
+        self.shared.switch(behaviour);
+        if down {
+            listener.stop().await;
+            return Ok(());
+        }
+        let resumed = listener.resume().await;
+        if resumed.is_err() {
+            self.shared.switch(Behaviour::Down);
+        }
+        resumed
+    }
+
+    /// The behaviour in force.
+    pub fn behaviour(&self) -> Behaviour {
+        self.shared.mode().behaviour
+    }
+
+    /// The id given to [`Chain::provider`].
+    pub fn id(&self) -> &str {
+        &self.control.id
+    }
+
+    /// The URL to send JSON-RPC requests to, `http://127.0.0.1:PORT/`.
+    pub fn url(&self) -> &str {
+        &self.control.url
+    }
+
+    /// The socket address the provider listens on (and listens on again after `Down`).
+    pub fn addr(&self) -> SocketAddr {
+        self.control.addr
+    }
+
+    /// This provider as a failnext endpoint: its id and URL.
+    pub fn endpoint(&self) -> failnext::Endpoint {
+        failnext::Endpoint::new(self.id(), self.url())
+    }
+
+    /// The block number this provider reports now (its lag or stall applied).
+    pub fn head(&self) -> u64 {
+        self.shared.mode().head(&self.shared.chain)
+    }
+
+    /// How many calls of JSON-RPC `method` this provider received.
+    pub fn count(&self, method: &str) -> u64 {
+        self.shared.counts().calls.get(method).copied().unwrap_or(0)
+    }
+
+    /// How many HTTP requests this provider received.
+    pub fn total(&self) -> u64 {
+        self.shared.counts().requests
+    }
+
+    /// Sets every count back to zero.
+    pub fn reset_counts(&self) {
+        *self.shared.counts() = Counts::default();
+    }
+}
+
+impl fmt::Debug for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Provider")
+            .field("id", &self.id())
+            .field("url", &self.url())
+            .field("behaviour", &self.behaviour())
+            .field("total", &self.total())
+            .finish()
+    }
+}
+
+// ===== impl Shared =====
+
+impl Shared {
+    pub(crate) fn mode(&self) -> Mode {
+        lock(&self.mode).clone()
+    }
+
+    /// Records one request that arrived with this payload.
+    pub(crate) fn record(&self, payload: &Payload) {
+        let mut counts = self.counts();
+        counts.requests += 1;
+        for method in payload.methods() {
+            *counts.calls.entry(method.to_owned()).or_default() += 1;
+        }
+    }
+
+    fn switch(&self, behaviour: Behaviour) {
+        let mut mode = lock(&self.mode);
+        // A provider freezes at the height it showed when it stalled, lag included.
+        if behaviour == Behaviour::Stalled && mode.behaviour != Behaviour::Stalled {
+            mode.frozen = mode.head(&self.chain);
+        }
+        mode.behaviour = behaviour;
+    }
+
+    fn counts(&self) -> MutexGuard<'_, Counts> {
+        lock(&self.counts)
+    }
+}
+
+// ===== impl Mode =====
+
+impl Mode {
+    /// The head this mode shows of `chain`.
+    pub(crate) fn head(&self, chain: &Chain) -> u64 {
+        match self.behaviour {
+            Behaviour::Lagging(n) => chain.head().saturating_sub(n),
+            Behaviour::Stalled => self.frozen,
+            _ => chain.head(),
+        }
+    }
+
+    /// The chain as this mode shows it.
+    pub(crate) fn view<'a>(&self, chain: &'a Chain) -> View<'a> {
+        let chain_id = match self.behaviour {
+            Behaviour::WrongChain(id) => id,
+            _ => chain.id(),
+        };
+        View { chain, head: self.head(chain), chain_id }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Nothing panics while holding these locks; a poisoned value is still a valid value.
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
