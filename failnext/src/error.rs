@@ -55,7 +55,9 @@ enum Kind {
 
 /// One attempt that ended without an HTTP response.
 ///
-/// The error has had its URL removed, so printing it reveals no key.
+/// The error has had its URL removed, so printing it reveals no key. `Display` prints the
+/// endpoint and the error's whole source chain:
+/// `primary: error sending request: client error (Connect): tcp connect error: Connection refused`.
 pub struct Attempt {
     endpoint: EndpointId,
     error: reqwest_middleware::Error,
@@ -202,6 +204,20 @@ impl Attempt {
     /// What went wrong, as the rest of the middleware chain returned it, without its URL.
     pub fn error(&self) -> &reqwest_middleware::Error {
         &self.error
+    }
+}
+
+/// `endpoint: error: cause: cause ...`, the whole source chain on one line, which reqwest's
+/// own `Display` leaves out (it prints "error sending request" without saying why).
+impl fmt::Display for Attempt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.endpoint, self.error)?;
+        let mut cause = self.error.source();
+        while let Some(e) = cause {
+            write!(f, ": {e}")?;
+            cause = e.source();
+        }
+        Ok(())
     }
 }
 

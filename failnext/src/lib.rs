@@ -111,7 +111,8 @@
 //! [`is_no_usable_endpoint`](Error::is_no_usable_endpoint); when the request names an unknown
 //! endpoint, with [`is_unknown_endpoint`](Error::is_unknown_endpoint). Otherwise an error means
 //! every attempt ended without an HTTP response: [`Error::attempts`] lists them in order (even
-//! a single one) and `source()` is the last cause. See [`Error`].
+//! a single one) and `source()` is the last cause; an [`Attempt`]'s `Display` prints the
+//! endpoint and the whole cause chain. See [`Error`].
 //!
 //! **Events.** [`on_event`](FailoverBuilder::on_event) receives [`Event::Attempt`],
 //! [`Event::CooldownSkip`], [`Event::NotReplayable`] and exactly one [`Event::Result`] per
@@ -119,11 +120,12 @@
 //! feature, the same events are also emitted as `tracing` events.
 //!
 //! **Which provider answered.** Every response failnext returns carries [`ServedBy`] in its
-//! extensions, so a follow-up can prefer that provider, or a retry after a JSON-RPC error can
-//! exclude it.
+//! extensions ([`ResponseExt::served_by`] reads it), so a follow-up can prefer that provider, or
+//! a retry after a JSON-RPC error can exclude it.
 //!
 //! **Destination.** Each attempt goes to the endpoint's complete URL: the request's own path
-//! and query are replaced, never joined or merged. A `Host` header that is absent stays absent;
+//! and query are replaced, never joined or merged. The URL a request is built with matters
+//! only for the `Host` rule below; addressing requests to the primary's URL is the convention. A `Host` header that is absent stays absent;
 //! one equal to the original URL's `host[:port]` (exact comparison) follows each endpoint,
 //! first attempt included; any other value is kept on every attempt. Userinfo in an endpoint
 //! URL (`https://user:pass@host/`) is removed from the URL and sent as HTTP Basic
@@ -359,7 +361,7 @@ pub use endpoint::{Endpoint, EndpointId};
 pub use error::{Attempt, Error};
 pub use event::{AttemptOutcome, Event, ResultOutcome};
 pub use middleware::Failover;
-pub use options::{ExcludedEndpoints, PreferredEndpoint, RequestBuilderExt, ServedBy};
+pub use options::{ExcludedEndpoints, PreferredEndpoint, RequestBuilderExt, ResponseExt, ServedBy};
 pub use permission::Permission;
 pub use validate::{ConfigError, validate_endpoints};
 

@@ -48,6 +48,28 @@ pub struct PreferredEndpoint(pub EndpointId);
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ServedBy(pub EndpointId);
 
+/// Reads [`ServedBy`] from a response without spelling out the extension lookup.
+///
+/// ```no_run
+/// # async fn demo(client: reqwest_middleware::ClientWithMiddleware) -> Result<(), reqwest_middleware::Error> {
+/// use failnext::ResponseExt;
+///
+/// let resp = client.get("http://127.0.0.1:8545/").send().await?;
+/// let who = resp.served_by().cloned(); // keep it before the body consumes the response
+/// let body = resp.text().await?;
+/// # drop((who, body)); Ok(()) }
+/// ```
+pub trait ResponseExt {
+    /// The endpoint that produced this response, if failnext returned it.
+    fn served_by(&self) -> Option<&EndpointId>;
+}
+
+impl ResponseExt for reqwest::Response {
+    fn served_by(&self) -> Option<&EndpointId> {
+        self.extensions().get::<ServedBy>().map(|s| &s.0)
+    }
+}
+
 /// Adds failnext's request-scoped options to a `reqwest_middleware::RequestBuilder`.
 ///
 /// Each method stores a value in the request's extensions, so the same options can be set
