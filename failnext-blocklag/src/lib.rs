@@ -1,1 +1,167 @@
-//! placeholder
+//! Block-height lag monitoring for Ethereum JSON-RPC providers, feeding [failnext]'s
+//! eligibility.
+//!
+//! A provider can answer `200 OK` while it is several blocks behind the others, and failnext,
+//! which only sees HTTP outcomes, would keep sending it requests. A [`Monitor`] asks every
+//! provider for its block height with `eth_blockNumber`, compares the answers, and publishes
+//! which providers are close enough to the highest one. Handed to
+//! [`FailoverBuilder::eligible`](failnext::FailoverBuilder::eligible), it makes failnext skip
+//! the laggards.
+//!
+//! The split of work is the reference library's: this crate measures heights, failnext picks
+//! endpoints and fails over. failnext on its own knows nothing about blocks.
+//!
+//! # How it works
+//!
+//! You call [`Monitor::check`] when you want fresh eligibility, typically every few seconds
+//! from a task of your own; there is no background polling. Each check:
+//!
+//! 1. sends every configured provider one JSON-RPC 2.0 `eth_blockNumber` POST, all providers
+//!    at once, with the monitor's own `reqwest::Client`, never through failnext;
+//! 2. accepts an answer only if it is HTTP 200 with at most 4 KiB of body, a JSON object with
+//!    `"jsonrpc": "2.0"`, the `id` the probe sent, and a `result` that is a canonical hex
+//!    quantity fitting `u64`; redirects are not followed, nothing is retried, a body over
+//!    4 KiB is not read further, and each call is bounded by the
+//!    [probe timeout](MonitorBuilder::probe_timeout) (5 seconds by default);
+//! 3. takes the highest successful height as the reference, and makes a provider eligible
+//!    when `highest - height <= max_lag` (inclusive; `max_lag(0)` accepts only providers at
+//!    the highest height);
+//! 4. publishes the result as a new [`Snapshot`], atomically, if at least one probe
+//!    succeeded.
+//!
+//! [`Monitor::eligible`] reads the latest snapshot without locks or I/O, so failnext can ask
+//! it on every request. [`ProbeError`] lists every way a probe fails.
+//!
+//! A canonical quantity is `0x0`, or `0x` followed by lower-case hex digits without a leading
+//! zero, as the Ethereum execution API specifies. A bare `0x`, a missing prefix, leading
+//! zeros, signs, whitespace, upper-case digits or an upper-case `0X`, and values beyond
+//! `u64::MAX` are all rejected.
+//!
+//! # Failure behaviour
+//!
+//! | Check outcome | Eligibility afterwards | `check()` returns |
+//! |---|---|---|
+//! | every probe succeeds | new snapshot | `Ok(())` |
+//! | some probes succeed | new snapshot; providers whose probe failed are ineligible | [`CheckError`] naming them, [`published()`](CheckError::published) is `true` |
+//! | every probe fails | previous snapshot kept | [`CheckError`] naming them, `published()` is `false` |
+//! | the `check()` future is dropped before publication | previous snapshot kept | nothing: it was dropped |
+//!
+//! One successful probe is enough to publish; that provider is then eligible. Before the
+//! first publication every configured endpoint is eligible (fail-open); ids that are not
+//! configured are never eligible. A later check can make an ineligible provider eligible
+//! again.
+//!
+//! A [`CheckError`] does not mean eligibility is unchanged: a partial failure publishes and
+//! still returns an error. Every failure names its endpoint id; no error or `Debug` output
+//! shows more of a URL than `scheme://host[:port]`.
+//!
+//! Published eligibility does not expire. If checks stop, or every later check fails, the
+//! last snapshot stays in force.
+//!
+//! # Relative, not canonical, freshness
+//!
+//! The reference height is simply the highest one reported in the same check. If every
+//! provider is equally stale, none looks behind; if one reports an unusually high block, the
+//! honest ones look behind. Configure providers of the same chain. Block hashes, forks,
+//! finality and heights are not checked against any independent source.
+//!
+//! The one thing this crate adds to the reference is an optional chain check: with
+//! [`expected_chain_id`](MonitorBuilder::expected_chain_id), every check also calls
+//! `eth_chainId`, and a provider on another chain is ineligible with
+//! [`ProbeError::WrongChain`]. A matching chain id is a sanity check, not proof that a
+//! provider can replace another for every read.
+//!
+//! # Concurrency
+//!
+//! Checks are serialized: a check waits for the running one, and a waiting check that is
+//! dropped sends nothing. Probes within one check run concurrently. [`Monitor::eligible`] is
+//! safe from any thread and never waits for a check; two calls may see two snapshots when a
+//! check publishes between them, so load [`Monitor::snapshot`] once when several answers must
+//! agree. failnext asks once per endpoint at the start of a request and keeps the answers for
+//! that request, so a request in flight is not affected by a later publication.
+//!
+//! # What it does not do
+//!
+//! - Routing. Eligibility only rules endpoints out; failnext still applies its order,
+//!   cooldown, exclusions, failover permission, triggers and replay rules. In particular an
+//!   eligible provider does not make a JSON-RPC POST safe to send twice.
+//! - Scheduling, expiry (TTL), retries or backoff, scoring, metrics, service discovery,
+//!   WebSocket transports.
+//! - Following redirects or sending probes through failnext: give
+//!   [`client`](MonitorBuilder::client) a plain client that goes where it is told.
+//!
+//! # Example
+//!
+//! Two local servers stand in for providers: the primary at block 100 (`0x64`), the backup at
+//! block 110 (`0x6e`). With a maximum lag of 3 the primary is ineligible, and a balance read
+//! sent through failnext is served by the backup.
+//!
+//! ```
+//! use failnext::{Endpoint, Failover, RequestBuilderExt, ServedBy};
+//! use failnext_blocklag::Monitor;
+//! use serde_json::json;
+//! use wiremock::matchers::body_partial_json;
+//! use wiremock::{Mock, MockServer, ResponseTemplate};
+//!
+//! /// A provider at block `block` (hex) where the zero address holds `balance` (hex).
+//! async fn provider(block: &str, balance: &str) -> MockServer {
+//!     let server = MockServer::start().await;
+//!     for (method, result) in [("eth_blockNumber", block), ("eth_getBalance", balance)] {
+//!         Mock::given(body_partial_json(json!({ "method": method })))
+//!             .respond_with(
+//!                 ResponseTemplate::new(200)
+//!                     .set_body_json(json!({ "jsonrpc": "2.0", "id": 1, "result": result })),
+//!             )
+//!             .mount(&server)
+//!             .await;
+//!     }
+//!     server
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let primary = provider("0x64", "0x0").await; // block 100
+//! let backup = provider("0x6e", "0x2a").await; // block 110
+//! let endpoints = [Endpoint::new("primary", primary.uri()), Endpoint::new("backup", backup.uri())];
+//!
+//! let monitor = Monitor::builder(endpoints.clone()).max_lag(3).build()?;
+//! monitor.check().await?; // run this on your own schedule
+//! assert!(!monitor.eligible("primary")); // 10 blocks behind
+//! assert!(monitor.eligible("backup"));
+//!
+//! let failover = Failover::builder(endpoints).eligible(monitor.clone()).build()?;
+//! let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new()).with(failover).build();
+//!
+//! // Eligibility skips the lagging primary. Permission to fail over is a separate matter:
+//! // JSON-RPC reads are POSTs, so allow it only for calls that are safe to repeat.
+//! let response = client
+//!     .post(primary.uri())
+//!     .header("content-type", "application/json")
+//!     .body(r#"{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":["0x0000000000000000000000000000000000000000","latest"]}"#)
+//!     .allow_failover()
+//!     .send()
+//!     .await?;
+//! let served_by = response.extensions().get::<ServedBy>().map(|s| s.0.clone());
+//! assert_eq!(served_by.as_deref(), Some("backup"));
+//! let body: serde_json::Value = serde_json::from_slice(&response.bytes().await?)?;
+//! assert_eq!(body["result"], "0x2a");
+//! # Ok(())
+//! # }
+//! ```
+#![doc(test(attr(deny(warnings))))]
+
+mod builder;
+mod error;
+mod monitor;
+mod parse;
+mod probe;
+mod snapshot;
+
+pub use builder::MonitorBuilder;
+pub use error::{CheckError, ConfigError, ProbeError, ProbeFailure};
+pub use monitor::Monitor;
+pub use snapshot::{Snapshot, SnapshotEntry};
+
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

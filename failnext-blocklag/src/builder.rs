@@ -1,0 +1,148 @@
+//! `MonitorBuilder`: configuration, validated once in `build()`.
+
+use std::fmt;
+use std::time::Duration;
+
+use failnext::Endpoint;
+use reqwest::Url;
+
+use crate::error::ConfigError;
+use crate::monitor::{Inner, Monitor};
+
+/// The probe timeout used when none is set.
+const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Configures a [`Monitor`]. Made by [`Monitor::builder`]; every setter consumes and returns
+/// the builder, and nothing is checked until [`build`](MonitorBuilder::build).
+#[must_use = "a builder does nothing until build() is called"]
+pub struct MonitorBuilder {
+    endpoints: Vec<Endpoint>,
+    max_lag: u64,
+    client: Option<reqwest::Client>,
+    probe_timeout: Duration,
+    expected_chain_id: Option<u64>,
+}
+
+impl MonitorBuilder {
+    pub(crate) fn new(endpoints: impl IntoIterator<Item = Endpoint>) -> Self {
+        MonitorBuilder {
+            endpoints: endpoints.into_iter().collect(),
+            max_lag: 0,
+            client: None,
+            probe_timeout: DEFAULT_PROBE_TIMEOUT,
+            expected_chain_id: None,
+        }
+    }
+
+    /// The largest number of blocks a provider may be behind the highest height observed in
+    /// the same check and stay eligible. The limit is inclusive: with `3`, a provider 3 blocks
+    /// behind is eligible and one 4 blocks behind is not; `0` accepts only providers at the
+    /// highest observed height.
+    ///
+    /// Default is 0, as in the reference library.
+    pub fn max_lag(mut self, blocks: u64) -> Self {
+        self.max_lag = blocks;
+        self
+    }
+
+    /// The HTTP client that sends the probes, and nothing else.
+    ///
+    /// Give it plain `reqwest::Client` settings (TLS, proxy, user agent). It must send each
+    /// probe to the URL it is given: do not wrap it in failnext, which would reroute probes of
+    /// a lagging provider to another one. Disable redirects on it
+    /// (`redirect(reqwest::redirect::Policy::none())`), or a redirect will be followed where
+    /// the reference treats it as a failure. Its own timeouts, if any, also count as probe
+    /// timeouts.
+    ///
+    /// Default is a client built by the monitor with redirects disabled and no timeouts of its
+    /// own.
+    pub fn client(mut self, client: reqwest::Client) -> Self {
+        self.client = Some(client);
+        self
+    }
+
+    /// The longest one probe call may take, from connecting to the end of the body. A
+    /// provider that takes longer fails that check with
+    /// [`ProbeError::Timeout`](crate::ProbeError::Timeout), and the other providers publish
+    /// without it: one hanging provider cannot stall a check beyond this bound.
+    ///
+    /// It bounds each call, not the whole check: a [`Monitor::check`] waiting for its turn
+    /// behind another check is not limited by it. Wrap the check in your own timeout for
+    /// that.
+    ///
+    /// Default is 5 seconds.
+    pub fn probe_timeout(mut self, timeout: Duration) -> Self {
+        self.probe_timeout = timeout;
+        self
+    }
+
+    /// Verifies, in every check, that each provider serves the chain `chain_id` (`1` for
+    /// Ethereum mainnet), with an `eth_chainId` call sent alongside `eth_blockNumber`.
+    ///
+    /// A provider that reports another chain is ineligible for that check, with
+    /// [`ProbeError::WrongChain`](crate::ProbeError::WrongChain); one whose `eth_chainId` call
+    /// fails is ineligible with that call's error, because its height could belong to any
+    /// chain. This goes beyond the reference library, which leaves chain ids to configuration.
+    ///
+    /// Default is no chain check: only `eth_blockNumber` is sent.
+    pub fn expected_chain_id(mut self, chain_id: u64) -> Self {
+        self.expected_chain_id = Some(chain_id);
+        self
+    }
+
+    /// Validates the configuration and builds the monitor. No probe is sent: every configured
+    /// endpoint is eligible until the first check publishes.
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`], for the first of these that fails, in this order:
+    ///
+    /// - an endpoint breaks a rule of [`failnext::validate_endpoints`] (the list is empty; an
+    ///   id is empty or repeated; a URL is not absolute, does not parse, is not http(s), has no
+    ///   host, has a `#`, surrounding whitespace or a malformed `%` escape); the
+    ///   [`failnext::ConfigError`] is the source;
+    /// - the probe timeout is zero;
+    /// - no client was given and the default one cannot be built.
+    pub fn build(self) -> Result<Monitor, ConfigError> {
+        let validated = failnext::validate_endpoints(&self.endpoints).map_err(ConfigError::endpoints)?;
+        if self.probe_timeout.is_zero() {
+            return Err(ConfigError::probe_timeout());
+        }
+        let client = match self.client {
+            Some(client) => client,
+            None => default_client().map_err(ConfigError::client)?,
+        };
+        let urls = self.endpoints.iter().zip(validated).map(|(ep, checked)| probe_url(ep, checked)).collect();
+        Ok(Monitor::from_inner(Inner::new(
+            self.endpoints,
+            urls,
+            self.max_lag,
+            client,
+            self.probe_timeout,
+            self.expected_chain_id,
+        )))
+    }
+}
+
+/// The URL a probe is sent to: the configured text, parsed. Validation returns it without its
+/// userinfo, which reqwest needs to send HTTP Basic credentials, so the original is parsed
+/// again. Validation parsed this same text, so the fallback is never taken.
+fn probe_url(endpoint: &Endpoint, validated: Url) -> Url {
+    Url::parse(endpoint.url()).unwrap_or(validated)
+}
+
+fn default_client() -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build()
+}
+
+impl fmt::Debug for MonitorBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MonitorBuilder")
+            .field("endpoints", &self.endpoints)
+            .field("max_lag", &self.max_lag)
+            .field("client", &self.client.as_ref().map(|_| "<reqwest::Client>"))
+            .field("probe_timeout", &self.probe_timeout)
+            .field("expected_chain_id", &self.expected_chain_id)
+            .finish()
+    }
+}

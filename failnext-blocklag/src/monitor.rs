@@ -1,0 +1,183 @@
+//! `Monitor`: serialized checks that publish snapshots, and lock-free eligibility reads.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use arc_swap::ArcSwapOption;
+use failnext::{Eligibility, Endpoint, EndpointId};
+use reqwest::Url;
+
+use crate::builder::MonitorBuilder;
+use crate::error::CheckError;
+use crate::probe::{self, ProbeConfig};
+use crate::snapshot::{self, Snapshot};
+
+/// Watches the block heights of a fixed set of providers and says which ones are close enough
+/// to the highest to be used.
+///
+/// [`check`](Monitor::check) probes every provider and publishes a [`Snapshot`];
+/// [`eligible`](Monitor::eligible) answers from the latest one without I/O. Give a clone to
+/// [`failnext::FailoverBuilder::eligible`] (the monitor implements [`Eligibility`]) and call
+/// `check` on your own schedule: there is no background task.
+///
+/// Cloning is cheap; clones share the snapshot and the check queue. See the
+/// [crate documentation](crate) for the rules and a complete example.
+#[derive(Clone)]
+pub struct Monitor {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    endpoints: Vec<Endpoint>,
+    /// The probe destination of each endpoint, same order.
+    urls: Vec<Url>,
+    max_lag: u64,
+    client: reqwest::Client,
+    probe_timeout: Duration,
+    expected_chain_id: Option<u64>,
+    published: ArcSwapOption<Snapshot>,
+    /// Serializes checks. Held across the probes; never touched by readers.
+    checking: tokio::sync::Mutex<()>,
+}
+
+impl Inner {
+    pub(crate) fn new(
+        endpoints: Vec<Endpoint>,
+        urls: Vec<Url>,
+        max_lag: u64,
+        client: reqwest::Client,
+        probe_timeout: Duration,
+        expected_chain_id: Option<u64>,
+    ) -> Self {
+        Inner {
+            endpoints,
+            urls,
+            max_lag,
+            client,
+            probe_timeout,
+            expected_chain_id,
+            published: ArcSwapOption::empty(),
+            checking: tokio::sync::Mutex::new(()),
+        }
+    }
+}
+
+impl Monitor {
+    /// Starts configuring a monitor of `endpoints`, usually the same list given to
+    /// [`failnext::Failover::builder`]. The endpoints are copied; they are validated by
+    /// [`MonitorBuilder::build`] with the same rules as failnext's.
+    pub fn builder(endpoints: impl IntoIterator<Item = Endpoint>) -> MonitorBuilder {
+        MonitorBuilder::new(endpoints)
+    }
+
+    pub(crate) fn from_inner(inner: Inner) -> Self {
+        Monitor { inner: Arc::new(inner) }
+    }
+
+    /// The monitored endpoints, in configured order.
+    pub fn endpoints(&self) -> &[Endpoint] {
+        &self.inner.endpoints
+    }
+
+    /// Probes every provider once and publishes their relative eligibility.
+    ///
+    /// Each provider gets one `eth_blockNumber` POST (and one `eth_chainId` POST when an
+    /// [expected chain id](MonitorBuilder::expected_chain_id) is set), sent directly with the
+    /// monitor's own client, never through failnext, all providers at once. Each call is
+    /// bounded by the [probe timeout](MonitorBuilder::probe_timeout); nothing is retried.
+    ///
+    /// Calls are serialized: a check that finds another one running waits for it (in call
+    /// order), then runs its own probes. Dropping a waiting check starts no probe. Dropping a
+    /// running check abandons its probes and publishes nothing.
+    ///
+    /// # Errors
+    ///
+    /// | Probes | Eligibility afterwards | Returns |
+    /// |---|---|---|
+    /// | all succeed | new snapshot | `Ok(())` |
+    /// | some succeed | new snapshot; the failed providers are ineligible | [`CheckError`], [`published()`](CheckError::published) is `true` |
+    /// | all fail | previous snapshot kept (fail-open before the first one) | [`CheckError`], `published()` is `false` |
+    /// | future dropped before publication | previous snapshot kept | nothing (dropped) |
+    ///
+    /// [`CheckError::failures`] names every provider whose probe failed, and why. An error does
+    /// not mean eligibility is unchanged: look at `published()`.
+    ///
+    /// # Panics
+    ///
+    /// When polled outside a Tokio runtime with the time driver enabled (the probe timeout is a
+    /// Tokio timer; reqwest needs a Tokio runtime too).
+    pub async fn check(&self) -> Result<(), CheckError> {
+        let _turn = self.inner.checking.lock().await;
+        let inner = &*self.inner;
+        let config = ProbeConfig {
+            client: &inner.client,
+            timeout: inner.probe_timeout,
+            expected_chain_id: inner.expected_chain_id,
+        };
+        let probes =
+            inner.endpoints.iter().zip(&inner.urls).map(|(ep, url)| async move {
+                (ep.id().clone(), probe::endpoint(config, ep.id(), url).await)
+            });
+        let outcomes = futures::future::join_all(probes).await;
+        // From here to the store there is no await: a dropped future publishes all or nothing.
+        let round = snapshot::assemble(outcomes, inner.max_lag, SystemTime::now());
+        let published = match round.snapshot {
+            Some(snapshot) => {
+                inner.published.store(Some(Arc::new(snapshot)));
+                true
+            }
+            None => false,
+        };
+        if round.failures.is_empty() {
+            Ok(())
+        } else {
+            Err(CheckError::new(published, inner.endpoints.len(), round.failures))
+        }
+    }
+
+    /// Whether the endpoint `id` may be used, according to the latest published snapshot.
+    ///
+    /// Before the first publication every configured endpoint is eligible (fail-open). Ids
+    /// that are not configured are never eligible. Published eligibility does not expire: if
+    /// checks stop or keep failing completely, the last snapshot stays in force.
+    ///
+    /// Lock-free and without I/O: it never waits for a running check. Two calls may see two
+    /// different snapshots when a check publishes between them; to ask several questions of
+    /// one comparison, use [`snapshot`](Monitor::snapshot) once. failnext asks once per
+    /// endpoint at the start of each request and keeps the answers for that request.
+    ///
+    /// Eligibility only rules endpoints out. It does not grant permission to fail over, make a
+    /// request replayable, or override failnext's cooldown, exclusions or order.
+    pub fn eligible(&self, id: &str) -> bool {
+        match &*self.inner.published.load() {
+            Some(snapshot) => snapshot.is_eligible(id),
+            None => self.inner.endpoints.iter().any(|ep| ep.id().as_str() == id),
+        }
+    }
+
+    /// The latest published snapshot: heights, the highest one, per-endpoint eligibility and
+    /// the time of the check. `None` until a check publishes.
+    pub fn snapshot(&self) -> Option<Arc<Snapshot>> {
+        self.inner.published.load_full()
+    }
+}
+
+impl Eligibility for Monitor {
+    fn is_eligible(&self, id: &EndpointId) -> bool {
+        self.eligible(id)
+    }
+}
+
+impl fmt::Debug for Monitor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let inner = &*self.inner;
+        f.debug_struct("failnext_blocklag::Monitor")
+            .field("endpoints", &inner.endpoints)
+            .field("max_lag", &inner.max_lag)
+            .field("probe_timeout", &inner.probe_timeout)
+            .field("expected_chain_id", &inner.expected_chain_id)
+            .field("snapshot", &inner.published.load().as_deref())
+            .finish_non_exhaustive()
+    }
+}

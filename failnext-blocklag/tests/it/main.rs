@@ -1,0 +1,13 @@
+//! Behaviour of failnext-blocklag against real loopback servers.
+//!
+//! One file per area; each test is named as the claim it pins.
+
+mod support;
+
+mod chain;
+mod concurrency;
+mod config;
+mod publication;
+mod redaction;
+mod rejection;
+mod with_failnext;
