@@ -4,7 +4,6 @@ use std::fmt;
 use std::time::Duration;
 
 use failnext::Endpoint;
-use reqwest::Url;
 
 use crate::error::ConfigError;
 use crate::monitor::{Inner, Monitor};
@@ -112,23 +111,16 @@ impl MonitorBuilder {
             Some(client) => client,
             None => default_client().map_err(ConfigError::client)?,
         };
-        let urls = self.endpoints.iter().zip(validated).map(|(ep, checked)| probe_url(ep, checked)).collect();
+        // The validated URLs keep any userinfo, which reqwest sends as Basic credentials.
         Ok(Monitor::from_inner(Inner::new(
             self.endpoints,
-            urls,
+            validated,
             self.max_lag,
             client,
             self.probe_timeout,
             self.expected_chain_id,
         )))
     }
-}
-
-/// The URL a probe is sent to: the configured text, parsed. Validation returns it without its
-/// userinfo, which reqwest needs to send HTTP Basic credentials, so the original is parsed
-/// again. Validation parsed this same text, so the fallback is never taken.
-fn probe_url(endpoint: &Endpoint, validated: Url) -> Url {
-    Url::parse(endpoint.url()).unwrap_or(validated)
 }
 
 fn default_client() -> reqwest::Result<reqwest::Client> {

@@ -149,6 +149,8 @@
 //! # }
 //! ```
 #![doc(test(attr(deny(warnings))))]
+// Library code handles network input: no unwrap or expect outside tests.
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 mod builder;
 mod error;

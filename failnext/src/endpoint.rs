@@ -146,8 +146,14 @@ impl Endpoint {
         &self.url
     }
 
-    /// The URL with path, query and userinfo elided, safe to print.
-    pub(crate) fn redacted_url(&self) -> RedactedUrl<'_> {
+    /// The URL with userinfo, path and query elided (`scheme://host[:port]/…`), safe to print
+    /// in logs and dashboards.
+    ///
+    /// ```
+    /// let ep = failnext::Endpoint::new("a", "https://user:pw@eth.example:8443/v2/KEY");
+    /// assert_eq!(ep.redacted_url().to_string(), "https://eth.example:8443/…");
+    /// ```
+    pub fn redacted_url(&self) -> impl fmt::Display + '_ {
         RedactedUrl(&self.url)
     }
 }

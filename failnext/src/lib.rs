@@ -339,6 +339,8 @@
 //! failnext enables no TLS backend and no tokio runtime of its own: configure reqwest as you
 //! need.
 #![doc(test(attr(deny(warnings), allow(dead_code))))]
+// Library code handles network input: no unwrap or expect outside tests.
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 mod builder;
 mod cooldown;

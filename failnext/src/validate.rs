@@ -51,6 +51,8 @@ enum UrlRule {
 /// An endpoint that passed validation, ready for attempts.
 #[derive(Debug)]
 pub(crate) struct ValidEndpoint {
+    /// The parsed URL as configured, userinfo included.
+    pub(crate) configured: Url,
     /// The parsed destination, with any userinfo removed.
     pub(crate) url: Url,
     /// `host[:port]` of `url`, as the `Host` header would carry it.
@@ -70,7 +72,9 @@ pub(crate) struct ValidEndpoint {
 ///   no `#` anywhere (not even an empty fragment). Query strings and userinfo are allowed;
 ///   the same URL under two ids gives two independent endpoints.
 ///
-/// Returns the parsed URLs, in the same order. Companion crates (failnext-blocklag) call this
+/// Returns the parsed URLs, in the same order, exactly as configured (userinfo included:
+/// failnext itself sends userinfo as HTTP Basic `Authorization` and removes it from the URL of
+/// each attempt; a companion crate that probes the URL should do the same). Companion crates (failnext-blocklag) call this
 /// so that one set of endpoints is accepted or rejected the same way everywhere.
 ///
 /// # Errors
@@ -78,7 +82,7 @@ pub(crate) struct ValidEndpoint {
 /// The first rule broken, as a [`ConfigError`] naming the endpoint by id (or by index when its
 /// id is empty) and the rule.
 pub fn validate_endpoints(endpoints: &[Endpoint]) -> Result<Vec<Url>, ConfigError> {
-    Ok(validate(endpoints)?.into_iter().map(|ep| ep.url).collect())
+    Ok(validate(endpoints)?.into_iter().map(|ep| ep.configured).collect())
 }
 
 pub(crate) fn validate(endpoints: &[Endpoint]) -> Result<Vec<ValidEndpoint>, ConfigError> {
@@ -130,13 +134,14 @@ fn check_url(raw: &str) -> Result<ValidEndpoint, UrlRule> {
     if raw.contains('#') {
         return Err(UrlRule::Fragment);
     }
+    let configured = url.clone();
     let userinfo = take_userinfo(&mut url);
     let host = url.host_str().ok_or(UrlRule::NoHost)?;
     let authority = match url.port() {
         Some(port) => format!("{host}:{port}"),
         None => host.to_owned(),
     };
-    Ok(ValidEndpoint { url, authority, userinfo })
+    Ok(ValidEndpoint { configured, url, authority, userinfo })
 }
 
 /// Whether the text after `scheme:` is `//` followed by a non-empty host.
