@@ -188,7 +188,8 @@ impl fmt::Display for RedactedUrl<'_> {
                 let bare = url.path() == "/" && url.query().is_none() && url.fragment().is_none();
                 f.write_str(if bare { "/" } else { "/…" })
             }
-            Ok(url) => write!(f, "{}:…", url.scheme()),
+            // Without a host, what parsed as a scheme may be a username (`key:secret@host`).
+            Ok(_) => f.write_str("<url without host>"),
             Err(_) => f.write_str("<unparsable url>"),
         }
     }
@@ -209,7 +210,8 @@ mod tests {
         assert_eq!(redact("http://[::1]:8545"), "http://[::1]:8545/");
         assert_eq!(redact("https://h/?KEY"), "https://h/…");
         assert_eq!(redact("not a url KEY"), "<unparsable url>");
-        assert_eq!(redact("mailto:KEY@x"), "mailto:…");
+        assert_eq!(redact("mailto:KEY@x"), "<url without host>");
+        assert_eq!(redact("KEY:secret@host/x"), "<url without host>");
     }
 
     #[test]

@@ -125,12 +125,15 @@
 //!
 //! **Destination.** Each attempt goes to the endpoint's complete URL: the request's own path
 //! and query are replaced, never joined or merged. The URL a request is built with matters
-//! only for the `Host` rule below; addressing requests to the primary's URL is the convention. A `Host` header that is absent stays absent;
-//! one equal to the original URL's `host[:port]` (exact comparison) follows each endpoint,
-//! first attempt included; any other value is kept on every attempt. Userinfo in an endpoint
-//! URL (`https://user:pass@host/`) is removed from the URL and sent as HTTP Basic
-//! `Authorization` to that endpoint. Other destination-bound state (signatures, cookies,
-//! provider-specific headers) is not rewritten: put a middleware after `Failover` for that.
+//! only for the `Host` rule below; addressing requests to the primary's URL is the convention.
+//! A `Host` header that is absent stays absent; one equal to the original URL's `host[:port]`
+//! (exact comparison) follows each endpoint, first attempt included; any other value is kept on
+//! every attempt. Userinfo in an endpoint URL (`https://user:pass@host/`) is removed from the
+//! URL and sent as HTTP Basic `Authorization` to that endpoint. Other destination-bound state
+//! (signatures, cookies, provider-specific headers) is not rewritten: put a middleware after
+//! `Failover` for that. The response you get back is reqwest's: its `url()` (and its `Debug`,
+//! and errors reqwest builds from it later, such as `error_for_status`) is the endpoint's full
+//! URL, keys included, so strip it before logging those.
 //!
 //! **Deadlines.** [`attempt_timeout`](FailoverBuilder::attempt_timeout) bounds each attempt,
 //! so a provider that hangs costs at most that long before the next is tried.
@@ -323,6 +326,10 @@
 //!   `https://:8080/rpc` (empty host) and out-of-range ports are rejected. Surrounding
 //!   whitespace and control characters are rejected too (the `url` crate would silently strip
 //!   them).
+//! - **Timeouts.** A request's own reqwest timeout (`RequestBuilder::timeout`) is carried by
+//!   every attempt, so it bounds each attempt, not the whole request; with n hanging endpoints
+//!   the caller may wait n times as long. For a deadline on the whole request, wrap the call in
+//!   `tokio::time::timeout`: dropping the future cancels it cleanly.
 //! - **Errors** are one opaque [`Error`] with predicates, returned as
 //!   `reqwest_middleware::Error::Middleware`; even a single failed attempt is reported through
 //!   it, so `err.is_timeout()` on the outer error is false: look at [`Error::attempts`].

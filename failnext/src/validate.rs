@@ -43,7 +43,7 @@ enum UrlRule {
     BadEscape,
     Parse(url::ParseError),
     NotAbsolute,
-    Scheme(String),
+    Scheme,
     NoHost,
     Fragment,
 }
@@ -124,7 +124,7 @@ fn check_url(raw: &str) -> Result<ValidEndpoint, UrlRule> {
         Err(e) => return Err(UrlRule::Parse(e)),
     };
     if url.scheme() != "http" && url.scheme() != "https" {
-        return Err(UrlRule::Scheme(url.scheme().to_owned()));
+        return Err(UrlRule::Scheme);
     }
     // The `url` crate repairs `https:host` and `https:///host`; the reference rejects both, so
     // the authority is checked on the raw text.
@@ -257,7 +257,8 @@ impl fmt::Display for ConfigError {
                     UrlRule::BadEscape => f.write_str("malformed percent escape"),
                     UrlRule::Parse(_) => f.write_str("it does not parse"),
                     UrlRule::NotAbsolute => f.write_str("not absolute (no scheme)"),
-                    UrlRule::Scheme(s) => write!(f, "scheme {s:?} is not http or https"),
+                    // The scheme is not quoted: in `key:secret@host` it would be the key.
+                    UrlRule::Scheme => f.write_str("scheme is not http or https"),
                     UrlRule::NoHost => f.write_str("no host"),
                     UrlRule::Fragment => f.write_str("contains '#' (fragments are not allowed)"),
                 }

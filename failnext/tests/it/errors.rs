@@ -115,9 +115,12 @@ fn relative_url_is_rejected_as_not_absolute() {
 
 // V6
 #[test]
-fn non_http_scheme_is_rejected_quoting_the_scheme() {
-    assert_url_rejected("ftp://u1.test/rpc", "scheme \"ftp\"");
-    assert_url_rejected("ws://host", "scheme \"ws\"");
+fn non_http_scheme_is_rejected_without_quoting_it() {
+    // The scheme is not quoted: in `KEY:secret@host/rpc` (no scheme written) it is the key.
+    assert_url_rejected("ftp://u1.test/rpc", "scheme is not http or https");
+    assert_url_rejected("ws://host", "scheme is not http or https");
+    let err = config_error(&[("bad", "KEY:secret@host/rpc")]);
+    assert!(!format!("{err} {err:?}").to_lowercase().contains("key"), "{err:?}");
 }
 
 // V6
@@ -327,7 +330,8 @@ fn validate_endpoints_applies_the_build_rules() {
     ])
     .unwrap();
     let urls: Vec<_> = urls.iter().map(url::Url::as_str).collect();
-    assert_eq!(urls, ["http://127.0.0.1:1/a?k=v", "https://h.example/b"]);
+    // As configured, userinfo included: a probing crate sends it as Basic credentials.
+    assert_eq!(urls, ["http://user:pw@127.0.0.1:1/a?k=v", "https://h.example/b"]);
     let err = failnext::validate_endpoints(&[Endpoint::new("a", OK_URL), Endpoint::new("a", OK_URL)]);
     let err = err.unwrap_err();
     assert_eq!((err.endpoint_index(), err.endpoint_id().map(EndpointId::as_str)), (Some(1), Some("a")));
