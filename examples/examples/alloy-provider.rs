@@ -1,0 +1,2 @@
+//! Placeholder: the alloy example is being written.
+fn main() {}
