@@ -35,6 +35,7 @@ fn try_main() -> Result<(), DynError> {
         Some("lint") => lint(),
         Some("test") => test(),
         Some("doc") => doc(),
+        Some("examples") => examples(),
         Some("demo") => demo(&rest),
         Some("bench") => bench(&rest),
         _ => {
@@ -48,6 +49,7 @@ fn print_help() {
     say("usage: cargo xtask <task>\n\n\
          tasks:\n  \
          ci     fmt --check, clippy -D warnings, tests (doc tests included), docs -D warnings\n  \
+         examples  run every example against the simulator and check its output\n  \
          demo   [--seconds N] [--rpc URL]...  the demo bot (simulated providers by default)\n  \
          bench  [--quick] [--rounds N] [--scenario NAME]  release benchmark, written to target/bench/\n  \
          fmt    cargo fmt --check\n  \
@@ -62,6 +64,10 @@ fn ci() -> Result<(), DynError> {
     lint()?;
     test()?;
     doc()?;
+    examples()?;
+    section("bench (one tiny round)", || {
+        cargo(&["run", "--quiet", "-p", "failnext-bench", "--", "--quick"], &[])
+    })?;
     say(&format!("xtask ci: all steps passed in {:.0?}", started.elapsed()));
     Ok(())
 }
@@ -76,6 +82,63 @@ fn bench(args: &[String]) -> Result<(), DynError> {
     let mut cmd = vec!["run", "--release", "--quiet", "-p", "failnext-bench", "--"];
     cmd.extend(args.iter().map(String::as_str));
     cargo(&cmd, &[])
+}
+
+/// Each example, its arguments, and a line its output must contain. Examples run against the
+/// simulator: the variables that would point them at real providers are removed.
+const EXAMPLES: &[(&str, &[&str], &str)] = &[
+    ("basic-failover", &[], "served by: backup"),
+    ("conservative-write", &[], "backup received eth_sendRawTransaction: 0 times"),
+    ("error-inspection", &[], "attempt: endpoint=primary"),
+    ("exclude-endpoint", &[], "served by: backup"),
+    ("preferred-endpoint", &[], "receipt read served by: backup"),
+    ("skip-ineligible", &[], "primary received: 0 requests"),
+    ("cooldown", &[], "primary received 3 of 5 reads"),
+    ("permission-policy", &[], "read: status 200 OK, served by: backup"),
+    ("alloy-provider", &[], "backup received eth_sendRawTransaction: 0 times"),
+];
+
+/// Builds every example once, then runs each and checks its exit status and key output line.
+fn examples() -> Result<(), DynError> {
+    section("examples", || {
+        cargo(
+            &["build", "--quiet", "-p", "failnext-examples", "--examples", "--bins", "--all-features"],
+            &[],
+        )?;
+        let dir = target_dir().join("debug").join("examples");
+        for (name, args, expected) in EXAMPLES {
+            run_checked(&dir.join(name), args, expected)?;
+        }
+        Ok(())
+    })
+}
+
+/// Runs a built program; fails unless it exits 0 and prints `expected`.
+fn run_checked(program: &Path, args: &[&str], expected: &str) -> Result<(), DynError> {
+    let name = program.file_name().and_then(|n| n.to_str()).unwrap_or("?").to_owned();
+    let started = Instant::now();
+    let output = Command::new(program)
+        .args(args)
+        .env_remove("ETH_RPC_PRIMARY_URL")
+        .env_remove("ETH_RPC_BACKUP_URL")
+        .current_dir(project_root())
+        .output()?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() {
+        say(&stdout);
+        say(&String::from_utf8_lossy(&output.stderr));
+        return Err(format!("{name} exited with {}", output.status).into());
+    }
+    if !stdout.lines().any(|line| line.contains(expected)) {
+        say(&stdout);
+        return Err(format!("{name} did not print {expected:?}").into());
+    }
+    say(&format!("  {name}: ok in {:.1?} ({expected:?})", started.elapsed()));
+    Ok(())
+}
+
+fn target_dir() -> PathBuf {
+    env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| project_root().join("target"))
 }
 
 fn fmt_check() -> Result<(), DynError> {
