@@ -162,6 +162,7 @@ mod snapshot;
 pub use builder::MonitorBuilder;
 pub use error::{CheckError, ConfigError, ProbeError, ProbeFailure};
 pub use monitor::Monitor;
+pub use parse::{MAX_BODY, parse_quantity, parse_response};
 pub use snapshot::{Snapshot, SnapshotEntry};
 
 #[cfg(doctest)]

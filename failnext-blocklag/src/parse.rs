@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use crate::error::ProbeError;
 
 /// The most response body a probe reads, in bytes. One byte more is a failure.
-pub(crate) const MAX_BODY: usize = 4096;
+pub const MAX_BODY: usize = 4096;
 
 /// How much of an offending `result` an [`ProbeError::InvalidQuantity`] keeps, in characters.
 const SHOWN_CHARS: usize = 40;
@@ -50,6 +50,9 @@ impl Method {
 
 /// Reads a JSON-RPC 2.0 response body to the quantity in its `result`.
 ///
+/// This is the probe's own parser, public so that other code (and fuzzers) can apply exactly
+/// the rules a check applies. It never panics, whatever the bytes.
+///
 /// The checks run in this order, and the first one broken is the error:
 ///
 /// 1. at most [`MAX_BODY`] bytes ([`ProbeError::BodyTooLarge`]);
@@ -62,7 +65,7 @@ impl Method {
 /// 6. a `result` member ([`ProbeError::NotJsonRpc`]);
 /// 7. the `result` is a string holding a canonical quantity ([`ProbeError::InvalidQuantity`];
 ///    see [`parse_quantity`]).
-pub(crate) fn parse_response(body: &[u8], expected_id: u64) -> Result<u64, ProbeError> {
+pub fn parse_response(body: &[u8], expected_id: u64) -> Result<u64, ProbeError> {
     if body.len() > MAX_BODY {
         return Err(ProbeError::BodyTooLarge);
     }
@@ -94,7 +97,7 @@ pub(crate) fn parse_response(body: &[u8], expected_id: u64) -> Result<u64, Probe
 ///
 /// Rejected: a bare `0x`, a missing or upper-case (`0X`) prefix, upper-case digits, leading
 /// zeros, signs, whitespace anywhere, and values above `u64::MAX`.
-pub(crate) fn parse_quantity(text: &str) -> Option<u64> {
+pub fn parse_quantity(text: &str) -> Option<u64> {
     let digits = text.strip_prefix("0x")?;
     let canonical = !digits.is_empty()
         && digits.len() <= 16

@@ -1,0 +1,1 @@
+//! Reliability and security proof for failnext and failnext-blocklag.
