@@ -337,6 +337,24 @@
 //! - **Beyond the reference:** [`ServedBy`] on every response, `attempt_timeout`, userinfo as
 //!   Basic auth, [`Failover::is_cooling_down`], a `tracing` feature.
 //!
+//! ## Reference cases that do not apply, and what Rust does instead
+//!
+//! The test suite pins every case of the reference's behaviour catalogue that applies to Rust.
+//! These do not, by construction:
+//!
+//! | reference cases | why | Rust behaviour |
+//! | --- | --- | --- |
+//! | V11-V13, V14 | negative cooldown values and a `Disabled` flag mixed with values are unrepresentable | zero threshold or duration is a `ConfigError`; [`Cooldown::default`] and [`Cooldown::disabled`] |
+//! | V16 | `http::StatusCode` only holds 100..=999 | any `StatusCode` may be added |
+//! | V20 | there is no base transport to default | the `reqwest::Client` given to `ClientBuilder`, plus the middlewares after `Failover` |
+//! | C4 (request-URI), C113 | no server-side request-URI field; no nil request | — |
+//! | C39 (empty method), C42 (out-of-range answer) | `http::Method` rejects an empty method; [`Permission`] is a closed enum | — |
+//! | C58, C59 | a middleware chain returns a response or an error, never both or neither | an error from a later middleware is an attempt failure |
+//! | C60, C68, C104, C111 (context errors), C129, C130, C136-C138 | no request context | dropping the future cancels: nothing is recorded for the attempt in flight, retained responses are dropped, `Event::Result` is `Cancelled` |
+//! | C87-C89, C92, C109, C125 | no `GetBody` factory that can fail | `try_clone()`; a stream stops failover with [`Event::NotReplayable`] |
+//! | C141, C142 (`CloseIdleConnections`) | reqwest has no such call | connection pooling belongs to the `reqwest::Client` |
+//! | C143 (go-ethereum) | — | the alloy example in the workspace runs an alloy `Provider` on failnext |
+//!
 //! # Feature flags
 //!
 //! - `tracing` (off by default): one `tracing` event per attempt, skip, not-replayable stop and
