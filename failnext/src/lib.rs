@@ -100,7 +100,11 @@
 //!
 //! **Retained responses.** A trigger response is kept while the next endpoint is tried. A newer
 //! HTTP response replaces it (the older one is dropped); if every later attempt ends in an
-//! error, or failover may not go on, the kept response is returned instead of an error.
+//! error, or failover may not go on, the kept response is returned instead of an error. A
+//! response failnext discards with a small body (declared length up to 64 KiB) is read to its
+//! end, in the background if it is still arriving (for at most a second), so its keep-alive
+//! connection goes back to the pool; a larger one is dropped unread, which closes its
+//! connection.
 //!
 //! **Cooldown.** Per endpoint, shared by every request through one [`Failover`] (and its
 //! clones): errors and 502/503/504 extend a failure streak, any other response resets it;

@@ -1,7 +1,9 @@
 //! `Failover`: the attempt loop. Decisions live in `select`, `permission` and `trigger`.
 
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
+use std::task::{Context, Waker};
 use std::time::{Duration, Instant};
 
 use http::Extensions;
@@ -149,9 +151,18 @@ impl Inner {
                     self.emit_attempt(endpoint, number, AttemptOutcome::Status(status), elapsed);
                     self.record(target, is_cooldown_failure(status));
                     match self.triggers.classify(status) {
-                        Verdict::Return => return Ok((resp, current)),
+                        Verdict::Return => {
+                            if let Some((old, _)) = retained.take() {
+                                discard(old);
+                            }
+                            return Ok((resp, current));
+                        }
                         // A newer trigger response replaces (and drops) the older one.
-                        Verdict::Failover => retained = Some((resp, current)),
+                        Verdict::Failover => {
+                            if let Some((old, _)) = retained.replace((resp, current)) {
+                                discard(old);
+                            }
+                        }
                     }
                 }
                 Err(err) => {
@@ -261,6 +272,35 @@ impl Inner {
 
     pub(crate) fn index_of(&self, id: &str) -> Option<usize> {
         self.endpoints.iter().position(|ep| ep.id().as_str() == id)
+    }
+}
+
+/// Largest body of a superseded trigger response that is read to keep its connection.
+const DRAIN_LIMIT: u64 = 64 * 1024;
+
+/// How long reading such a body may take before the connection is given up.
+const DRAIN_TIME: Duration = Duration::from_secs(1);
+
+/// Drops a superseded trigger response, keeping its connection when that is cheap.
+///
+/// A response dropped with its body unread closes its connection, and the next request to that
+/// provider pays for a new one. A body of known length up to [`DRAIN_LIMIT`] is read to its
+/// end instead, which returns the connection to the pool: at once when it has already arrived,
+/// otherwise on a spawned task bounded by [`DRAIN_TIME`], so the caller never waits for it.
+/// Larger or unknown-length bodies are dropped unread. Nothing is copied: chunks are discarded.
+fn discard(resp: Response) {
+    if !resp.content_length().is_some_and(|len| len <= DRAIN_LIMIT) {
+        return;
+    }
+    let mut drain = Box::pin(async move {
+        let mut resp = resp;
+        let read_all = async { while let Ok(Some(_)) = resp.chunk().await {} };
+        let _ = tokio::time::timeout(DRAIN_TIME, read_all).await;
+    });
+    if drain.as_mut().poll(&mut Context::from_waker(Waker::noop())).is_pending() {
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(drain);
+        }
     }
 }
 
