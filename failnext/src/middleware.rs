@@ -289,7 +289,7 @@ const DRAIN_TIME: Duration = Duration::from_secs(1);
 /// otherwise on a spawned task bounded by [`DRAIN_TIME`], so the caller never waits for it.
 /// Larger or unknown-length bodies are dropped unread. Nothing is copied: chunks are discarded.
 fn discard(resp: Response) {
-    if !resp.content_length().is_some_and(|len| len <= DRAIN_LIMIT) {
+    if resp.content_length().is_none_or(|len| len > DRAIN_LIMIT) {
         return;
     }
     let mut drain = Box::pin(async move {
