@@ -4,7 +4,9 @@
 //! when what it shows did not happen.
 
 mod check;
+pub mod demo;
 mod jsonrpc;
+pub mod monitoring;
 mod network;
 mod report;
 pub mod sim;

@@ -113,8 +113,9 @@ impl PartialEq<&str> for EndpointId {
 }
 
 impl fmt::Display for EndpointId {
+    /// The id itself; width, fill and alignment are honoured (`{id:<8}` pads).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.pad(&self.0)
     }
 }
 
@@ -220,5 +221,6 @@ mod tests {
         assert_eq!(id, "a");
         assert_ne!(id, EndpointId::from("A"));
         assert_eq!(format!("{id:?}"), "\"a\"");
+        assert_eq!(format!("[{id:<3}]"), "[a  ]");
     }
 }

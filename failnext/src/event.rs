@@ -14,6 +14,10 @@ use crate::endpoint::EndpointId;
 /// returns, so keep the hook short. Hooks of different requests may run at the same time.
 /// Each request produces exactly one [`Event::Result`], and it is the last event of the request.
 ///
+/// The hook runs on the task that polls the request's future, inside that poll, as does the
+/// [`Eligibility`](crate::Eligibility) hook: a `tokio::task_local!` set around the request is
+/// visible in both, which is how an application ties events to its own request ids.
+///
 /// The hook is never called while failnext holds a lock, so it may call back into the
 /// [`Failover`](crate::Failover). If it panics, the panic reaches the caller of the request,
 /// and everything failnext held (responses, request bodies) is dropped on the way.
