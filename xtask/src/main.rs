@@ -96,6 +96,13 @@ const EXAMPLES: &[(&str, &[&str], &str)] = &[
     ("cooldown", &[], "primary received 3 of 5 reads"),
     ("permission-policy", &[], "read: status 200 OK, served by: backup"),
     ("alloy-provider", &[], "backup received eth_sendRawTransaction: 0 times"),
+    ("blocklag-pairing", &[], "primary eligible: false"),
+    ("blocklag-pairing", &[], "served by: backup"),
+    (
+        "blocklag-continuous",
+        &["--seconds", "4"],
+        "reads failed while an eligible healthy provider existed: 0",
+    ),
 ];
 
 /// Builds every example once, then runs each and checks its exit status and key output line.
@@ -109,6 +116,9 @@ fn examples() -> Result<(), DynError> {
         for (name, args, expected) in EXAMPLES {
             run_checked(&dir.join(name), args, expected)?;
         }
+        // The demo bot, on a short timeline: it exits non-zero if an invariant broke.
+        let demo = target_dir().join("debug").join("demo");
+        run_checked(&demo, &["--seconds", "6"], "invariants: all held")?;
         Ok(())
     })
 }
