@@ -180,8 +180,10 @@ pub(crate) struct RedactedUrl<'a>(pub(crate) &'a str);
 
 impl fmt::Display for RedactedUrl<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The `url` crate repairs `https:///KEY/rpc` into host `key`: show a host only when the
+        // text really has one, as validation requires.
         match url::Url::parse(self.0.trim()) {
-            Ok(url) if url.has_host() => {
+            Ok(url) if url.has_host() && crate::validate::raw_has_host(self.0.trim()) => {
                 write!(f, "{}://{}", url.scheme(), url.host_str().unwrap_or_default())?;
                 if let Some(port) = url.port() {
                     write!(f, ":{port}")?;
@@ -213,6 +215,9 @@ mod tests {
         assert_eq!(redact("not a url KEY"), "<unparsable url>");
         assert_eq!(redact("mailto:KEY@x"), "<url without host>");
         assert_eq!(redact("KEY:secret@host/x"), "<url without host>");
+        for hostless in ["https:///KEY/rpc", "https:KEY/rpc", "https:/KEY/rpc", "http:\\\\KEY\\rpc"] {
+            assert_eq!(redact(hostless), "<url without host>", "{hostless}");
+        }
     }
 
     #[test]

@@ -145,7 +145,7 @@ fn check_url(raw: &str) -> Result<ValidEndpoint, UrlRule> {
 }
 
 /// Whether the text after `scheme:` is `//` followed by a non-empty host.
-fn raw_has_host(raw: &str) -> bool {
+pub(crate) fn raw_has_host(raw: &str) -> bool {
     let Some((_, rest)) = raw.split_once(':') else { return false };
     let Some(rest) = rest.strip_prefix("//") else { return false };
     let authority = rest.split(['/', '?', '#', '\\']).next().unwrap_or_default();
