@@ -93,10 +93,11 @@
 //!    Any other response is returned at once, body untouched, whatever it says: an HTTP 200
 //!    carrying a JSON-RPC error is a success to failnext.
 //! 4. **Can it be sent again.** The first attempt uses the caller's request itself. Later
-//!    attempts use `reqwest::Request::try_clone()`, which shares a `Bytes` body by reference
-//!    count. A streaming body cannot be cloned: the request stops there
-//!    ([`Event::NotReplayable`]). failnext never buffers a body to make it replayable, and
-//!    clones nothing when no later attempt is possible (a denied POST, a single candidate).
+//!    attempts use a copy of it, made exactly when `reqwest::Request::try_clone()` would
+//!    succeed: a body built from bytes or a string is a `Bytes`, shared with every attempt by
+//!    reference count, never copied. A streaming body can be sent only once: the request stops
+//!    there ([`Event::NotReplayable`]). failnext never buffers a body to make it replayable,
+//!    and copies nothing when no later attempt is possible (a denied POST, a single candidate).
 //!
 //! **Retained responses.** A trigger response is kept while the next endpoint is tried. A newer
 //! HTTP response replaces it (the older one is dropped); if every later attempt ends in an
@@ -308,7 +309,7 @@
 //!   which fail an attempt with a timeout error that, like any error, may fail over; Go's
 //!   "context done beats everything" rules (catalogue C60, C68, C92, C104, C129-C130, C136-C138)
 //!   have no counterpart.
-//! - **`try_clone` instead of `GetBody`.** A body is replayable exactly when reqwest can clone
+//! - **Cloning instead of `GetBody`.** A body is replayable exactly when reqwest could clone
 //!   it (bytes, not a stream). There is no body factory that can fail, so Go's `ReplayError`
 //!   event becomes [`Event::NotReplayable`], emitted for the candidate that could not be tried;
 //!   the request is copied once up front (only when a later attempt is possible) rather than
@@ -355,7 +356,7 @@
 //! | C39 (empty method), C42 (out-of-range answer) | `http::Method` rejects an empty method; [`Permission`] is a closed enum | — |
 //! | C58, C59 | a middleware chain returns a response or an error, never both or neither | an error from a later middleware is an attempt failure |
 //! | C60, C68, C104, C111 (context errors), C129, C130, C136-C138 | no request context | dropping the future cancels: nothing is recorded for the attempt in flight, retained responses are dropped, `Event::Result` is `Cancelled` |
-//! | C87-C89, C92, C109, C125 | no `GetBody` factory that can fail | `try_clone()`; a stream stops failover with [`Event::NotReplayable`] |
+//! | C87-C89, C92, C109, C125 | no `GetBody` factory that can fail | the body is shared when reqwest could clone it; a stream stops failover with [`Event::NotReplayable`] |
 //! | C141, C142 (`CloseIdleConnections`) | reqwest has no such call | connection pooling belongs to the `reqwest::Client` |
 //! | C143 (go-ethereum) | — | the alloy example in the workspace runs an alloy `Provider` on failnext |
 //!
@@ -380,6 +381,7 @@ mod event;
 mod middleware;
 mod options;
 mod permission;
+mod replay;
 mod select;
 mod target;
 mod trigger;

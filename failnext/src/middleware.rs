@@ -17,6 +17,7 @@ use crate::error::{Attempt, Error};
 use crate::event::{AttemptOutcome, Emitter, Event, ResultOutcome};
 use crate::options::{RequestOptions, ServedBy};
 use crate::permission::{self, PolicyFn};
+use crate::replay::Replay;
 use crate::select::Plan;
 use crate::target::{HostRule, Target};
 use crate::trigger::{Triggers, Verdict, is_cooldown_failure};
@@ -131,9 +132,9 @@ impl Inner {
         };
         let host = HostRule::of(&req);
         // Permission is settled once, and only when another endpoint could be tried; only
-        // then is the request copied for later attempts (a `Bytes` body is shared, not copied).
+        // then is the request copied for later attempts (the body is shared, not copied).
         let may_continue = plan.has_more() && permission::resolve(explicit, self.policy.as_ref(), &req);
-        let mut template = if may_continue { req.try_clone() } else { None };
+        let mut replay = if may_continue { Replay::prepare(&mut req) } else { None };
         let mut attempts = Vec::new();
         let mut retained = None;
         let mut number = 0;
@@ -176,18 +177,21 @@ impl Inner {
                 break;
             }
             let Some(candidate) = self.admit(&mut plan) else { break };
-            let replay = if plan.has_more() {
-                template.as_ref().and_then(Request::try_clone)
-            } else {
-                template.take()
-            };
-            let Some(replay) = replay else {
-                let endpoint = self.endpoints[candidate].id();
-                self.emit(|| Event::NotReplayable { endpoint });
-                break;
+            let url = self.targets[candidate].url();
+            req = match replay.take() {
+                Some(copy) if plan.has_more() => {
+                    let next = copy.request(url);
+                    replay = Some(copy);
+                    next
+                }
+                Some(copy) => copy.into_request(url),
+                None => {
+                    let endpoint = self.endpoints[candidate].id();
+                    self.emit(|| Event::NotReplayable { endpoint });
+                    break;
+                }
             };
             current = candidate;
-            req = replay;
         }
         match retained {
             Some(retained) => Ok(retained),

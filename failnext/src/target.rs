@@ -47,6 +47,11 @@ impl Target {
         }
     }
 
+    /// The endpoint's destination, without userinfo.
+    pub(crate) fn url(&self) -> &Url {
+        &self.url
+    }
+
     /// Points `req` at this endpoint. Only the URL, `Host` (when it follows the endpoint),
     /// `Authorization` (when the endpoint has userinfo) and the timeout change.
     pub(crate) fn retarget(&self, req: &mut Request, host: HostRule, attempt_timeout: Option<Duration>) {
