@@ -1,2 +1,206 @@
-//! Placeholder for the benchmark binary.
-fn main() {}
+//! `cargo xtask bench`: failnext against the bare reqwest client, an empty
+//! `ClientWithMiddleware` and reqwest-retry, on loopback JSON-RPC servers; then
+//! failnext-blocklag's `check()` and `eligible()`.
+//!
+//! ```text
+//! cargo run --release -p failnext-bench [-- --rounds N] [--scenario NAME]...
+//! cargo run -p failnext-bench -- --quick      # one tiny round (CI smoke run)
+//! ```
+//!
+//! Prints a markdown table and writes `results.json`, `results.md` and `latency.svg` under
+//! `target/bench/` (`target/bench/quick/` for `--quick`). Targets are reported, never
+//! asserted: the exit code says only whether the bench ran and every request succeeded.
+
+mod alloc;
+mod blocklag;
+mod chart;
+mod measure;
+mod os;
+mod report;
+mod scenarios;
+mod servers;
+mod targets;
+mod variants;
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use crate::report::Report;
+use crate::scenarios::Plan;
+use crate::servers::Servers;
+use crate::targets::BlocklagFigures;
+use crate::variants::BoxError;
+
+#[global_allocator]
+static GLOBAL: alloc::Counting = alloc::Counting;
+
+const DEFAULT_ROUNDS: usize = 31;
+
+#[allow(clippy::print_stderr, reason = "a command-line tool reports progress and failure on stderr")]
+fn main() -> ExitCode {
+    match try_main() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Command-line options.
+#[derive(Debug)]
+struct Args {
+    quick: bool,
+    rounds: Option<usize>,
+    /// Empty: every scenario, blocklag included.
+    only: Vec<String>,
+    /// Empty: every variant (a filter for profiling one variant under perf or valgrind).
+    variants: Vec<String>,
+    /// Leave the client and server threads wherever the scheduler puts them.
+    no_pin: bool,
+}
+
+fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, BoxError> {
+    let mut parsed =
+        Args { quick: false, rounds: None, only: Vec::new(), variants: Vec::new(), no_pin: false };
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--quick" => parsed.quick = true,
+            "--rounds" => {
+                let n: usize = args.next().ok_or("--rounds needs a number")?.parse()?;
+                parsed.rounds = Some(n.max(1));
+            }
+            "--scenario" => {
+                let name = args.next().ok_or("--scenario needs a name")?;
+                if name != "blocklag" && !scenarios::NAMES.contains(&name.as_str()) {
+                    return Err(format!(
+                        "unknown scenario {name:?}; known: {}, blocklag",
+                        scenarios::NAMES.join(", ")
+                    )
+                    .into());
+                }
+                parsed.only.push(name);
+            }
+            "--no-pin" => parsed.no_pin = true,
+            "--variant" => parsed.variants.push(args.next().ok_or("--variant needs a name")?),
+            "-h" | "--help" => return Ok(None),
+            other => return Err(format!("unknown argument {other:?} (try --help)").into()),
+        }
+    }
+    Ok(Some(parsed))
+}
+
+#[allow(clippy::print_stdout, clippy::print_stderr, reason = "the report goes to stdout, progress to stderr")]
+fn try_main() -> Result<(), BoxError> {
+    let Some(args) = parse_args(std::env::args().skip(1))? else {
+        println!(
+            "usage: failnext-bench [--quick] [--rounds N] [--scenario NAME]... [--variant NAME]... [--no-pin]\n\n  \
+             --quick          one tiny round of everything (CI smoke run)\n  \
+             --rounds N       measured rounds per scenario (default {DEFAULT_ROUNDS}; quick: 1)\n  \
+             --scenario NAME  run only this one (repeatable): {}, blocklag\n  \
+             --variant NAME   run only this client variant (repeatable; for profiling)\n  \
+             --no-pin         do not pin the client and server threads to one CPU",
+            scenarios::NAMES.join(", ")
+        );
+        return Ok(());
+    };
+    let plan = Plan {
+        rounds: args.rounds.unwrap_or(if args.quick { 1 } else { DEFAULT_ROUNDS }),
+        quick: args.quick,
+    };
+    let wanted = |name: &str| args.only.is_empty() || args.only.iter().any(|o| o == name);
+    // The client (this thread) and the server thread (spawned next, inheriting it) share the
+    // last CPU. Across CPUs, every loopback round trip needs a cross-CPU wakeup, which on this
+    // VM costs ~40 µs and comes and goes with the scheduler's placement (latency flips between
+    // ~21 and ~64 µs per request); on one CPU a request costs what its code costs.
+    let pinned = if args.no_pin { None } else { Some(os::cpu_count() - 1) };
+    let pinned = pinned.filter(|&cpu| os::pin_this_thread(Some(cpu)));
+    let started = Instant::now();
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let servers = Servers::start()?;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+
+    let mut outcomes = Vec::new();
+    for name in scenarios::NAMES.into_iter().filter(|n| wanted(n)) {
+        eprintln!("bench: {name} ({:.0?} so far)", started.elapsed());
+        let mut scenario = scenarios::build(name, &servers)?;
+        scenario.retain_variants(&args.variants);
+        if scenario.variants.is_empty() {
+            continue;
+        }
+        outcomes.extend(rt.block_on(scenarios::run(&scenario, plan)));
+    }
+    let blocklag = if wanted("blocklag") {
+        eprintln!("bench: blocklag ({:.0?} so far)", started.elapsed());
+        // Probing is concurrent I/O whose server side would be remote in real use: let the
+        // monitor's client run on the other CPU rather than queue behind the 128 servers.
+        os::pin_this_thread(None);
+        rt.block_on(blocklag::run(&servers, plan.rounds, plan.quick)).map_err(|e| e.to_string())
+    } else {
+        Err("not selected (--scenario)".to_owned())
+    };
+    let figures = blocklag.as_ref().ok().and_then(figures);
+    let verdicts = targets::evaluate(&outcomes, figures.as_ref());
+    let report = Report {
+        plan,
+        pinned,
+        load_at_start: load.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
+        outcomes: &outcomes,
+        blocklag: blocklag.as_ref().map_err(Clone::clone),
+        verdicts: &verdicts,
+    };
+    println!("{}", report.markdown());
+    let paths = report::write(&report, &report::out_dir(plan.quick))?;
+    for p in paths {
+        eprintln!("bench: wrote {}", p.display());
+    }
+    eprintln!("bench: done in {:.1?}", started.elapsed());
+    // Every request is expected to succeed (failover included): a failure means the bench or
+    // failnext is broken, and the figures compare different work.
+    let failed: u64 = outcomes.iter().flat_map(|o| &o.rows).map(|r| r.errors).sum();
+    let blocklag_failed = blocklag.as_ref().map_or(0, |b| b.checks.iter().map(|c| c.failed_checks).sum());
+    if failed + blocklag_failed as u64 > 0 {
+        return Err(
+            format!("{failed} requests and {blocklag_failed} blocklag checks failed (see `errors`)").into()
+        );
+    }
+    Ok(())
+}
+
+fn figures(b: &blocklag::Outcome) -> Option<BlocklagFigures> {
+    let eligible = |mode: &str, threads: usize| {
+        b.eligible.iter().find(|e| e.mode == mode && e.threads == threads).map(|e| e.ns_cpu)
+    };
+    let check = |n: usize| b.checks.iter().find(|c| c.providers == n).map(|c| c.median_ms);
+    Some(BlocklagFigures {
+        eligible_idle_ns: eligible("idle", 1)?,
+        eligible_one_ns: eligible("publishing", 1)?,
+        eligible_two_ns: eligible("publishing", 2)?,
+        check_one_ms: check(1)?,
+        check_128_ms: check(128)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Option<Args>, BoxError> {
+        parse_args(args.iter().map(|a| (*a).to_owned()))
+    }
+
+    #[test]
+    fn arguments_are_parsed_by_hand() {
+        let args = parse(&["--quick", "--rounds", "3", "--scenario", "hang", "--variant", "failover"])
+            .unwrap()
+            .unwrap();
+        assert!(args.quick && !args.no_pin);
+        assert_eq!(args.rounds, Some(3));
+        assert_eq!(args.only, ["hang"]);
+        assert_eq!(args.variants, ["failover"]);
+        assert!(parse(&["--help"]).unwrap().is_none());
+        assert!(parse(&["--scenario", "nope"]).is_err());
+        assert!(parse(&["--rounds"]).is_err());
+        assert!(parse(&["--bogus"]).is_err());
+    }
+}

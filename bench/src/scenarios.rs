@@ -1,0 +1,232 @@
+//! The request scenarios: which servers, which variants, how many requests, and the
+//! interleaved rounds that measure them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use failnext::{Cooldown, Endpoint, Failover, Permission};
+
+use crate::measure::{Summary, batch};
+use crate::servers::{Behavior, Server, Servers};
+use crate::variants::{BoxError, Variant};
+
+/// The per-attempt deadline of the `hang` scenario.
+pub(crate) const HANG_TIMEOUT: Duration = Duration::from_millis(50);
+
+/// The request body of the `body-1mib` scenario.
+pub(crate) const LARGE_BODY: usize = 1 << 20;
+
+/// The names `--scenario` accepts, in run order (blocklag is handled by `blocklag.rs`).
+pub(crate) const NAMES: [&str; 6] =
+    ["healthy-post", "healthy-allow", "refused", "unavailable", "body-1mib", "hang"];
+
+/// One scenario, ready to run.
+#[derive(Debug)]
+pub(crate) struct Scenario {
+    pub(crate) name: &'static str,
+    pub(crate) about: &'static str,
+    /// The first variant is the reference of every ratio in the table.
+    pub(crate) variants: Vec<Arc<Variant>>,
+    /// Servers whose accepted connections are counted (the refusing socket is kept alive here).
+    servers: Vec<Server>,
+    /// Requests per batch.
+    sizes: Sizes,
+}
+
+/// Requests per batch at concurrency 1 and 32, in a full run and in a quick one.
+#[derive(Clone, Copy, Debug)]
+struct Sizes {
+    full: [usize; 2],
+    quick: [usize; 2],
+}
+
+/// One scenario's results at one concurrency.
+#[derive(Debug)]
+pub(crate) struct Outcome {
+    pub(crate) scenario: &'static str,
+    pub(crate) about: &'static str,
+    pub(crate) requests_per_batch: usize,
+    pub(crate) rows: Vec<Summary>,
+}
+
+/// How big the run is.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Plan {
+    pub(crate) rounds: usize,
+    pub(crate) quick: bool,
+}
+
+/// Builds the scenario called `name` on `servers`.
+pub(crate) fn build(name: &str, servers: &Servers) -> Result<Scenario, BoxError> {
+    let ok = || servers.spawn(Behavior::Ok);
+    let allow = true;
+    match name {
+        "healthy-post" | "healthy-allow" => {
+            let allow = name == "healthy-allow";
+            let (primary, backup) = (ok()?, ok()?);
+            let eps = endpoints(&[&primary, &backup]);
+            let failover = Failover::builder(eps.clone()).build()?;
+            let url = primary.url.as_str();
+            let mut variants = vec![
+                Variant::bare("bare", url)?,
+                Variant::empty("empty", url)?,
+                Variant::retry("retry", url)?,
+                Variant::failover("failover", url, failover, allow)?,
+            ];
+            if allow {
+                // The same permission from a client-wide policy: no per-request extension.
+                let policy = Failover::builder(eps).permission_policy(allow_post).build()?;
+                variants.push(Variant::failover("failover-policy", url, policy, false)?);
+            }
+            let about = if allow {
+                "primary answers 200; POST with allow_failover() (failover-policy: a permission_policy \
+                 allowing POST instead): failnext may fail over, so it copies the request up front"
+            } else {
+                "primary answers 200; POST without allow: failnext cannot fail over"
+            };
+            Ok(Scenario {
+                name: if allow { "healthy-allow" } else { "healthy-post" },
+                about,
+                variants: arcs(variants),
+                servers: vec![primary, backup],
+                sizes: Sizes { full: [1000, 3000], quick: [20, 64] },
+            })
+        }
+        "refused" => {
+            let (primary, backup) = (servers.refusing()?, ok()?);
+            let eps = endpoints(&[&primary, &backup]);
+            let plain = Failover::builder(eps.clone()).cooldown(Cooldown::disabled()).build()?;
+            // One refused connection trips it; the warm-up batch does that before measuring.
+            let cooled =
+                Failover::builder(eps).cooldown(Cooldown::new(1, Duration::from_secs(3600))).build()?;
+            let (p, b) = (primary.url.as_str(), backup.url.as_str());
+            Ok(Scenario {
+                name: "refused",
+                about: "primary refuses connections; baselines go straight to the backup",
+                variants: arcs(vec![
+                    Variant::bare("bare→backup", b)?,
+                    Variant::empty("empty→backup", b)?,
+                    Variant::failover("failover", p, plain, allow)?,
+                    Variant::failover("failover-cooled", p, cooled, allow)?,
+                ]),
+                servers: vec![primary, backup],
+                sizes: Sizes { full: [1000, 3000], quick: [20, 64] },
+            })
+        }
+        "unavailable" => {
+            let (primary, backup) = (servers.spawn(Behavior::Unavailable)?, ok()?);
+            // Cooldown off: with it, the primary would be skipped after three 503s.
+            let failover =
+                Failover::builder(endpoints(&[&primary, &backup])).cooldown(Cooldown::disabled()).build()?;
+            let (p, b) = (primary.url.as_str(), backup.url.as_str());
+            Ok(Scenario {
+                name: "unavailable",
+                about: "primary answers 503 (small body); app-loop tries primary then backup by hand",
+                variants: arcs(vec![
+                    Variant::bare("bare→backup", b)?,
+                    Variant::app_loop("app-loop", p, b)?,
+                    Variant::failover("failover", p, failover, allow)?,
+                ]),
+                servers: vec![primary, backup],
+                sizes: Sizes { full: [800, 2400], quick: [20, 64] },
+            })
+        }
+        "body-1mib" => {
+            let (first, second) =
+                (servers.spawn(Behavior::Unavailable)?, servers.spawn(Behavior::Unavailable)?);
+            let backup = ok()?;
+            let failover = Failover::builder(endpoints(&[&first, &second, &backup]))
+                .cooldown(Cooldown::disabled())
+                .build()?;
+            let body = Bytes::from(vec![b' '; LARGE_BODY]);
+            let (p, b) = (first.url.as_str(), backup.url.as_str());
+            Ok(Scenario {
+                name: "body-1mib",
+                about: "1 MiB Bytes body; two endpoints answer 503 after reading it, the third 200",
+                variants: arcs(vec![
+                    Variant::bare("bare→backup", b)?.with_body(body.clone()),
+                    Variant::empty("empty→backup", b)?.with_body(body.clone()),
+                    Variant::failover("failover", p, failover, allow)?.with_body(body),
+                ]),
+                servers: vec![first, second, backup],
+                sizes: Sizes { full: [100, 200], quick: [4, 32] },
+            })
+        }
+        "hang" => {
+            let (primary, backup) = (servers.spawn(Behavior::Hang)?, ok()?);
+            let failover = Failover::builder(endpoints(&[&primary, &backup]))
+                .cooldown(Cooldown::disabled())
+                .attempt_timeout(HANG_TIMEOUT)
+                .build()?;
+            let (p, b) = (primary.url.as_str(), backup.url.as_str());
+            Ok(Scenario {
+                name: "hang",
+                about: "primary never answers; failnext has attempt_timeout(50 ms), cooldown off",
+                variants: arcs(vec![
+                    Variant::bare("bare→backup", b)?,
+                    Variant::empty("empty→backup", b)?,
+                    Variant::failover("failover", p, failover, allow)?,
+                ]),
+                servers: vec![primary, backup],
+                sizes: Sizes { full: [6, 32], quick: [2, 32] },
+            })
+        }
+        other => Err(format!("unknown scenario {other:?}").into()),
+    }
+}
+
+impl Scenario {
+    /// Keeps only the variants named in `names` (all of them when `names` is empty).
+    pub(crate) fn retain_variants(&mut self, names: &[String]) {
+        if !names.is_empty() {
+            self.variants.retain(|v| names.iter().any(|n| n == v.name));
+        }
+    }
+}
+
+/// Runs `scenario` sequentially and at concurrency 32: a warm-up batch per variant, then
+/// `plan.rounds` rounds in which every variant runs one batch, in an order rotated each round.
+pub(crate) async fn run(scenario: &Scenario, plan: Plan) -> Vec<Outcome> {
+    let watch: Vec<&Server> = scenario.servers.iter().collect();
+    let mut outcomes = Vec::new();
+    for (i, concurrency) in [1, 32].into_iter().enumerate() {
+        let n = if plan.quick { scenario.sizes.quick[i] } else { scenario.sizes.full[i] };
+        for v in &scenario.variants {
+            batch(v, n.min(concurrency * 8).max(concurrency), concurrency, &watch).await;
+        }
+        let mut samples: Vec<Vec<_>> = scenario.variants.iter().map(|_| Vec::new()).collect();
+        for round in 0..plan.rounds {
+            for k in 0..scenario.variants.len() {
+                let v = (k + round) % scenario.variants.len();
+                samples[v].push(batch(&scenario.variants[v], n, concurrency, &watch).await);
+            }
+        }
+        let rows = scenario.variants.iter().zip(samples).map(|(v, s)| Summary::of(v.name, concurrency, s));
+        outcomes.push(Outcome {
+            scenario: scenario.name,
+            about: scenario.about,
+            requests_per_batch: n,
+            rows: rows.collect(),
+        });
+    }
+    outcomes
+}
+
+fn allow_post(req: &reqwest::Request) -> Permission {
+    if req.method() == reqwest::Method::POST { Permission::Allow } else { Permission::Defer }
+}
+
+fn endpoints(servers: &[&Server]) -> Vec<Endpoint> {
+    let names = ["primary", "secondary", "backup"];
+    let last = servers.len() - 1;
+    servers
+        .iter()
+        .enumerate()
+        .map(|(i, s)| Endpoint::new(if i == last { "backup" } else { names[i] }, s.url.clone()))
+        .collect()
+}
+
+fn arcs(variants: Vec<Variant>) -> Vec<Arc<Variant>> {
+    variants.into_iter().map(Arc::new).collect()
+}

@@ -1,0 +1,126 @@
+//! The clients under test. Each variant owns its own `reqwest::Client` (its own connection
+//! pool), and sends the same JSON-RPC POST with a `Bytes` body.
+
+use bytes::Bytes;
+use failnext::{Failover, RequestBuilderExt};
+use reqwest::header::{CONTENT_TYPE, HeaderValue};
+use reqwest::{Response, Url};
+use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
+use reqwest_retry::RetryTransientMiddleware;
+use reqwest_retry::policies::ExponentialBackoff;
+
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The request every scenario sends unless it sets its own body.
+pub(crate) const BLOCK_NUMBER: &str = r#"{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}"#;
+
+/// One client configuration and the URL it sends to.
+#[derive(Debug)]
+pub(crate) struct Variant {
+    pub(crate) name: &'static str,
+    client: Client,
+    url: Url,
+    body: Bytes,
+}
+
+#[derive(Debug)]
+enum Client {
+    /// `reqwest::Client`, nothing else: the physical limit.
+    Bare(reqwest::Client),
+    /// `ClientWithMiddleware` (empty, reqwest-retry or failnext); `allow` marks each request
+    /// with `allow_failover()`.
+    Chain { client: ClientWithMiddleware, allow: bool },
+    /// What an application writes without failnext: the primary, then on 502/503/504 or an
+    /// error the backup, draining the discarded response so its connection is reused.
+    AppLoop { client: reqwest::Client, backup: Url },
+}
+
+// ===== impl Variant =====
+
+impl Variant {
+    /// A bare `reqwest::Client`.
+    pub(crate) fn bare(name: &'static str, url: &str) -> Result<Variant, BoxError> {
+        Variant::new(name, url, Client::Bare(reqwest_client()?))
+    }
+
+    /// A `ClientWithMiddleware` with no middleware.
+    pub(crate) fn empty(name: &'static str, url: &str) -> Result<Variant, BoxError> {
+        let client = ClientBuilder::new(reqwest_client()?).build();
+        Variant::new(name, url, Client::Chain { client, allow: false })
+    }
+
+    /// reqwest-retry's `RetryTransientMiddleware`, exponential backoff, at most 2 retries.
+    pub(crate) fn retry(name: &'static str, url: &str) -> Result<Variant, BoxError> {
+        let policy = ExponentialBackoff::builder().build_with_max_retries(2);
+        let client = ClientBuilder::new(reqwest_client()?)
+            .with(RetryTransientMiddleware::new_with_policy(policy))
+            .build();
+        Variant::new(name, url, Client::Chain { client, allow: false })
+    }
+
+    /// `failover` as the only middleware; `allow` adds `allow_failover()` to every request.
+    pub(crate) fn failover(
+        name: &'static str,
+        url: &str,
+        failover: Failover,
+        allow: bool,
+    ) -> Result<Variant, BoxError> {
+        let client = ClientBuilder::new(reqwest_client()?).with(failover).build();
+        Variant::new(name, url, Client::Chain { client, allow })
+    }
+
+    /// A hand-written loop over `primary` then `backup` on a bare client.
+    pub(crate) fn app_loop(name: &'static str, primary: &str, backup: &str) -> Result<Variant, BoxError> {
+        let client = Client::AppLoop { client: reqwest_client()?, backup: backup.parse()? };
+        Variant::new(name, primary, client)
+    }
+
+    /// Sends `body` instead of the `eth_blockNumber` call.
+    pub(crate) fn with_body(mut self, body: Bytes) -> Variant {
+        self.body = body;
+        self
+    }
+
+    fn new(name: &'static str, url: &str, client: Client) -> Result<Variant, BoxError> {
+        Ok(Variant { name, client, url: url.parse()?, body: Bytes::from_static(BLOCK_NUMBER.as_bytes()) })
+    }
+
+    /// One request, its response body read to the end. True on HTTP 200.
+    pub(crate) async fn call(&self) -> bool {
+        let resp = match &self.client {
+            Client::Bare(client) => post(client, &self.url, &self.body).send().await.ok(),
+            Client::Chain { client, allow } => {
+                let req = client.post(self.url.clone()).header(CONTENT_TYPE, json()).body(self.body.clone());
+                let req = if *allow { req.allow_failover() } else { req };
+                req.send().await.ok()
+            }
+            Client::AppLoop { client, backup } => app_loop(client, &self.url, backup, &self.body).await,
+        };
+        match resp {
+            Some(resp) => resp.status() == 200 && resp.bytes().await.is_ok(),
+            None => false,
+        }
+    }
+}
+
+fn reqwest_client() -> Result<reqwest::Client, BoxError> {
+    Ok(reqwest::Client::builder().no_proxy().build()?)
+}
+
+fn json() -> HeaderValue {
+    HeaderValue::from_static("application/json")
+}
+
+fn post(client: &reqwest::Client, url: &Url, body: &Bytes) -> reqwest::RequestBuilder {
+    client.post(url.clone()).header(CONTENT_TYPE, json()).body(body.clone())
+}
+
+async fn app_loop(client: &reqwest::Client, primary: &Url, backup: &Url, body: &Bytes) -> Option<Response> {
+    match post(client, primary, body).send().await {
+        Ok(resp) if !matches!(resp.status().as_u16(), 502..=504) => return Some(resp),
+        // Read the small error body so the connection goes back to the pool.
+        Ok(resp) => drop(resp.bytes().await),
+        Err(_) => {}
+    }
+    post(client, backup, body).send().await.ok()
+}
