@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use arc_swap::ArcSwapOption;
@@ -37,6 +38,9 @@ pub(crate) struct Inner {
     probe_timeout: Duration,
     expected_chain_id: Option<u64>,
     published: ArcSwapOption<Snapshot>,
+    /// Bit `i` is the published eligibility of endpoint `i`, stored right after each snapshot,
+    /// for monitors of at most 64 endpoints: one atomic load answers `eligible()`.
+    bits: Option<AtomicU64>,
     /// Serializes checks. Held across the probes; never touched by readers.
     checking: tokio::sync::Mutex<()>,
 }
@@ -50,7 +54,9 @@ impl Inner {
         probe_timeout: Duration,
         expected_chain_id: Option<u64>,
     ) -> Self {
+        let bits = (endpoints.len() <= 64).then(|| AtomicU64::new(all_ones(endpoints.len())));
         Inner {
+            bits,
             endpoints,
             urls,
             max_lag,
@@ -124,7 +130,18 @@ impl Monitor {
         let round = snapshot::assemble(outcomes, inner.max_lag, SystemTime::now());
         let published = match round.snapshot {
             Some(snapshot) => {
-                inner.published.store(Some(Arc::new(snapshot)));
+                if let Some(bits) = &inner.bits {
+                    let mask = inner
+                        .endpoints
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, ep)| snapshot.is_eligible(ep.id()))
+                        .fold(0u64, |mask, (i, _)| mask | 1 << i);
+                    inner.published.store(Some(Arc::new(snapshot)));
+                    bits.store(mask, Ordering::Release);
+                } else {
+                    inner.published.store(Some(Arc::new(snapshot)));
+                }
                 true
             }
             None => false,
@@ -150,9 +167,14 @@ impl Monitor {
     /// Eligibility only rules endpoints out. It does not grant permission to fail over, make a
     /// request replayable, or override failnext's cooldown, exclusions or order.
     pub fn eligible(&self, id: &str) -> bool {
-        match &*self.inner.published.load() {
+        let inner = &*self.inner;
+        let Some(i) = inner.index_of(id) else { return false };
+        if let Some(bits) = &inner.bits {
+            return bits.load(Ordering::Acquire) & (1 << i) != 0;
+        }
+        match &*inner.published.load() {
             Some(snapshot) => snapshot.is_eligible(id),
-            None => self.inner.endpoints.iter().any(|ep| ep.id().as_str() == id),
+            None => true,
         }
     }
 
@@ -161,6 +183,20 @@ impl Monitor {
     pub fn snapshot(&self) -> Option<Arc<Snapshot>> {
         self.inner.published.load_full()
     }
+}
+
+impl Inner {
+    /// The position of `id`. failnext asks with clones of the ids the monitor was built from,
+    /// so comparing addresses first usually finds it without comparing any text.
+    fn index_of(&self, id: &str) -> Option<usize> {
+        let ids = || self.endpoints.iter().map(|ep| ep.id().as_str());
+        ids().position(|known| std::ptr::eq(known, id)).or_else(|| ids().position(|known| known == id))
+    }
+}
+
+/// A mask with the low `n` bits set (n <= 64).
+fn all_ones(n: usize) -> u64 {
+    if n >= 64 { u64::MAX } else { (1u64 << n) - 1 }
 }
 
 impl Eligibility for Monitor {
