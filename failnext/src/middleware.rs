@@ -61,6 +61,24 @@ pub(crate) struct Inner {
 
 type Outcome = Result<(Response, usize), reqwest_middleware::Error>;
 
+/// What one attempt produced, judged by the trigger rules.
+enum Attempted {
+    /// Not a trigger: the response to return.
+    Return(Response),
+    /// A trigger response, kept while the next endpoint is tried.
+    Retain(Response),
+    /// No response; the error has no URL.
+    Failed(reqwest_middleware::Error),
+}
+
+/// The request's state once its first attempt did not end it.
+struct Rest {
+    plan: Plan,
+    replay: Option<Replay>,
+    host: HostRule,
+    may_continue: bool,
+}
+
 // ===== impl Failover =====
 
 impl Failover {
@@ -127,62 +145,100 @@ impl Inner {
             let opts = RequestOptions::read(ext);
             (self.plan(&opts)?, opts.permission)
         };
-        let Some(mut current) = self.admit(&mut plan) else {
+        let Some(first) = self.admit(&mut plan) else {
             return Err(mw(Error::no_usable_endpoint()));
         };
         let host = HostRule::of(&req);
         // Permission is settled once, and only when another endpoint could be tried; only
         // then is the request copied for later attempts (the body is shared, not copied).
         let may_continue = plan.has_more() && permission::resolve(explicit, self.policy.as_ref(), &req);
-        let mut replay = if may_continue { Replay::prepare(&mut req) } else { None };
+        let replay = if may_continue { Replay::prepare(&mut req) } else { None };
+        // The healthy path ends after this attempt and never builds the failover state, which
+        // lives in its own (boxed) future so that this one stays small.
+        let outcome = self.attempt(first, 1, req, host, ext, next.clone()).await;
+        if let Attempted::Return(resp) = outcome {
+            return Ok((resp, first));
+        }
+        let rest = Rest { plan, replay, host, may_continue };
+        Box::pin(self.fail_over(rest, first, outcome, ext, next)).await
+    }
+
+    /// Sends one attempt to endpoint `i` and learns from its outcome: the event, cooldown
+    /// evidence, and the trigger verdict.
+    async fn attempt(
+        &self,
+        i: usize,
+        number: u32,
+        mut req: Request,
+        host: HostRule,
+        ext: &mut Extensions,
+        next: Next<'_>,
+    ) -> Attempted {
+        let target = &self.targets[i];
+        target.retarget(&mut req, host, self.attempt_timeout);
+        let started = self.events.is_active().then(Instant::now);
+        let result = next.run(req, ext).await;
+        let elapsed = started.map(|s| s.elapsed()).unwrap_or_default();
+        let endpoint = self.endpoints[i].id();
+        match result {
+            Ok(resp) => {
+                let status = resp.status();
+                self.emit_attempt(endpoint, number, AttemptOutcome::Status(status), elapsed);
+                self.record(target, is_cooldown_failure(status));
+                match self.triggers.classify(status) {
+                    Verdict::Return => Attempted::Return(resp),
+                    Verdict::Failover => Attempted::Retain(resp),
+                }
+            }
+            Err(err) => {
+                let err = err.without_url();
+                self.emit_attempt(endpoint, number, AttemptOutcome::Error(&err), elapsed);
+                self.record(target, true);
+                Attempted::Failed(err)
+            }
+        }
+    }
+
+    /// Goes on after an attempt that failed or triggered failover, while failover may go on.
+    async fn fail_over(
+        &self,
+        mut rest: Rest,
+        mut current: usize,
+        mut outcome: Attempted,
+        ext: &mut Extensions,
+        next: Next<'_>,
+    ) -> Outcome {
         let mut attempts = Vec::new();
-        let mut retained = None;
-        let mut number = 0;
+        let mut retained: Option<(Response, usize)> = None;
+        let mut number = 1;
         loop {
-            number += 1;
-            let target = &self.targets[current];
-            target.retarget(&mut req, host, self.attempt_timeout);
-            let started = self.events.is_active().then(Instant::now);
-            let result = next.clone().run(req, ext).await;
-            let elapsed = started.map(|s| s.elapsed()).unwrap_or_default();
-            let endpoint = self.endpoints[current].id();
-            match result {
-                Ok(resp) => {
-                    let status = resp.status();
-                    self.emit_attempt(endpoint, number, AttemptOutcome::Status(status), elapsed);
-                    self.record(target, is_cooldown_failure(status));
-                    match self.triggers.classify(status) {
-                        Verdict::Return => {
-                            if let Some((old, _)) = retained.take() {
-                                discard(old);
-                            }
-                            return Ok((resp, current));
-                        }
-                        // A newer trigger response replaces (and drops) the older one.
-                        Verdict::Failover => {
-                            if let Some((old, _)) = retained.replace((resp, current)) {
-                                discard(old);
-                            }
-                        }
+            match outcome {
+                Attempted::Return(resp) => {
+                    if let Some((old, _)) = retained.take() {
+                        discard(old);
+                    }
+                    return Ok((resp, current));
+                }
+                // A newer trigger response replaces (and drops) the older one.
+                Attempted::Retain(resp) => {
+                    if let Some((old, _)) = retained.replace((resp, current)) {
+                        discard(old);
                     }
                 }
-                Err(err) => {
-                    let err = err.without_url();
-                    self.emit_attempt(endpoint, number, AttemptOutcome::Error(&err), elapsed);
-                    self.record(target, true);
-                    attempts.push(Attempt::new(endpoint.clone(), err));
+                Attempted::Failed(err) => {
+                    attempts.push(Attempt::new(self.endpoints[current].id().clone(), err))
                 }
             }
-            if !may_continue {
+            if !rest.may_continue {
                 break;
             }
-            let Some(candidate) = self.admit(&mut plan) else { break };
+            let Some(candidate) = self.admit(&mut rest.plan) else { break };
             let url = self.targets[candidate].url();
-            req = match replay.take() {
-                Some(copy) if plan.has_more() => {
-                    let next = copy.request(url);
-                    replay = Some(copy);
-                    next
+            let req = match rest.replay.take() {
+                Some(copy) if rest.plan.has_more() => {
+                    let req = copy.request(url);
+                    rest.replay = Some(copy);
+                    req
                 }
                 Some(copy) => copy.into_request(url),
                 None => {
@@ -192,6 +248,8 @@ impl Inner {
                 }
             };
             current = candidate;
+            number += 1;
+            outcome = self.attempt(current, number, req, rest.host, ext, next.clone()).await;
         }
         match retained {
             Some(retained) => Ok(retained),

@@ -3,6 +3,7 @@
 //! - `ci`: everything CI checks, in order; a local run gives the same verdict as CI.
 //! - `demo`: the demo bot against simulated providers (or real ones with `--rpc URL`).
 //! - `bench`: the release benchmark, figures as ratios to the bare reqwest client.
+//! - `soak`: the fault-injection soak (full profile; `cargo xtask ci` runs the short one).
 //! - `fmt`, `lint`, `test`, `doc`: one step each.
 
 use std::env;
@@ -38,6 +39,7 @@ fn try_main() -> Result<(), DynError> {
         Some("examples") => examples(),
         Some("demo") => demo(&rest),
         Some("bench") => bench(&rest),
+        Some("soak") => soak(&rest),
         _ => {
             print_help();
             if task.is_some() || !rest.is_empty() { Err("unknown task".into()) } else { Ok(()) }
@@ -51,6 +53,7 @@ fn print_help() {
          ci     fmt --check, clippy -D warnings, tests (doc tests included), docs -D warnings\n  \
          examples  run every example against the simulator and check its output\n  \
          demo   [--seconds N] [--rpc URL]...  the demo bot (simulated providers by default)\n  \
+         soak   [--profile ci|full] [--seed N]  fault-injection soak (full profile by default)\n  \
          bench  [--quick] [--rounds N] [--scenario NAME]  release benchmark, written to target/bench/\n  \
          fmt    cargo fmt --check\n  \
          lint   cargo clippy --workspace --all-targets -- -D warnings\n  \
@@ -149,6 +152,16 @@ fn run_checked(program: &Path, args: &[&str], expected: &str) -> Result<(), DynE
 
 fn target_dir() -> PathBuf {
     env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| project_root().join("target"))
+}
+
+/// The fault-injection soak: the full profile in release unless arguments say otherwise.
+fn soak(args: &[String]) -> Result<(), DynError> {
+    let mut cmd = vec!["run", "--release", "--quiet", "-p", "failnext-reliability", "--bin", "soak", "--"];
+    if args.is_empty() {
+        cmd.extend(["--profile", "full"]);
+    }
+    cmd.extend(args.iter().map(String::as_str));
+    cargo(&cmd, &[])
 }
 
 fn fmt_check() -> Result<(), DynError> {
