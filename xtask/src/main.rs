@@ -68,6 +68,24 @@ fn ci() -> Result<(), DynError> {
     test()?;
     doc()?;
     examples()?;
+    section("soak (ci profile, fixed seed)", || {
+        cargo(
+            &[
+                "run",
+                "--quiet",
+                "-p",
+                "failnext-reliability",
+                "--bin",
+                "soak",
+                "--",
+                "--profile",
+                "ci",
+                "--seed",
+                "42",
+            ],
+            &[],
+        )
+    })?;
     section("bench (one tiny round)", || {
         cargo(&["run", "--quiet", "-p", "failnext-bench", "--", "--quick"], &[])
     })?;
