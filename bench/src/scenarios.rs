@@ -72,6 +72,7 @@ pub(crate) fn build(name: &str, servers: &Servers) -> Result<Scenario, BoxError>
                 Variant::bare("bare", url)?,
                 Variant::empty("empty", url)?,
                 Variant::retry("retry", url)?,
+                Variant::pass_through("pass-through", url)?,
                 Variant::failover("failover", url, failover, allow)?,
             ];
             if allow {

@@ -57,6 +57,32 @@ pub(crate) fn evaluate(outcomes: &[Outcome], blocklag: Option<&BlocklagFigures>)
                     met: None,
                 });
             }
+            if let Some(p) = find(scenario, c, "pass-through") {
+                out.push(Verdict {
+                    target: format!(
+                        "{scenario} c={c}: for scale, a do-nothing middleware vs empty (the framework's own cost)"
+                    ),
+                    measured: format!(
+                        "req/CPU-s {:.3}×, CPU/req {:+.2} µs, allocs/req {:+.2}",
+                        p.paired(e, |a, b| a.rps_cpu / b.rps_cpu),
+                        p.paired(e, |a, b| a.cpu_process_us - b.cpu_process_us),
+                        p.allocs - e.allocs
+                    ),
+                    met: None,
+                });
+                if let Some(f) = find(scenario, c, "failover") {
+                    out.push(Verdict {
+                        target: format!("{scenario} c={c}: for scale, failover vs the do-nothing middleware"),
+                        measured: format!(
+                            "req/CPU-s {:.3}×, CPU/req {:+.2} µs, allocs/req {:+.2}",
+                            f.paired(p, |a, b| a.rps_cpu / b.rps_cpu),
+                            f.paired(p, |a, b| a.cpu_process_us - b.cpu_process_us),
+                            f.allocs - p.allocs
+                        ),
+                        met: None,
+                    });
+                }
+            }
         }
     }
     if let (Some(f), Some(b)) = (find("refused", 1, "failover"), find("refused", 1, "empty→backup")) {

@@ -58,6 +58,13 @@ impl Variant {
         Variant::new(name, url, Client::Chain { client, allow: false })
     }
 
+    /// One middleware that only calls the rest of the chain: what any middleware costs in
+    /// reqwest-middleware (a boxed future, the per-request copy of the middleware list).
+    pub(crate) fn pass_through(name: &'static str, url: &str) -> Result<Variant, BoxError> {
+        let client = ClientBuilder::new(reqwest_client()?).with(PassThrough).build();
+        Variant::new(name, url, Client::Chain { client, allow: false })
+    }
+
     /// `failover` as the only middleware; `allow` adds `allow_failover()` to every request.
     pub(crate) fn failover(
         name: &'static str,
@@ -123,4 +130,20 @@ async fn app_loop(client: &reqwest::Client, primary: &Url, backup: &Url, body: &
         Err(_) => {}
     }
     post(client, backup, body).send().await.ok()
+}
+
+/// The do-nothing middleware of reqwest-middleware's own documentation.
+#[derive(Debug)]
+struct PassThrough;
+
+#[async_trait::async_trait]
+impl reqwest_middleware::Middleware for PassThrough {
+    async fn handle(
+        &self,
+        req: reqwest::Request,
+        extensions: &mut http::Extensions,
+        next: reqwest_middleware::Next<'_>,
+    ) -> reqwest_middleware::Result<Response> {
+        next.run(req, extensions).await
+    }
 }
