@@ -14,11 +14,9 @@ use std::time::Duration;
 
 use failnext::{Cooldown, EndpointId, Event, Failover, RequestBuilderExt, ResultOutcome};
 use futures::FutureExt;
-use tokio::io::AsyncReadExt;
-use tokio::net::TcpListener;
 
 use crate::support::events::*;
-use crate::support::raw::refused_url;
+use crate::support::raw::{hang_reporting_heads, refused_url};
 use crate::support::*;
 
 const BOUND: Duration = Duration::from_secs(20);
@@ -397,31 +395,6 @@ async fn panic_in_result_hook_reaches_the_caller() {
         assert_eq!(rec.shapes(), first, "{path}: the next request behaves the same, without a panic");
     }
     assert_eq!(healthy.hits(), 2, "the ineligible case sent nothing");
-}
-
-/// A server that reports each request head it reads, then never answers.
-async fn hang_reporting_heads() -> (String, tokio::sync::mpsc::UnboundedReceiver<()>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/rpc", listener.local_addr().unwrap());
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut chunk = [0u8; 1024];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match stream.read(&mut chunk).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => head.extend_from_slice(&chunk[..n]),
-                    }
-                }
-                let _ = tx.send(());
-                std::future::pending::<()>().await;
-            });
-        }
-    });
-    (url, rx)
 }
 
 /// Sends a GET and drops it once the hanging server has read its head.

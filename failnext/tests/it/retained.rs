@@ -12,10 +12,9 @@ use failnext::{Cooldown, ServedBy};
 use reqwest::Response;
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpListener;
-use tokio::sync::mpsc;
 
 use crate::support::events::*;
-use crate::support::raw::{Behaviour, RawServer, refused_url};
+use crate::support::raw::{Behaviour, RawServer, hang_reporting_heads, refused_url};
 use crate::support::*;
 
 const BOUND: Duration = Duration::from_secs(20);
@@ -175,31 +174,6 @@ async fn trigger_response_is_returned_when_continuation_is_denied() {
     let resp = client(failover).post("http://127.0.0.1:9/").body("{}").send().await.unwrap();
     assert_eq!(received(resp).await, (503, "e1".into(), first_body(503)));
     assert_eq!(healthy.hits(), 0);
-}
-
-/// A server that reports each request head it reads, then never answers.
-async fn hang_reporting_heads() -> (String, mpsc::UnboundedReceiver<()>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/rpc", listener.local_addr().unwrap());
-    let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut chunk = [0u8; 1024];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match stream.read(&mut chunk).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => head.extend_from_slice(&chunk[..n]),
-                    }
-                }
-                let _ = tx.send(());
-                std::future::pending::<()>().await;
-            });
-        }
-    });
-    (url, rx)
 }
 
 // C104 mapped: dropping the request future while a later attempt runs discards the retained

@@ -105,3 +105,22 @@ async fn read_head(stream: &mut TcpStream) -> bool {
         }
     }
 }
+
+/// A server that reports each request head it reads, then never answers.
+pub async fn hang_reporting_heads() -> (String, tokio::sync::mpsc::UnboundedReceiver<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/rpc", listener.local_addr().unwrap());
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                if read_head(&mut stream).await {
+                    let _ = tx.send(());
+                    std::future::pending::<()>().await;
+                }
+            });
+        }
+    });
+    (url, rx)
+}
