@@ -46,8 +46,8 @@ impl Network {
     ///
     /// # Errors
     ///
-    /// When only one of the variables is set, when a URL is `https` (the examples are built
-    /// without TLS), or when the simulator cannot bind a loopback port.
+    /// When only one of the variables is set, when a URL is `https` and the `tls` feature is
+    /// off, or when the simulator cannot bind a loopback port.
     pub async fn from_env() -> Result<Network, SetupError> {
         let primary = std::env::var(PRIMARY_URL_VAR).ok().filter(|v| !v.is_empty());
         let backup = std::env::var(BACKUP_URL_VAR).ok().filter(|v| !v.is_empty());
@@ -75,8 +75,10 @@ impl Network {
     }
 
     fn real(primary: String, backup: String) -> Result<Network, SetupError> {
-        if [&primary, &backup].iter().any(|url| url.trim_start().to_ascii_lowercase().starts_with("https:")) {
-            let why = "https provider URLs need TLS, and the examples are built without it: use http URLs";
+        let https =
+            [&primary, &backup].iter().any(|url| url.trim_start().to_ascii_lowercase().starts_with("https:"));
+        if https && !cfg!(feature = "tls") {
+            let why = "https provider URLs need TLS: run the example with `--features tls`, or use http URLs";
             return Err(SetupError(why.to_owned()));
         }
         Ok(Network {

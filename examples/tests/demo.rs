@@ -53,9 +53,12 @@ async fn an_early_shutdown_still_summarises() {
 
 #[tokio::test]
 async fn real_provider_urls_are_checked_before_anything_runs() {
-    let https = Config::real(vec!["https://eth.example/".to_owned()], Duration::from_secs(1));
-    let err = demo::run(https, |_| {}, std::future::pending()).await.unwrap_err();
-    assert!(err.to_string().contains("TLS"), "{err}");
+    // Without the `tls` feature (as CI builds it), an https URL is refused up front.
+    if !cfg!(feature = "tls") {
+        let https = Config::real(vec!["https://eth.example/".to_owned()], Duration::from_secs(1));
+        let err = demo::run(https, |_| {}, std::future::pending()).await.unwrap_err();
+        assert!(err.to_string().contains("TLS"), "{err}");
+    }
 
     let none = Config::real(Vec::new(), Duration::from_secs(1));
     assert!(none.is_simulated(), "no URL means the simulator");

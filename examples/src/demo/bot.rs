@@ -619,9 +619,10 @@ fn real_endpoints(urls: &[String]) -> Result<Vec<Endpoint>, DemoError> {
             urls.len()
         )));
     }
-    if urls.iter().any(|url| url.trim_start().to_ascii_lowercase().starts_with("https:")) {
+    let https = urls.iter().any(|url| url.trim_start().to_ascii_lowercase().starts_with("https:"));
+    if https && !cfg!(feature = "tls") {
         return Err(DemoError::new(
-            "https provider URLs need TLS, and the examples are built without it: use http URLs",
+            "https provider URLs need TLS: run the demo with `--features tls`, or use http URLs",
         ));
     }
     Ok(PROVIDER_IDS.iter().zip(urls).map(|(id, url)| Endpoint::new(*id, url.as_str())).collect())
