@@ -88,7 +88,34 @@ fn is_authority_of(value: &[u8], url: &Url) -> bool {
     let Some(rest) = value.strip_prefix(host.as_bytes()) else { return false };
     match url.port() {
         None => rest.is_empty(),
-        Some(port) => rest.strip_prefix(b":").is_some_and(|p| p == port.to_string().as_bytes()),
+        Some(port) => rest.strip_prefix(b":").is_some_and(|p| p == decimal(port).as_slice()),
+    }
+}
+
+/// The decimal digits of `n`, without allocating.
+fn decimal(mut n: u16) -> DecimalDigits {
+    let mut buf = [0u8; 5];
+    let mut start = buf.len();
+    loop {
+        start -= 1;
+        // `n % 10` is a single digit, so the cast cannot truncate.
+        buf[start] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    DecimalDigits { buf, start }
+}
+
+struct DecimalDigits {
+    buf: [u8; 5],
+    start: usize,
+}
+
+impl DecimalDigits {
+    fn as_slice(&self) -> &[u8] {
+        &self.buf[self.start..]
     }
 }
 
@@ -151,5 +178,8 @@ mod tests {
         assert!(is_authority_of(b"h.example", &url));
         assert!(!is_authority_of(b"h.example:443", &url));
         assert!(!is_authority_of(b"H.example", &url));
+        for port in [1u16, 9, 10, 443, 8545, 65535] {
+            assert_eq!(decimal(port).as_slice(), port.to_string().as_bytes());
+        }
     }
 }
