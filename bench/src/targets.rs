@@ -46,41 +46,14 @@ pub(crate) fn evaluate(outcomes: &[Outcome], blocklag: Option<&BlocklagFigures>)
                 });
             }
             if let Some(r) = find(scenario, c, "retry") {
-                out.push(Verdict {
-                    target: format!("{scenario} c={c}: for scale, reqwest-retry vs empty"),
-                    measured: format!(
-                        "req/CPU-s {:.3}×, CPU/req {:+.2} µs, allocs/req {:+.2}",
-                        r.paired(e, |a, b| a.rps_cpu / b.rps_cpu),
-                        r.paired(e, |a, b| a.cpu_process_us - b.cpu_process_us),
-                        r.allocs - e.allocs
-                    ),
-                    met: None,
-                });
+                out.push(for_scale(format!("{scenario} c={c}: for scale, reqwest-retry vs empty"), r, e));
             }
             if let Some(p) = find(scenario, c, "pass-through") {
-                out.push(Verdict {
-                    target: format!(
-                        "{scenario} c={c}: for scale, a do-nothing middleware vs empty (the framework's own cost)"
-                    ),
-                    measured: format!(
-                        "req/CPU-s {:.3}×, CPU/req {:+.2} µs, allocs/req {:+.2}",
-                        p.paired(e, |a, b| a.rps_cpu / b.rps_cpu),
-                        p.paired(e, |a, b| a.cpu_process_us - b.cpu_process_us),
-                        p.allocs - e.allocs
-                    ),
-                    met: None,
-                });
+                let what = "a do-nothing middleware vs empty (the framework's own cost)";
+                out.push(for_scale(format!("{scenario} c={c}: for scale, {what}"), p, e));
                 if let Some(f) = find(scenario, c, "failover") {
-                    out.push(Verdict {
-                        target: format!("{scenario} c={c}: for scale, failover vs the do-nothing middleware"),
-                        measured: format!(
-                            "req/CPU-s {:.3}×, CPU/req {:+.2} µs, allocs/req {:+.2}",
-                            f.paired(p, |a, b| a.rps_cpu / b.rps_cpu),
-                            f.paired(p, |a, b| a.cpu_process_us - b.cpu_process_us),
-                            f.allocs - p.allocs
-                        ),
-                        met: None,
-                    });
+                    let what = "failover vs the do-nothing middleware";
+                    out.push(for_scale(format!("{scenario} c={c}: for scale, {what}"), f, p));
                 }
             }
         }
@@ -199,6 +172,20 @@ fn blocklag_verdicts(b: &BlocklagFigures) -> Vec<Verdict> {
 
 /// Judged on requests per CPU-second (robust to other work on the machine); the wall-clock
 /// ratio is shown beside it. Both are paired medians.
+/// An information row: throughput, CPU and allocations of `variant` against `base`.
+fn for_scale(target: String, variant: &Summary, base: &Summary) -> Verdict {
+    Verdict {
+        target,
+        measured: format!(
+            "req/CPU-s {:.3}×, CPU/req {:+.2} µs, allocs/req {:+.2}",
+            variant.paired(base, |a, b| a.rps_cpu / b.rps_cpu),
+            variant.paired(base, |a, b| a.cpu_process_us - b.cpu_process_us),
+            variant.allocs - base.allocs
+        ),
+        met: None,
+    }
+}
+
 fn throughput(target: String, variant: &Summary, base: &Summary, limit: f64) -> Verdict {
     let cpu = variant.paired(base, |a, b| a.rps_cpu / b.rps_cpu);
     let wall = variant.paired(base, |a, b| a.rps / b.rps);
