@@ -74,7 +74,7 @@ fn ci() -> Result<(), DynError> {
                 "run",
                 "--quiet",
                 "-p",
-                "failnext-reliability",
+                "failnext-soak",
                 "--bin",
                 "soak",
                 "--",
@@ -183,7 +183,7 @@ fn target_dir() -> PathBuf {
 
 /// The fault-injection soak: the full profile in release unless arguments say otherwise.
 fn soak(args: &[String]) -> Result<(), DynError> {
-    let mut cmd = vec!["run", "--release", "--quiet", "-p", "failnext-reliability", "--bin", "soak", "--"];
+    let mut cmd = vec!["run", "--release", "--quiet", "-p", "failnext-soak", "--bin", "soak", "--"];
     if args.is_empty() {
         cmd.extend(["--profile", "full"]);
     }

@@ -1,10 +1,4 @@
-//! Loopback test support shared by the model, fuzz and redaction-audit test binaries: a
-//! programmable raw HTTP/1.1 server, a refused address, and an attempt-logging middleware.
-//!
-//! Everything binds to 127.0.0.1 and every task a server spawns ends when the server is
-//! dropped.
-
-#![allow(dead_code, reason = "each test binary uses a different subset")]
+//! A programmable raw HTTP/1.1 server, a refused address, and an attempt-logging middleware.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -16,33 +10,33 @@ use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
 
 /// Locks a mutex, ignoring poisoning: a failed assertion elsewhere must not cascade.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// One request as the server read it off the wire.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Received {
+pub struct Received {
     /// The request line's method.
-    pub(crate) method: String,
+    pub method: String,
     /// The request line's target (origin form: path and query).
-    pub(crate) target: String,
+    pub target: String,
     /// Header names (lower-cased) and raw values with surrounding whitespace trimmed.
-    pub(crate) headers: Vec<(String, Vec<u8>)>,
+    pub headers: Vec<(String, Vec<u8>)>,
     /// The body, de-chunked when it was sent chunked.
-    pub(crate) body: Vec<u8>,
+    pub body: Vec<u8>,
 }
 
 impl Received {
     /// Every value of header `name` (lower-case).
-    pub(crate) fn header_values(&self, name: &str) -> Vec<&[u8]> {
+    pub fn header_values(&self, name: &str) -> Vec<&[u8]> {
         self.headers.iter().filter(|(n, _)| n == name).map(|(_, v)| v.as_slice()).collect()
     }
 }
 
 /// What the server does with a request it has read completely.
 #[derive(Clone, Debug)]
-pub(crate) enum Action {
+pub enum Action {
     /// Write these bytes, then close.
     Reply(Vec<u8>),
     /// Close without answering (the client sees an incomplete message).
@@ -54,10 +48,10 @@ pub(crate) enum Action {
 }
 
 /// Decides the action for each request; called once per request, in arrival order.
-pub(crate) type Handler = Arc<dyn Fn(&Received) -> Action + Send + Sync>;
+pub type Handler = Arc<dyn Fn(&Received) -> Action + Send + Sync>;
 
 /// A complete `HTTP/1.1` response with `Content-Length` and `Connection: close`.
-pub(crate) fn response(status: u16, body: &[u8]) -> Vec<u8> {
+pub fn response(status: u16, body: &[u8]) -> Vec<u8> {
     let mut out = format!(
         "HTTP/1.1 {status} Scripted\r\ncontent-length: {}\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n",
         body.len()
@@ -68,7 +62,8 @@ pub(crate) fn response(status: u16, body: &[u8]) -> Vec<u8> {
 }
 
 /// A raw HTTP/1.1 server on 127.0.0.1 whose behaviour can be replaced at any time.
-pub(crate) struct RawServer {
+#[allow(missing_debug_implementations, reason = "holds a handler closure")]
+pub struct RawServer {
     addr: SocketAddr,
     handler: Arc<Mutex<Handler>>,
     log: Arc<Mutex<Vec<Received>>>,
@@ -76,7 +71,8 @@ pub(crate) struct RawServer {
 }
 
 impl RawServer {
-    pub(crate) async fn start(handler: Handler) -> RawServer {
+    /// Starts a server on 127.0.0.1 that answers each request with `handler`'s action.
+    pub async fn start(handler: Handler) -> RawServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback listener");
         let addr = listener.local_addr().expect("listener address");
         let handler = Arc::new(Mutex::new(handler));
@@ -99,34 +95,37 @@ impl RawServer {
     }
 
     /// A server that answers every request with `status` and `body`.
-    pub(crate) async fn replying(status: u16, body: &'static [u8]) -> RawServer {
+    pub async fn replying(status: u16, body: &'static [u8]) -> RawServer {
         RawServer::start(Arc::new(move |_: &Received| Action::Reply(response(status, body)))).await
     }
 
     /// A server that does `action` with every request.
-    pub(crate) async fn always(action: Action) -> RawServer {
+    pub async fn always(action: Action) -> RawServer {
         RawServer::start(Arc::new(move |_: &Received| action.clone())).await
     }
 
-    pub(crate) fn addr(&self) -> SocketAddr {
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
         self.addr
     }
 
-    pub(crate) fn port(&self) -> u16 {
+    /// The bound port.
+    pub fn port(&self) -> u16 {
         self.addr.port()
     }
 
     /// `http://127.0.0.1:port` followed by `rest` (which should start with `/`).
-    pub(crate) fn url(&self, rest: &str) -> String {
+    pub fn url(&self, rest: &str) -> String {
         format!("http://{}{rest}", self.addr)
     }
 
-    pub(crate) fn set_handler(&self, handler: Handler) {
+    /// Replaces the handler for the requests that follow.
+    pub fn set_handler(&self, handler: Handler) {
         *lock(&self.handler) = handler;
     }
 
     /// Takes the requests read so far, in arrival order.
-    pub(crate) fn take_log(&self) -> Vec<Received> {
+    pub fn take_log(&self) -> Vec<Received> {
         std::mem::take(&mut *lock(&self.log))
     }
 }
@@ -269,37 +268,47 @@ fn trim_ows(mut v: &[u8]) -> &[u8] {
 
 /// A loopback address where a socket is bound but not listening, so every connection is
 /// refused, and no other process can take the port while this value lives.
-pub(crate) struct Refused {
+#[derive(Debug)]
+pub struct Refused {
     _socket: TcpSocket,
     addr: SocketAddr,
 }
 
+impl Default for Refused {
+    fn default() -> Self {
+        Refused::new()
+    }
+}
+
 impl Refused {
-    pub(crate) fn new() -> Refused {
+    /// Reserves a loopback port with nothing listening on it.
+    pub fn new() -> Refused {
         let socket = TcpSocket::new_v4().expect("socket");
         socket.bind("127.0.0.1:0".parse().expect("loopback address")).expect("bind");
         let addr = socket.local_addr().expect("bound address");
         Refused { _socket: socket, addr }
     }
 
-    pub(crate) fn addr(&self) -> SocketAddr {
+    /// The refused address.
+    pub fn addr(&self) -> SocketAddr {
         self.addr
     }
 
     /// `http://127.0.0.1:port` followed by `rest`.
-    pub(crate) fn url(&self, rest: &str) -> String {
+    pub fn url(&self, rest: &str) -> String {
         format!("http://{}{rest}", self.addr)
     }
 }
 
 /// A per-attempt middleware (added after `Failover`) that records the URL of every attempt.
-#[derive(Clone, Default)]
-pub(crate) struct AttemptLog {
+#[derive(Clone, Debug, Default)]
+pub struct AttemptLog {
     urls: Arc<Mutex<Vec<String>>>,
 }
 
 impl AttemptLog {
-    pub(crate) fn take(&self) -> Vec<String> {
+    /// The URLs attempted since the last call, in order.
+    pub fn take(&self) -> Vec<String> {
         std::mem::take(&mut *lock(&self.urls))
     }
 }

@@ -569,12 +569,12 @@ async fn memory_stays_flat_under_hostile_providers() {
         for _ in 0..3 {
             hostile_round(&servers, &clients, &monitor).await;
         }
-        let before = failnext_reliability::resources::rss_bytes().expect("RSS is readable on Linux");
+        let before = failnext_loopback::resources::rss_bytes().expect("RSS is readable on Linux");
         let rounds = 50;
         for _ in 0..rounds {
             hostile_round(&servers, &clients, &monitor).await;
         }
-        let after = failnext_reliability::resources::rss_bytes().unwrap();
+        let after = failnext_loopback::resources::rss_bytes().unwrap();
         let grown = after.saturating_sub(before);
         let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
         eprintln!(

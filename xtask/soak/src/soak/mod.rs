@@ -25,9 +25,9 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use failnext_reliability::soak::{Config, Profile};
+//! use failnext_soak::soak::{Config, Profile};
 //!
-//! let report = failnext_reliability::soak::run(Config::new(Profile::Ci, 42)).await?;
+//! let report = failnext_soak::soak::run(Config::new(Profile::Ci, 42)).await?;
 //! println!("{report}");
 //! assert_eq!(report.violations(), 0);
 //! # Ok(()) }
@@ -54,8 +54,8 @@ use reqwest_middleware::ClientWithMiddleware;
 
 pub use report::Report;
 
-use crate::resources::Usage;
 use checks::{BodyEnd, Check, Finished, Limits, Outcome, Tally, TypedError, Violations};
+use failnext_loopback::resources::Usage;
 use record::{Dispatch, Endpoints, ErrorKind, HookStats, RecordedEligibility, RequestLog};
 use schedule::{Cancel, Kind, RequestSpec, Unknown};
 use watch::{Background, Observed, Settings};

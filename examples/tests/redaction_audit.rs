@@ -23,20 +23,18 @@
 //! returns (and its `Debug`) is the endpoint's full URL. Also not captured: reqwest's own
 //! `log` records (it uses the `log` crate, not `tracing`; they name only host and port).
 
-mod common;
-
 use std::error::Error as StdError;
 use std::fmt::Debug;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use common::{Action, RawServer, Received, Refused, lock, response};
 use failnext::{
     AttemptOutcome, Cooldown, Endpoint, EndpointId, Event, ExcludedEndpoints, Failover, FailoverBuilder,
     Permission, PreferredEndpoint, RequestBuilderExt, ResultOutcome, ServedBy,
 };
 use failnext_blocklag::{Monitor, ProbeError};
+use failnext_loopback::raw::{Action, RawServer, Received, Refused, lock, response};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::subscriber::Interest;
@@ -454,7 +452,7 @@ fn rpc(r: &Received) -> (String, u64) {
 }
 
 /// A provider that answers every probe with `status` and `body`.
-fn fixed(status: u16, body: impl AsRef<[u8]>) -> common::Handler {
+fn fixed(status: u16, body: impl AsRef<[u8]>) -> failnext_loopback::raw::Handler {
     let reply = response(status, body.as_ref());
     Arc::new(move |_: &Received| Action::Reply(reply.clone()))
 }
@@ -464,7 +462,7 @@ fn json_reply(body: String) -> Action {
 }
 
 /// A provider at block 0x100 on chain `chain`, answering both probe methods.
-fn provider(chain: u64) -> common::Handler {
+fn provider(chain: u64) -> failnext_loopback::raw::Handler {
     Arc::new(move |r: &Received| {
         let (method, id) = rpc(r);
         let result = if method == "eth_chainId" { format!("{chain:#x}") } else { "0x100".to_owned() };
@@ -488,7 +486,7 @@ async fn blocklag_failure_paths_print_no_key() {
         bytes.extend_from_slice(b"0\r\n\r\n");
         bytes
     };
-    let handlers: Vec<(&str, common::Handler)> = vec![
+    let handlers: Vec<(&str, failnext_loopback::raw::Handler)> = vec![
         ("healthy", provider(1)),
         ("lagging", fixed(200, r#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#)),
         ("closed", Arc::new(|_: &Received| Action::Close)),

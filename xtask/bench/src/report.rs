@@ -246,7 +246,8 @@ fn row_json(r: &Summary, base: &Summary) -> Value {
 /// `quick/` subfolder for quick runs so CI never overwrites a full run's results.
 pub(crate) fn out_dir(quick: bool) -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| {
-        Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap_or(Path::new(".")).join("target")
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2);
+        root.unwrap_or(Path::new(".")).join("target")
     });
     let dir = target.join("bench");
     if quick { dir.join("quick") } else { dir }

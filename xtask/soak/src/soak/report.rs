@@ -3,10 +3,10 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::resources::Usage;
 use crate::soak::checks::{Check, Tally, Violations, is_trigger};
 use crate::soak::watch::{Observed, SLOW_ELIGIBLE};
 use crate::soak::{Config, SimCounts};
+use failnext_loopback::resources::Usage;
 
 /// Everything a soak run saw. `Display` prints it as tables; [`violations`](Report::violations)
 /// is what decides pass or fail.

@@ -23,18 +23,16 @@
 //! are unit-tested in `failnext::cooldown`), concurrency between requests, cancellation,
 //! timeouts and Host handling (the fuzz and redaction tests cover the last two).
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use common::{Action, AttemptLog, RawServer, Received, Refused, lock, response};
 use failnext::{
     AttemptOutcome, Cooldown, Endpoint, EndpointId, Event, Failover, Permission, RequestBuilderExt,
     ResultOutcome, ServedBy,
 };
+use failnext_loopback::raw::{Action, AttemptLog, RawServer, Received, Refused, lock, response};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
@@ -503,7 +501,7 @@ fn build(case: &Case, pool: &Pool, probe: &Arc<Probe>) -> Failover {
     failover
 }
 
-fn script_handler(i: usize, script: Vec<Step>) -> common::Handler {
+fn script_handler(i: usize, script: Vec<Step>) -> failnext_loopback::raw::Handler {
     let hits = AtomicUsize::new(0);
     Arc::new(move |_: &Received| {
         let hit = hits.fetch_add(1, Ordering::SeqCst);

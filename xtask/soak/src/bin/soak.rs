@@ -10,7 +10,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use failnext_reliability::soak::{self, Config, Profile};
+use failnext_soak::soak::{self, Config, Profile};
 
 const USAGE: &str = "usage: soak [--profile ci|full] [--seed N] [--requests N] [--concurrency N]";
 

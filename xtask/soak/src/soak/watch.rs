@@ -12,9 +12,9 @@ use failnext_examples::sim::{Behaviour, Provider};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::resources::{Connections, Usage};
 use crate::soak::checks::{Check, Violations};
 use crate::soak::schedule::{FaultKind, FaultSchedule, Rng};
+use failnext_loopback::resources::{Connections, Usage};
 
 /// A call of `Monitor::eligible` slower than this is counted as slow.
 pub(crate) const SLOW_ELIGIBLE: Duration = Duration::from_millis(50);
