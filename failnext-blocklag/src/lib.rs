@@ -165,6 +165,7 @@ pub use monitor::Monitor;
 pub use parse::{MAX_BODY, parse_quantity, parse_response};
 pub use snapshot::{Snapshot, SnapshotEntry};
 
+/// This crate's README (what crates.io shows), compiled as doc tests so it cannot rot.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
-struct ReadmeDoctests;
+pub struct ReadmeDoctests;

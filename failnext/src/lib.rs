@@ -401,4 +401,9 @@ pub use validate::{ConfigError, validate_endpoints};
 /// The workspace README's code, compiled as doc tests so it cannot rot.
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
+pub struct WorkspaceReadmeDoctests;
+
+/// This crate's README (what crates.io shows), compiled as doc tests so it cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
