@@ -6,10 +6,6 @@
 //! JSON-RPC over HTTP, where providers refuse connections, time out, answer 502/503/504 or
 //! rate-limit, but it reads no payload and works for any HTTP API.
 //!
-//! It is a Rust port of the Go library failnext: every rule of the reference holds here, and
-//! the few places where Rust works differently are listed under
-//! [Differences from Go failnext](#differences-from-go-failnext).
-//!
 //! [reqwest]: https://docs.rs/reqwest
 //! [reqwest-middleware]: https://docs.rs/reqwest-middleware
 //!
@@ -64,11 +60,34 @@
 //!
 //! // A write must not reach a second provider: deny failover explicitly.
 //! let write = r#"{"jsonrpc":"2.0","id":2,"method":"eth_sendRawTransaction","params":["0x00"]}"#;
-//! let resp = client.post(&primary_url).body(write).deny_failover().send().await?;
+//! let resp = client
+//!     .post(&primary_url)
+//!     .header("content-type", "application/json")
+//!     .body(write)
+//!     .deny_failover()
+//!     .send()
+//!     .await?;
 //! assert_eq!(resp.status(), 503); // the caller sees the primary's answer; nothing else was tried
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! The crate's README has the same start as a complete `main.rs` with its `[dependencies]`
+//! lines. failnext enables no TLS backend: for `https://` providers, enable one in reqwest
+//! (for example its `rustls` feature). JSON-RPC servers such as geth answer 415 to a POST
+//! without `content-type: application/json`.
+//!
+//! # Crate contents
+//!
+//! - [`Failover`], the middleware, built by [`FailoverBuilder`] from [`Endpoint`]s (each
+//!   named by an [`EndpointId`]); invalid configuration is a [`ConfigError`].
+//! - Per request, through [`RequestBuilderExt`]: [`Permission`] to fail over,
+//!   [`ExcludedEndpoints`], [`PreferredEndpoint`]. On every response: [`ServedBy`]
+//!   ([`ResponseExt`]).
+//! - [`Error`] and its [`Attempt`]s when no HTTP response came back; [`Event`]s for
+//!   observation.
+//! - [`Eligibility`] (which endpoints may serve now) and [`Cooldown`] (passive skipping of
+//!   failing endpoints).
 //!
 //! # How failover decides
 //!
@@ -91,7 +110,9 @@
 //!    (refused or reset connection, timeout, ...), HTTP 502, 503 or 504, and any status added
 //!    with [`additional_trigger_status_codes`](FailoverBuilder::additional_trigger_status_codes).
 //!    Any other response is returned at once, body untouched, whatever it says: an HTTP 200
-//!    carrying a JSON-RPC error is a success to failnext.
+//!    carrying a JSON-RPC error is a success to failnext. Redirects are followed by the
+//!    `reqwest::Client` inside one attempt, so a redirected response is judged by its final
+//!    status.
 //! 4. **Can it be sent again.** The first attempt uses the caller's request itself. Later
 //!    attempts use a copy of it, made exactly when `reqwest::Request::try_clone()` would
 //!    succeed: a body built from bytes or a string is a `Bytes`, shared with every attempt by
@@ -117,7 +138,9 @@
 //! endpoint, with [`is_unknown_endpoint`](Error::is_unknown_endpoint). Otherwise an error means
 //! every attempt ended without an HTTP response: [`Error::attempts`] lists them in order (even
 //! a single one) and `source()` is the last cause; an [`Attempt`]'s `Display` prints the
-//! endpoint and the whole cause chain. See [`Error`].
+//! endpoint and the whole cause chain. Because even one failed attempt is reported this way,
+//! `is_timeout()` or `is_connect()` on the outer `reqwest_middleware::Error` is false: ask the
+//! attempts. Their errors have the URL removed. See [`Error`].
 //!
 //! **Events.** [`on_event`](FailoverBuilder::on_event) receives [`Event::Attempt`],
 //! [`Event::CooldownSkip`], [`Event::NotReplayable`] and exactly one [`Event::Result`] per
@@ -140,8 +163,14 @@
 //! and errors reqwest builds from it later, such as `error_for_status`) is the endpoint's full
 //! URL, keys included, so strip it before logging those.
 //!
-//! **Deadlines.** [`attempt_timeout`](FailoverBuilder::attempt_timeout) bounds each attempt,
-//! so a provider that hangs costs at most that long before the next is tried.
+//! **Deadlines and cancellation.** [`attempt_timeout`](FailoverBuilder::attempt_timeout)
+//! bounds each attempt, so a provider that hangs costs at most that long before the next is
+//! tried; its timeout is an error like any other, which may fail over. A request's own
+//! reqwest timeout (`RequestBuilder::timeout`) is carried by every attempt, so it bounds each
+//! attempt too, not the whole request. For a deadline on the whole request, wrap the call in
+//! `tokio::time::timeout`: dropping the future cancels the request cleanly, the attempt in
+//! flight is dropped, no cooldown is recorded for it, and the event hook receives
+//! [`Event::Result`] with [`ResultOutcome::Cancelled`].
 //!
 //! # Middleware order
 //!
@@ -153,7 +182,8 @@
 //! # Common patterns
 //!
 //! The snippets below assume a `client: ClientWithMiddleware` built with a `Failover`, as in
-//! the quick start.
+//! the quick start, and JSON-RPC bodies; they leave out the `content-type` header, which a
+//! client can also send on every request with reqwest's `ClientBuilder::default_headers`.
 //!
 //! ## Allow a read to fail over, keep a write from failing over
 //!
@@ -298,67 +328,9 @@
 //! application's), no base-URL path or query composition, no WebSocket failover, and no
 //! rewriting of signatures or other destination-bound headers.
 //!
-//! # Differences from Go failnext
-//!
-//! - **No request context.** Go carries options and cancellation in `context.Context`. Here
-//!   request-scoped options live in the request's `http::Extensions` (through
-//!   [`RequestBuilderExt`] or `with_extension`), and cancellation is dropping the future: the
-//!   attempt in flight is dropped, no cooldown is recorded for it, and the hook receives
-//!   `Event::Result` with [`ResultOutcome::Cancelled`]. Deadlines are reqwest timeouts (the
-//!   request's own, or [`attempt_timeout`](FailoverBuilder::attempt_timeout) per attempt),
-//!   which fail an attempt with a timeout error that, like any error, may fail over; Go's
-//!   "context done beats everything" rules (catalogue C60, C68, C92, C104, C129-C130, C136-C138)
-//!   have no counterpart.
-//! - **Cloning instead of `GetBody`.** A body is replayable exactly when reqwest could clone
-//!   it (bytes, not a stream). There is no body factory that can fail, so Go's `ReplayError`
-//!   event becomes [`Event::NotReplayable`], emitted for the candidate that could not be tried;
-//!   the request is copied once up front (only when a later attempt is possible) rather than
-//!   when the next candidate is admitted.
-//! - **Host is a header.** reqwest has no `Request.Host` field: "custom Host" means a `Host`
-//!   header that differs from the request URL's `host[:port]`. The URL's authority is the one
-//!   the `url` crate normalises (lower-case host, default port omitted).
-//! - **Redirects** are followed by `reqwest::Client` inside each attempt, below the middleware:
-//!   a redirect is part of one attempt, not another attempt, and a redirected response is
-//!   judged by its final status.
-//! - **Types replace checks.** Endpoint ids are any string; cooldown thresholds are `u32` and
-//!   durations `Duration`, so negative values cannot exist, and zero is rejected instead of
-//!   meaning "default" (use [`Cooldown::default`] or [`Cooldown::disabled`]); trigger codes are
-//!   `http::StatusCode`, which only holds 100..=999; the policy returns an enum, so no
-//!   out-of-range permission exists. A transport that returns neither response nor error
-//!   cannot exist either. Error messages carry no `failnext:` prefix (Rust errors are chained
-//!   through `source()`).
-//! - **URL parsing** uses the `url` crate, stricter than Go's parser in two places:
-//!   `https://:8080/rpc` (empty host) and out-of-range ports are rejected. Surrounding
-//!   whitespace and control characters are rejected too (the `url` crate would silently strip
-//!   them).
-//! - **Timeouts.** A request's own reqwest timeout (`RequestBuilder::timeout`) is carried by
-//!   every attempt, so it bounds each attempt, not the whole request; with n hanging endpoints
-//!   the caller may wait n times as long. For a deadline on the whole request, wrap the call in
-//!   `tokio::time::timeout`: dropping the future cancels it cleanly.
-//! - **Errors** are one opaque [`Error`] with predicates, returned as
-//!   `reqwest_middleware::Error::Middleware`; even a single failed attempt is reported through
-//!   it, so `err.is_timeout()` on the outer error is false: look at [`Error::attempts`].
-//!   Attempt errors have their URL removed before any event or error holds them.
-//! - **Beyond the reference:** [`ServedBy`] on every response, `attempt_timeout`, userinfo as
-//!   Basic auth, [`Failover::is_cooling_down`], a `tracing` feature.
-//!
-//! ## Reference cases that do not apply, and what Rust does instead
-//!
-//! The test suite pins every case of the reference's behaviour catalogue that applies to Rust.
-//! These do not, by construction:
-//!
-//! | reference cases | why | Rust behaviour |
-//! | --- | --- | --- |
-//! | V11-V13, V14 | negative cooldown values and a `Disabled` flag mixed with values are unrepresentable | zero threshold or duration is a `ConfigError`; [`Cooldown::default`] and [`Cooldown::disabled`] |
-//! | V16 | `http::StatusCode` only holds 100..=999 | any `StatusCode` may be added |
-//! | V20 | there is no base transport to default | the `reqwest::Client` given to `ClientBuilder`, plus the middlewares after `Failover` |
-//! | C4 (request-URI), C113 | no server-side request-URI field; no nil request | — |
-//! | C39 (empty method), C42 (out-of-range answer) | `http::Method` rejects an empty method; [`Permission`] is a closed enum | — |
-//! | C58, C59 | a middleware chain returns a response or an error, never both or neither | an error from a later middleware is an attempt failure |
-//! | C60, C68, C104, C111 (context errors), C129, C130, C136-C138 | no request context | dropping the future cancels: nothing is recorded for the attempt in flight, retained responses are dropped, `Event::Result` is `Cancelled` |
-//! | C87-C89, C92, C109, C125 | no `GetBody` factory that can fail | the body is shared when reqwest could clone it; a stream stops failover with [`Event::NotReplayable`] |
-//! | C141, C142 (`CloseIdleConnections`) | reqwest has no such call | connection pooling belongs to the `reqwest::Client` |
-//! | C143 (go-ethereum) | — | the alloy example in the workspace runs an alloy `Provider` on failnext |
+//! It keeps failover inside one process, for a small fixed set of providers. When several
+//! applications should share one routing policy, or you need load balancing, service
+//! discovery, caching or WebSocket failover, a proxy or gateway fits better.
 //!
 //! # Feature flags
 //!
@@ -368,6 +340,14 @@
 //!
 //! failnext enables no TLS backend and no tokio runtime of its own: configure reqwest as you
 //! need.
+//!
+//! # Coming from Go failnext
+//!
+//! This crate keeps every rule of the Go library failnext. [PORTING.md] maps the Go API to
+//! this one and lists where Rust works differently (request context, `GetBody`, `Host`,
+//! redirects), and which cases of the reference's behaviour catalogue do not apply.
+//!
+//! [PORTING.md]: https://github.com/failnext-rs/failnext/blob/main/failnext/PORTING.md
 #![doc(test(attr(deny(warnings), allow(dead_code))))]
 // Library code handles network input: no unwrap or expect outside tests.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
