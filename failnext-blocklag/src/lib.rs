@@ -8,8 +8,12 @@
 //! [`FailoverBuilder::eligible`](failnext::FailoverBuilder::eligible), it makes failnext skip
 //! the laggards.
 //!
-//! The split of work is the reference library's: this crate measures heights, failnext picks
-//! endpoints and fails over. failnext on its own knows nothing about blocks.
+//! The split of work: this crate measures heights, failnext picks endpoints and fails over.
+//! failnext on its own knows nothing about blocks, and a user who depends on failnext alone
+//! never compiles this crate.
+//!
+//! The crate's README has a complete `main.rs` that runs the pairing with a `check()` loop,
+//! with its `[dependencies]` lines.
 //!
 //! # How it works
 //!
@@ -65,7 +69,7 @@
 //! honest ones look behind. Configure providers of the same chain. Block hashes, forks,
 //! finality and heights are not checked against any independent source.
 //!
-//! The one thing this crate adds to the reference is an optional chain check: with
+//! An optional chain check guards against a misconfigured URL: with
 //! [`expected_chain_id`](MonitorBuilder::expected_chain_id), every check also calls
 //! `eth_chainId`, and a provider on another chain is ineligible with
 //! [`ProbeError::WrongChain`]. A matching chain id is a sanity check, not proof that a
@@ -148,6 +152,13 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! # Coming from Go failnext-blocklag
+//!
+//! The probe, comparison and publication rules are those of the Go library
+//! failnext-blocklag. [PORTING.md] maps its API to this one and lists what differs.
+//!
+//! [PORTING.md]: https://github.com/failnext-rs/failnext/blob/main/failnext-blocklag/PORTING.md
 #![doc(test(attr(deny(warnings))))]
 // Library code handles network input: no unwrap or expect outside tests.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
