@@ -17,6 +17,7 @@ use alloy::rpc::client::RpcClient;
 use alloy::rpc::json_rpc::{RequestPacket, ResponsePacket};
 use alloy::transports::{TransportError, TransportErrorKind, TransportFut};
 use failnext::{Failover, RequestBuilderExt, ResponseExt};
+// Unpublished helpers (simulator, call/send/ensure): see "Copying an example" in examples/README.md.
 use failnext_examples::sim::Behaviour;
 use failnext_examples::{Network, ensure};
 use reqwest_middleware::ClientWithMiddleware;
@@ -90,9 +91,10 @@ impl tower::Service<RequestPacket> for FailnextTransport {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn Error>> {
+    // Simulator set-up: replace `net` with your providers (see examples/README.md).
     let net = Network::from_env().await?;
     println!("{net}");
-    // In the simulator the primary answers 503 to everything.
+    // Simulator only: the primary answers 503 to everything.
     if let Some(sim) = net.sim() {
         sim.primary.set(Behaviour::Status(503)).await?;
     }
@@ -108,6 +110,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     let chain_id = provider.get_chain_id().await?;
     println!("chain id: {chain_id}");
 
+    // Simulator only: checks what happened, and a write that is refused without harm.
     if let Some(sim) = net.sim() {
         ensure(sim.backup.count("eth_blockNumber") == 1, "the backup served the block number")?;
         // A write: denied failover, so the primary's 503 comes back and the backup never sees it.

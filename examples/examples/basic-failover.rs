@@ -9,6 +9,7 @@
 use std::error::Error;
 
 use failnext::{Failover, RequestBuilderExt};
+// Unpublished helpers (simulator, call/send/ensure): see "Copying an example" in examples/README.md.
 use failnext_examples::sim::Behaviour;
 use failnext_examples::{Network, call, ensure, send};
 use reqwest_middleware::ClientBuilder;
@@ -16,9 +17,10 @@ use serde_json::json;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn Error>> {
+    // Simulator set-up: replace `net` with your providers (see examples/README.md).
     let net = Network::from_env().await?;
     println!("{net}");
-    // In the simulator, the primary goes down: connecting to it is refused.
+    // Simulator only: the primary goes down: connecting to it is refused.
     if let Some(sim) = net.sim() {
         sim.primary.set(Behaviour::Down).await?;
     }
@@ -33,6 +35,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     println!("block number: {block}");
     println!("served by: {}", reply.served_by());
 
+    // Simulator only: checks what happened.
     if let Some(sim) = net.sim() {
         ensure(reply.served_by() == "backup", "the backup served the read")?;
         ensure(sim.primary.total() == 0, "the primary, being down, received nothing")?;

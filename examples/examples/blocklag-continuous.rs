@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use failnext::{EndpointId, Failover, RequestBuilderExt};
 use failnext_blocklag::Monitor;
+// Unpublished helpers (simulator, call/send/ensure): see "Copying an example" in examples/README.md.
 use failnext_examples::monitoring::{answers_reads, eligible_now, probe_client};
 use failnext_examples::sim::{Behaviour, Provider};
 use failnext_examples::{Network, call, causes, ensure, send};
@@ -89,8 +90,10 @@ struct Reads {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn Error>> {
     let seconds = seconds_arg()?;
+    // Simulator set-up: replace `net` with your providers (see examples/README.md).
     let net = Network::from_env().await?;
     println!("{net}");
+    // Simulator set-up: short intervals against the simulator, 15 s and 10 s against yours.
     let schedule = Schedule::new(net.sim().is_some(), seconds);
     println!(
         "checks every {:?} (timeout {:?}), reads every {:?} (timeout {:?}); {}",
@@ -107,6 +110,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     let monitor = Monitor::builder(net.endpoints())
         .max_lag(MAX_LAG)
         .probe_timeout(schedule.probe_timeout)
+        // Simulator set-up: no proxy on loopback; for your providers the default client will do.
         .client(probe_client(net.sim().is_some())?)
         .build()?;
     let failover = Failover::builder(net.endpoints())
@@ -118,6 +122,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     let started = Instant::now();
     let (stop, stopped) = watch::channel(false);
     let checker = tokio::spawn(check_loop(monitor.clone(), schedule, started, stopped.clone()));
+    // Simulator only: the providers' health, for the check that no read failed needlessly.
     let providers: Vec<Provider> =
         net.sim().map(|sim| vec![sim.primary.clone(), sim.backup.clone()]).unwrap_or_default();
     let reader = tokio::spawn(read_loop(
@@ -129,7 +134,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
         started,
         stopped.clone(),
     ));
-    // Midway through a bounded simulated run, the primary falls behind.
+    // Simulator only: midway through a bounded run, the primary falls behind.
     let fault = match (net.sim(), schedule.run_for) {
         (Some(sim), Some(run_for)) => Some(tokio::spawn(lag_midway(
             sim.primary.clone(),
@@ -175,6 +180,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
         count("backup"),
         reads.failed
     );
+    // Simulator only: checks what happened.
     if net.sim().is_some() {
         println!("reads failed while an eligible healthy provider existed: {}", reads.failed_while_usable);
         ensure(reads.failed_while_usable == 0, "no read failed while an eligible healthy provider existed")?;

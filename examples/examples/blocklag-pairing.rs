@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use failnext::{Failover, RequestBuilderExt};
 use failnext_blocklag::Monitor;
+// Unpublished helpers (simulator, call/send/ensure): see "Copying an example" in examples/README.md.
 use failnext_examples::monitoring::probe_client;
 use failnext_examples::sim::Behaviour;
 use failnext_examples::{Network, call, ensure, send};
@@ -25,9 +26,10 @@ const MAX_LAG: u64 = 3;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn Error>> {
+    // Simulator set-up: replace `net` with your providers (see examples/README.md).
     let net = Network::from_env().await?;
     println!("{net}");
-    // In the simulator, the primary falls 10 blocks behind. It still answers, with old data.
+    // Simulator only: the primary falls 10 blocks behind. It still answers, with old data.
     if let Some(sim) = net.sim() {
         sim.primary.set(Behaviour::Lagging(10)).await?;
     }
@@ -37,6 +39,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     let monitor = Monitor::builder(net.endpoints())
         .max_lag(MAX_LAG)
         .probe_timeout(Duration::from_secs(5))
+        // Simulator set-up: no proxy on loopback; for your providers the default client will do.
         .client(probe_client(net.sim().is_some())?)
         .build()?;
 
@@ -74,6 +77,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     println!("balance: {balance} wei");
     println!("served by: {}", reply.served_by());
 
+    // Simulator only: checks what happened.
     if let Some(sim) = net.sim() {
         ensure(!primary_eligible, "the lagging primary is ineligible")?;
         ensure(backup_eligible, "the backup is eligible")?;

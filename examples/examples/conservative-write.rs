@@ -10,6 +10,7 @@
 use std::error::Error;
 
 use failnext::{Failover, RequestBuilderExt};
+// Unpublished helpers (simulator, call/send/ensure): see "Copying an example" in examples/README.md.
 use failnext_examples::sim::Behaviour;
 use failnext_examples::{DUMMY_RAW_TX, Network, call, ensure, send};
 use reqwest_middleware::ClientBuilder;
@@ -17,9 +18,10 @@ use serde_json::json;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn Error>> {
+    // Simulator set-up: replace `net` with your providers (see examples/README.md).
     let net = Network::from_env().await?;
     println!("{net}");
-    // In the simulator, the primary's load balancer answers 503 Service Unavailable.
+    // Simulator only: the primary's load balancer answers 503 Service Unavailable.
     if let Some(sim) = net.sim() {
         sim.primary.set(Behaviour::Status(503)).await?;
     }
@@ -39,6 +41,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     }
 
     ensure(reply.served_by() == "primary", "only the primary handled the write")?;
+    // Simulator only: checks what happened.
     if let Some(sim) = net.sim() {
         let at_backup = sim.backup.count("eth_sendRawTransaction");
         println!("backup received eth_sendRawTransaction: {at_backup} times");

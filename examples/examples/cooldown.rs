@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use failnext::{Cooldown, Event, Failover, RequestBuilderExt};
+// Unpublished helpers (simulator, call/send/ensure): see "Copying an example" in examples/README.md.
 use failnext_examples::sim::Behaviour;
 use failnext_examples::{Network, call, ensure, send};
 use reqwest_middleware::ClientBuilder;
@@ -20,8 +21,10 @@ use serde_json::json;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn Error>> {
+    // Simulator set-up: replace `net` with your providers (see examples/README.md).
     let net = Network::from_env().await?;
     println!("{net}");
+    // Simulator only: injects the fault.
     if let Some(sim) = net.sim() {
         sim.primary.set(Behaviour::Status(503)).await?;
     }
@@ -47,6 +50,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
         println!("read {n}: served by: {}, primary cooling down: {cooling}", reply.served_by());
     }
 
+    // Simulator only: checks what happened.
     if let Some(sim) = net.sim() {
         let tried = sim.primary.count("eth_blockNumber");
         println!("primary received {tried} of 5 reads");

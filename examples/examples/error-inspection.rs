@@ -11,6 +11,7 @@ use std::error::Error;
 use std::time::Duration;
 
 use failnext::{Failover, RequestBuilderExt};
+// Unpublished helpers (simulator, call/send/ensure): see "Copying an example" in examples/README.md.
 use failnext_examples::sim::Behaviour;
 use failnext_examples::{Network, call, causes, ensure, send};
 use reqwest_middleware::ClientBuilder;
@@ -18,8 +19,10 @@ use serde_json::json;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn Error>> {
+    // Simulator set-up: replace `net` with your providers (see examples/README.md).
     let net = Network::from_env().await?;
     println!("{net}");
+    // Simulator only: injects the fault.
     if let Some(sim) = net.sim() {
         sim.primary.set(Behaviour::Down).await?;
         sim.backup.set(Behaviour::Hang).await?;

@@ -10,6 +10,7 @@
 use std::error::Error;
 
 use failnext::{Failover, RequestBuilderExt};
+// Unpublished helpers (simulator, call/send/ensure): see "Copying an example" in examples/README.md.
 use failnext_examples::sim::Behaviour;
 use failnext_examples::{Network, call, ensure, send};
 use reqwest_middleware::ClientBuilder;
@@ -19,9 +20,10 @@ const ACCOUNT: &str = "0x0000000000000000000000000000000000000001";
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn Error>> {
+    // Simulator set-up: replace `net` with your providers (see examples/README.md).
     let net = Network::from_env().await?;
     println!("{net}");
-    // In the simulator, the primary's node answers as a node that lost its state does.
+    // Simulator only: the primary's node answers as a node that lost its state does.
     if let Some(sim) = net.sim() {
         let error = Behaviour::JsonRpcError { code: -32000, message: "header not found".to_owned() };
         sim.primary.set(error).await?;
@@ -46,6 +48,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     }
 
     ensure(retry.served_by() != first.served_by(), "the retry went to another provider")?;
+    // Simulator only: checks what happened.
     if net.sim().is_some() {
         ensure(first.error().is_some(), "the primary answered with a JSON-RPC error")?;
         ensure(retry.served_by() == "backup" && retry.result().is_some(), "the backup answered")?;

@@ -9,6 +9,7 @@
 use std::error::Error;
 
 use failnext::{Failover, Permission, RequestBuilderExt};
+// Unpublished helpers (simulator, call/send/ensure): see "Copying an example" in examples/README.md.
 use failnext_examples::sim::Behaviour;
 use failnext_examples::{Network, call, ensure, send};
 use reqwest::Method;
@@ -17,8 +18,10 @@ use serde_json::json;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn Error>> {
+    // Simulator set-up: replace `net` with your providers (see examples/README.md).
     let net = Network::from_env().await?;
     println!("{net}");
+    // Simulator only: injects the fault.
     if let Some(sim) = net.sim() {
         sim.primary.set(Behaviour::Status(503)).await?;
     }
@@ -41,6 +44,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     println!("denied read: status {}, served by: {}", denied.status(), denied.served_by());
 
     ensure(read.result().is_some(), "the read got a result")?;
+    // Simulator only: checks what happened.
     if net.sim().is_some() {
         ensure(read.served_by() == "backup", "the policy let the read fail over to the backup")?;
         ensure(denied.status() == 503 && denied.served_by() == "primary", "the deny kept it on the primary")?;

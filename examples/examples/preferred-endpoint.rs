@@ -11,6 +11,7 @@
 use std::error::Error;
 
 use failnext::{Failover, RequestBuilderExt};
+// Unpublished helpers (simulator, call/send/ensure): see "Copying an example" in examples/README.md.
 use failnext_examples::sim::Behaviour;
 use failnext_examples::{DUMMY_RAW_TX, Network, call, ensure, send};
 use reqwest_middleware::ClientBuilder;
@@ -18,8 +19,10 @@ use serde_json::{Value, json};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn Error>> {
+    // Simulator set-up: replace `net` with your providers (see examples/README.md).
     let net = Network::from_env().await?;
     println!("{net}");
+    // Simulator only: injects the fault.
     if let Some(sim) = net.sim() {
         sim.primary.set(Behaviour::Lagging(3)).await?;
     }
@@ -35,7 +38,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     let zero_hash = format!("0x{}", "0".repeat(64));
     let hash = write.result().cloned().unwrap_or(Value::from(zero_hash));
 
-    // In the simulator, a block is mined: the transaction is in it.
+    // Simulator only: a block is mined: the transaction is in it.
     if let Some(sim) = net.sim() {
         sim.chain.advance(1);
     }
@@ -49,6 +52,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
 
     ensure(write.served_by() == "backup", "the backup served the write")?;
     ensure(read.served_by() == write.served_by(), "the receipt read went where the write went")?;
+    // Simulator only: the same read without the preference, for comparison.
     if net.sim().is_some() {
         // Without the preference the lagging primary answers first, and has no receipt yet.
         let plain = send(receipt()).await?;

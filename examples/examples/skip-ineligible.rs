@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use failnext::{EndpointId, Failover, RequestBuilderExt};
+// Unpublished helpers (simulator, call/send/ensure): see "Copying an example" in examples/README.md.
 use failnext_examples::sim::Behaviour;
 use failnext_examples::{Network, call, ensure, send};
 use reqwest_middleware::ClientBuilder;
@@ -19,9 +20,10 @@ use serde_json::json;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn Error>> {
+    // Simulator set-up: replace `net` with your providers (see examples/README.md).
     let net = Network::from_env().await?;
     println!("{net}");
-    // In the simulator, the primary falls 50 blocks behind. It still answers, with old data.
+    // Simulator only: the primary falls 50 blocks behind. It still answers, with old data.
     if let Some(sim) = net.sim() {
         sim.primary.set(Behaviour::Lagging(50)).await?;
     }
@@ -43,6 +45,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     println!("served by: {}", reply.served_by());
 
     ensure(reply.served_by() == "backup", "the ineligible primary was skipped")?;
+    // Simulator only: checks what happened.
     if let Some(sim) = net.sim() {
         println!("primary received: {} requests", sim.primary.total());
         ensure(sim.primary.total() == 0, "the primary received nothing")?;
