@@ -157,6 +157,7 @@ mod error;
 mod monitor;
 mod parse;
 mod probe;
+mod settings;
 mod snapshot;
 
 pub use builder::MonitorBuilder;

@@ -3,15 +3,14 @@
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use arc_swap::ArcSwapOption;
 use failnext::{Eligibility, Endpoint, EndpointId};
-use reqwest::Url;
 
-use crate::builder::MonitorBuilder;
 use crate::error::CheckError;
 use crate::probe::{self, ProbeConfig};
+use crate::settings::Settings;
 use crate::snapshot::{self, Snapshot};
 
 /// Watches the block heights of a fixed set of providers and says which ones are close enough
@@ -29,14 +28,8 @@ pub struct Monitor {
     inner: Arc<Inner>,
 }
 
-pub(crate) struct Inner {
-    endpoints: Vec<Endpoint>,
-    /// The probe destination of each endpoint, same order.
-    urls: Vec<Url>,
-    max_lag: u64,
-    client: reqwest::Client,
-    probe_timeout: Duration,
-    expected_chain_id: Option<u64>,
+struct Inner {
+    settings: Settings,
     published: ArcSwapOption<Snapshot>,
     /// Bit `i` is the published eligibility of endpoint `i`, stored right after each snapshot,
     /// for monitors of at most 64 endpoints: one atomic load answers `eligible()`.
@@ -45,53 +38,32 @@ pub(crate) struct Inner {
     checking: tokio::sync::Mutex<()>,
 }
 
-impl Inner {
-    pub(crate) fn new(
-        endpoints: Vec<Endpoint>,
-        urls: Vec<Url>,
-        max_lag: u64,
-        client: reqwest::Client,
-        probe_timeout: Duration,
-        expected_chain_id: Option<u64>,
-    ) -> Self {
-        let bits = (endpoints.len() <= 64).then(|| AtomicU64::new(all_ones(endpoints.len())));
-        Inner {
-            bits,
-            endpoints,
-            urls,
-            max_lag,
-            client,
-            probe_timeout,
-            expected_chain_id,
-            published: ArcSwapOption::empty(),
-            checking: tokio::sync::Mutex::new(()),
-        }
-    }
-}
-
 impl Monitor {
-    /// Starts configuring a monitor of `endpoints`, usually the same list given to
-    /// [`failnext::Failover::builder`]. The endpoints are copied; they are validated by
-    /// [`MonitorBuilder::build`] with the same rules as failnext's.
-    pub fn builder(endpoints: impl IntoIterator<Item = Endpoint>) -> MonitorBuilder {
-        MonitorBuilder::new(endpoints)
-    }
-
-    pub(crate) fn from_inner(inner: Inner) -> Self {
+    /// A monitor of `settings` that has not checked yet: every endpoint is eligible.
+    pub(crate) fn new(settings: Settings) -> Self {
+        let n = settings.endpoints.len();
+        let bits = (n <= 64).then(|| AtomicU64::new(all_ones(n)));
+        let inner = Inner {
+            settings,
+            published: ArcSwapOption::empty(),
+            bits,
+            checking: tokio::sync::Mutex::new(()),
+        };
         Monitor { inner: Arc::new(inner) }
     }
 
     /// The monitored endpoints, in configured order.
     pub fn endpoints(&self) -> &[Endpoint] {
-        &self.inner.endpoints
+        &self.inner.settings.endpoints
     }
 
     /// Probes every provider once and publishes their relative eligibility.
     ///
     /// Each provider gets one `eth_blockNumber` POST (and one `eth_chainId` POST when an
-    /// [expected chain id](MonitorBuilder::expected_chain_id) is set), sent directly with the
-    /// monitor's own client, never through failnext, all providers at once. Each call is
-    /// bounded by the [probe timeout](MonitorBuilder::probe_timeout); nothing is retried.
+    /// [expected chain id](crate::MonitorBuilder::expected_chain_id) is set), sent directly
+    /// with the monitor's own client, never through failnext, all providers at once. Each call
+    /// is bounded by the [probe timeout](crate::MonitorBuilder::probe_timeout); nothing is
+    /// retried.
     ///
     /// Calls are serialized: a check that finds another one running waits for it (in call
     /// order), then runs its own probes. Dropping a waiting check starts no probe. Dropping a
@@ -116,22 +88,23 @@ impl Monitor {
     pub async fn check(&self) -> Result<(), CheckError> {
         let _turn = self.inner.checking.lock().await;
         let inner = &*self.inner;
+        let settings = &inner.settings;
         let config = ProbeConfig {
-            client: &inner.client,
-            timeout: inner.probe_timeout,
-            expected_chain_id: inner.expected_chain_id,
+            client: &settings.client,
+            timeout: settings.probe_timeout,
+            expected_chain_id: settings.expected_chain_id,
         };
         let probes =
-            inner.endpoints.iter().zip(&inner.urls).map(|(ep, url)| async move {
+            settings.endpoints.iter().zip(&settings.urls).map(|(ep, url)| async move {
                 (ep.id().clone(), probe::endpoint(config, ep.id(), url).await)
             });
         let outcomes = futures::future::join_all(probes).await;
         // From here to the store there is no await: a dropped future publishes all or nothing.
-        let round = snapshot::assemble(outcomes, inner.max_lag, SystemTime::now());
+        let round = snapshot::assemble(outcomes, settings.max_lag, SystemTime::now());
         let published = match round.snapshot {
             Some(snapshot) => {
                 if let Some(bits) = &inner.bits {
-                    let mask = inner
+                    let mask = settings
                         .endpoints
                         .iter()
                         .enumerate()
@@ -149,7 +122,7 @@ impl Monitor {
         if round.failures.is_empty() {
             Ok(())
         } else {
-            Err(CheckError::new(published, inner.endpoints.len(), round.failures))
+            Err(CheckError::new(published, settings.endpoints.len(), round.failures))
         }
     }
 
@@ -168,7 +141,7 @@ impl Monitor {
     /// request replayable, or override failnext's cooldown, exclusions or order.
     pub fn eligible(&self, id: &str) -> bool {
         let inner = &*self.inner;
-        let Some(i) = inner.index_of(id) else { return false };
+        let Some(i) = inner.settings.position(id) else { return false };
         if let Some(bits) = &inner.bits {
             return bits.load(Ordering::Acquire) & (1 << i) != 0;
         }
@@ -182,15 +155,6 @@ impl Monitor {
     /// the time of the check. `None` until a check publishes.
     pub fn snapshot(&self) -> Option<Arc<Snapshot>> {
         self.inner.published.load_full()
-    }
-}
-
-impl Inner {
-    /// The position of `id`. failnext asks with clones of the ids the monitor was built from,
-    /// so comparing addresses first usually finds it without comparing any text.
-    fn index_of(&self, id: &str) -> Option<usize> {
-        let ids = || self.endpoints.iter().map(|ep| ep.id().as_str());
-        ids().position(|known| std::ptr::eq(known, id)).or_else(|| ids().position(|known| known == id))
     }
 }
 
@@ -208,11 +172,12 @@ impl Eligibility for Monitor {
 impl fmt::Debug for Monitor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let inner = &*self.inner;
+        let settings = &inner.settings;
         f.debug_struct("failnext_blocklag::Monitor")
-            .field("endpoints", &inner.endpoints)
-            .field("max_lag", &inner.max_lag)
-            .field("probe_timeout", &inner.probe_timeout)
-            .field("expected_chain_id", &inner.expected_chain_id)
+            .field("endpoints", &settings.endpoints)
+            .field("max_lag", &settings.max_lag)
+            .field("probe_timeout", &settings.probe_timeout)
+            .field("expected_chain_id", &settings.expected_chain_id)
             .field("snapshot", &inner.published.load().as_deref())
             .finish_non_exhaustive()
     }
