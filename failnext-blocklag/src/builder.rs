@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use failnext::Endpoint;
 
-use crate::error::ConfigError;
+use crate::config_error::ConfigError;
 use crate::monitor::Monitor;
 use crate::settings::Settings;
 

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 use arc_swap::ArcSwapOption;
 use failnext::{Eligibility, Endpoint, EndpointId};
 
-use crate::error::CheckError;
+use crate::check_error::CheckError;
 use crate::probe::{self, ProbeConfig};
 use crate::settings::Settings;
 use crate::snapshot::{self, Snapshot};

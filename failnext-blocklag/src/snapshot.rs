@@ -6,7 +6,8 @@ use std::time::SystemTime;
 
 use failnext::EndpointId;
 
-use crate::error::{ProbeError, ProbeFailure};
+use crate::check_error::ProbeFailure;
+use crate::probe_error::ProbeError;
 
 /// The outcome of one check, immutable once published.
 ///
@@ -193,7 +194,7 @@ impl fmt::Debug for SnapshotEntry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse::Method;
+    use crate::rpc::Method;
 
     fn ok(id: &str, height: u64) -> (EndpointId, Result<u64, ProbeFailure>) {
         (id.into(), Ok(height))
