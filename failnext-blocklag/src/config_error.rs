@@ -1,6 +1,5 @@
 //! `ConfigError`: why a monitor cannot be built.
 
-use std::error::Error as StdError;
 use std::fmt;
 
 use failnext::EndpointId;
@@ -8,16 +7,24 @@ use failnext::EndpointId;
 /// A [`Monitor`](crate::Monitor) configuration that cannot be built.
 ///
 /// When an endpoint breaks one of the rules shared with failnext, the
-/// [`source`](StdError::source) is the [`failnext::ConfigError`] naming the endpoint and the
+/// [`source`](std::error::Error::source) is the [`failnext::ConfigError`] naming the endpoint and the
 /// rule. No message contains a URL's path, query or userinfo.
+#[derive(thiserror::Error)]
+#[error(transparent)]
 pub struct ConfigError {
     kind: ConfigErrorKind,
 }
 
+/// The message of each kind, and its cause as the [`source`](std::error::Error::source).
+#[derive(Debug, thiserror::Error)]
 enum ConfigErrorKind {
-    Endpoints(failnext::ConfigError),
+    #[error("invalid endpoint configuration")]
+    Endpoints(#[source] failnext::ConfigError),
+    #[error("probe timeout must be non-zero")]
     ProbeTimeout,
-    Client(reqwest::Error),
+    /// Holds no URL: stripped on construction.
+    #[error("the default probe client could not be built")]
+    Client(#[source] reqwest::Error),
 }
 
 // ===== impl ConfigError =====
@@ -54,16 +61,6 @@ impl ConfigError {
     }
 }
 
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.kind {
-            ConfigErrorKind::Endpoints(_) => f.write_str("invalid endpoint configuration"),
-            ConfigErrorKind::ProbeTimeout => f.write_str("probe timeout must be non-zero"),
-            ConfigErrorKind::Client(_) => f.write_str("the default probe client could not be built"),
-        }
-    }
-}
-
 impl fmt::Debug for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("failnext_blocklag::ConfigError");
@@ -73,15 +70,5 @@ impl fmt::Debug for ConfigError {
             ConfigErrorKind::Client(e) => d.field("client", e),
         };
         d.finish()
-    }
-}
-
-impl StdError for ConfigError {
-    fn source(&self) -> Option<&(dyn StdError + 'static)> {
-        match &self.kind {
-            ConfigErrorKind::Endpoints(e) => Some(e),
-            ConfigErrorKind::ProbeTimeout => None,
-            ConfigErrorKind::Client(e) => Some(e),
-        }
     }
 }
