@@ -155,10 +155,12 @@
 mod builder;
 mod check_error;
 mod config_error;
+mod fitness;
 mod monitor;
 mod parse;
 mod probe;
 mod probe_error;
+mod round;
 mod rpc;
 mod settings;
 mod snapshot;

@@ -1,4 +1,5 @@
-//! `Monitor`: serialized checks that publish snapshots, and lock-free eligibility reads.
+//! `Monitor`: serialized checks that publish snapshots, and lock-free eligibility reads
+//! answered by one pure rule ([`decide`]).
 
 use std::fmt;
 use std::sync::Arc;
@@ -9,9 +10,11 @@ use arc_swap::ArcSwapOption;
 use failnext::{Eligibility, Endpoint, EndpointId};
 
 use crate::check_error::CheckError;
+use crate::fitness::Fitness;
 use crate::probe::{self, ProbeConfig};
+use crate::round;
 use crate::settings::Settings;
-use crate::snapshot::{self, Snapshot};
+use crate::snapshot::Snapshot;
 
 /// Watches the block heights of a fixed set of providers and says which ones are close enough
 /// to the highest to be used.
@@ -31,8 +34,9 @@ pub struct Monitor {
 struct Inner {
     settings: Settings,
     published: ArcSwapOption<Snapshot>,
-    /// Bit `i` is the published eligibility of endpoint `i`, stored right after each snapshot,
-    /// for monitors of at most 64 endpoints: one atomic load answers `eligible()`.
+    /// Bit `i` is the eligibility of endpoint `i` in the latest publication ([`mask`]),
+    /// stored right after each snapshot, for monitors of at most 64 endpoints: one atomic load
+    /// answers `eligible()`.
     bits: Option<AtomicU64>,
     /// Serializes checks. Held across the probes; never touched by readers.
     checking: tokio::sync::Mutex<()>,
@@ -42,7 +46,7 @@ impl Monitor {
     /// A monitor of `settings` that has not checked yet: every endpoint is eligible.
     pub(crate) fn new(settings: Settings) -> Self {
         let n = settings.endpoints.len();
-        let bits = (n <= 64).then(|| AtomicU64::new(all_ones(n)));
+        let bits = (n <= 64).then(|| AtomicU64::new(mask(n, None)));
         let inner = Inner {
             settings,
             published: ArcSwapOption::empty(),
@@ -100,21 +104,10 @@ impl Monitor {
             });
         let outcomes = futures::future::join_all(probes).await;
         // From here to the store there is no await: a dropped future publishes all or nothing.
-        let round = snapshot::assemble(outcomes, settings.max_lag, SystemTime::now());
+        let round = round::assemble(outcomes, settings.max_lag, SystemTime::now());
         let published = match round.snapshot {
             Some(snapshot) => {
-                if let Some(bits) = &inner.bits {
-                    let mask = settings
-                        .endpoints
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, ep)| snapshot.is_eligible(ep.id()))
-                        .fold(0u64, |mask, (i, _)| mask | 1 << i);
-                    inner.published.store(Some(Arc::new(snapshot)));
-                    bits.store(mask, Ordering::Release);
-                } else {
-                    inner.published.store(Some(Arc::new(snapshot)));
-                }
+                inner.publish(snapshot);
                 true
             }
             None => false,
@@ -140,15 +133,15 @@ impl Monitor {
     /// Eligibility only rules endpoints out. It does not grant permission to fail over, make a
     /// request replayable, or override failnext's cooldown, exclusions or order.
     pub fn eligible(&self, id: &str) -> bool {
+        // Every path answers `decide(..).is_eligible()`; the first two without touching the
+        // snapshot.
         let inner = &*self.inner;
-        let Some(i) = inner.settings.position(id) else { return false };
+        let Some(i) = inner.settings.position(id) else { return Fitness::Unknown.is_eligible() };
         if let Some(bits) = &inner.bits {
             return bits.load(Ordering::Acquire) & (1 << i) != 0;
         }
-        match &*inner.published.load() {
-            Some(snapshot) => snapshot.is_eligible(id),
-            None => true,
-        }
+        let published = inner.published.load();
+        decide(Some(i), published.as_deref()).is_eligible()
     }
 
     /// The latest published snapshot: heights, the highest one, per-endpoint eligibility and
@@ -158,9 +151,35 @@ impl Monitor {
     }
 }
 
-/// A mask with the low `n` bits set (n <= 64).
-fn all_ones(n: usize) -> u64 {
-    if n >= 64 { u64::MAX } else { (1u64 << n) - 1 }
+impl Inner {
+    /// Makes `snapshot` the one readers see: the snapshot first, then its bitmask.
+    fn publish(&self, snapshot: Snapshot) {
+        let n = self.settings.endpoints.len();
+        let bits = self.bits.as_ref().map(|bits| (bits, mask(n, Some(&snapshot))));
+        self.published.store(Some(Arc::new(snapshot)));
+        if let Some((bits, mask)) = bits {
+            bits.store(mask, Ordering::Release);
+        }
+    }
+}
+
+/// The eligibility rule for one id, with its reason. Pure.
+///
+/// `position` is the id's place among the configured endpoints (`None`: not configured, so
+/// never eligible); `published` is the latest published snapshot (`None`: no check has
+/// published yet, so every configured endpoint is eligible).
+fn decide(position: Option<usize>, published: Option<&Snapshot>) -> Fitness {
+    match (position, published) {
+        (None, _) => Fitness::Unknown,
+        (Some(_), None) => Fitness::Unchecked,
+        (Some(i), Some(snapshot)) => snapshot.fitness_at(i),
+    }
+}
+
+/// Bit `i` set iff the endpoint at position `i` is eligible by [`decide`], for `n <= 64`
+/// endpoints.
+fn mask(n: usize, published: Option<&Snapshot>) -> u64 {
+    (0..n).filter(|&i| decide(Some(i), published).is_eligible()).fold(0, |mask, i| mask | 1 << i)
 }
 
 impl Eligibility for Monitor {
@@ -180,5 +199,62 @@ impl fmt::Debug for Monitor {
             .field("expected_chain_id", &settings.expected_chain_id)
             .field("snapshot", &inner.published.load().as_deref())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check_error::ProbeFailure;
+    use crate::probe_error::ProbeError;
+    use crate::rpc::Method;
+
+    fn monitor_of(n: usize) -> Monitor {
+        let endpoints = (0..n).map(|i| Endpoint::new(format!("e{i}"), "http://127.0.0.1:9/rpc"));
+        Monitor::builder(endpoints).max_lag(3).build().unwrap()
+    }
+
+    /// Asks for every configured id (as clones, which the address-first lookup finds, and as
+    /// fresh strings, which it finds by text) and for unknown ones.
+    fn assert_eligible_follows_decide(monitor: &Monitor) {
+        let published = monitor.snapshot();
+        for (i, ep) in monitor.endpoints().iter().enumerate() {
+            let want = decide(Some(i), published.as_deref()).is_eligible();
+            assert_eq!(monitor.eligible(ep.id()), want, "{}", ep.id());
+            let fresh = format!("e{i}");
+            assert_eq!(monitor.eligible(&fresh), want, "{fresh}");
+        }
+        for unknown in ["", "zz", "E0"] {
+            assert_eq!(decide(None, published.as_deref()), Fitness::Unknown);
+            assert!(!monitor.eligible(unknown), "{unknown:?}");
+        }
+    }
+
+    #[test]
+    fn eligible_answers_decide_with_and_without_the_bitmask() {
+        for n in [4, 64, 65] {
+            let monitor = monitor_of(n);
+            assert_eq!(monitor.inner.bits.is_some(), n <= 64);
+            assert_eq!(decide(Some(n - 1), None), Fitness::Unchecked);
+            assert_eligible_follows_decide(&monitor);
+
+            let outcomes = monitor.endpoints().iter().enumerate().map(|(i, ep)| {
+                let outcome = match i {
+                    0 => Err(ProbeFailure::new(ep.id().clone(), Method::BlockNumber, ProbeError::Timeout)),
+                    1 => Ok(90),
+                    2 => Ok(97),
+                    _ => Ok(100),
+                };
+                (ep.id().clone(), outcome)
+            });
+            let round = round::assemble(outcomes.collect(), 3, SystemTime::UNIX_EPOCH);
+            monitor.inner.publish(round.snapshot.unwrap());
+            let published = monitor.snapshot().unwrap();
+            assert_eq!(decide(Some(0), Some(&published)), Fitness::ProbeFailed);
+            assert_eq!(decide(Some(1), Some(&published)), Fitness::Lagging { behind: 10 });
+            assert_eq!(decide(Some(2), Some(&published)), Fitness::Fit { behind: 3 });
+            assert_eq!(decide(Some(n - 1), Some(&published)), Fitness::Fit { behind: 0 });
+            assert_eligible_follows_decide(&monitor);
+        }
     }
 }
