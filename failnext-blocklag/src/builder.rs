@@ -1,15 +1,26 @@
-//! `MonitorBuilder`: configuration, validated once in `build()`.
+//! `MonitorBuilder`: configuration, validated once in `build()` into the [`Settings`] a
+//! [`Monitor`] runs with.
 
 use std::fmt;
 use std::time::Duration;
 
 use failnext::Endpoint;
 
-use crate::error::ConfigError;
-use crate::monitor::{Inner, Monitor};
+use crate::config_error::ConfigError;
+use crate::monitor::Monitor;
+use crate::settings::Settings;
 
 /// The probe timeout used when none is set.
 const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+impl Monitor {
+    /// Starts configuring a monitor of `endpoints`, usually the same list given to
+    /// [`failnext::Failover::builder`]. The endpoints are copied; they are validated by
+    /// [`MonitorBuilder::build`] with the same rules as failnext's.
+    pub fn builder(endpoints: impl IntoIterator<Item = Endpoint>) -> MonitorBuilder {
+        MonitorBuilder::new(endpoints)
+    }
+}
 
 /// Configures a [`Monitor`]. Made by [`Monitor::builder`]; every setter consumes and returns
 /// the builder, and nothing is checked until [`build`](MonitorBuilder::build).
@@ -23,7 +34,7 @@ pub struct MonitorBuilder {
 }
 
 impl MonitorBuilder {
-    pub(crate) fn new(endpoints: impl IntoIterator<Item = Endpoint>) -> Self {
+    fn new(endpoints: impl IntoIterator<Item = Endpoint>) -> Self {
         MonitorBuilder {
             endpoints: endpoints.into_iter().collect(),
             max_lag: 0,
@@ -112,14 +123,14 @@ impl MonitorBuilder {
             None => default_client().map_err(ConfigError::client)?,
         };
         // The validated URLs keep any userinfo, which reqwest sends as Basic credentials.
-        Ok(Monitor::from_inner(Inner::new(
-            self.endpoints,
-            validated,
-            self.max_lag,
+        Ok(Monitor::new(Settings {
+            endpoints: self.endpoints,
+            urls: validated,
+            max_lag: self.max_lag,
             client,
-            self.probe_timeout,
-            self.expected_chain_id,
-        )))
+            probe_timeout: self.probe_timeout,
+            expected_chain_id: self.expected_chain_id,
+        }))
     }
 }
 

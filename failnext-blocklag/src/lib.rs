@@ -164,16 +164,25 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 mod builder;
-mod error;
+mod check_error;
+mod config_error;
+mod fitness;
 mod monitor;
 mod parse;
 mod probe;
+mod probe_error;
+mod round;
+mod rpc;
+mod settings;
 mod snapshot;
 
 pub use builder::MonitorBuilder;
-pub use error::{CheckError, ConfigError, ProbeError, ProbeFailure};
+pub use check_error::{CheckError, ProbeFailure};
+pub use config_error::ConfigError;
 pub use monitor::Monitor;
-pub use parse::{MAX_BODY, parse_quantity, parse_response};
+pub use parse::{parse_quantity, parse_response};
+pub use probe_error::ProbeError;
+pub use rpc::MAX_BODY;
 pub use snapshot::{Snapshot, SnapshotEntry};
 
 /// This crate's README (what crates.io shows), compiled as doc tests so it cannot rot.

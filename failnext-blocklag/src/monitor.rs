@@ -1,18 +1,20 @@
-//! `Monitor`: serialized checks that publish snapshots, and lock-free eligibility reads.
+//! `Monitor`: serialized checks that publish snapshots, and lock-free eligibility reads
+//! answered by one pure rule ([`decide`]).
 
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use arc_swap::ArcSwapOption;
 use failnext::{Eligibility, Endpoint, EndpointId};
-use reqwest::Url;
 
-use crate::builder::MonitorBuilder;
-use crate::error::CheckError;
+use crate::check_error::CheckError;
+use crate::fitness::Fitness;
 use crate::probe::{self, ProbeConfig};
-use crate::snapshot::{self, Snapshot};
+use crate::round;
+use crate::settings::Settings;
+use crate::snapshot::Snapshot;
 
 /// Watches the block heights of a fixed set of providers and says which ones are close enough
 /// to the highest to be used.
@@ -29,69 +31,43 @@ pub struct Monitor {
     inner: Arc<Inner>,
 }
 
-pub(crate) struct Inner {
-    endpoints: Vec<Endpoint>,
-    /// The probe destination of each endpoint, same order.
-    urls: Vec<Url>,
-    max_lag: u64,
-    client: reqwest::Client,
-    probe_timeout: Duration,
-    expected_chain_id: Option<u64>,
+struct Inner {
+    settings: Settings,
     published: ArcSwapOption<Snapshot>,
-    /// Bit `i` is the published eligibility of endpoint `i`, stored right after each snapshot,
-    /// for monitors of at most 64 endpoints: one atomic load answers `eligible()`.
+    /// Bit `i` is the eligibility of endpoint `i` in the latest publication ([`mask`]),
+    /// stored right after each snapshot, for monitors of at most 64 endpoints: one atomic load
+    /// answers `eligible()`.
     bits: Option<AtomicU64>,
     /// Serializes checks. Held across the probes; never touched by readers.
     checking: tokio::sync::Mutex<()>,
 }
 
-impl Inner {
-    pub(crate) fn new(
-        endpoints: Vec<Endpoint>,
-        urls: Vec<Url>,
-        max_lag: u64,
-        client: reqwest::Client,
-        probe_timeout: Duration,
-        expected_chain_id: Option<u64>,
-    ) -> Self {
-        let bits = (endpoints.len() <= 64).then(|| AtomicU64::new(all_ones(endpoints.len())));
-        Inner {
-            bits,
-            endpoints,
-            urls,
-            max_lag,
-            client,
-            probe_timeout,
-            expected_chain_id,
-            published: ArcSwapOption::empty(),
-            checking: tokio::sync::Mutex::new(()),
-        }
-    }
-}
-
 impl Monitor {
-    /// Starts configuring a monitor of `endpoints`, usually the same list given to
-    /// [`failnext::Failover::builder`]. The endpoints are copied; they are validated by
-    /// [`MonitorBuilder::build`] with the same rules as failnext's.
-    pub fn builder(endpoints: impl IntoIterator<Item = Endpoint>) -> MonitorBuilder {
-        MonitorBuilder::new(endpoints)
-    }
-
-    pub(crate) fn from_inner(inner: Inner) -> Self {
+    /// A monitor of `settings` that has not checked yet: every endpoint is eligible.
+    pub(crate) fn new(settings: Settings) -> Self {
+        let n = settings.endpoints.len();
+        let bits = (n <= 64).then(|| AtomicU64::new(mask(n, None)));
+        let inner = Inner {
+            settings,
+            published: ArcSwapOption::empty(),
+            bits,
+            checking: tokio::sync::Mutex::new(()),
+        };
         Monitor { inner: Arc::new(inner) }
     }
 
     /// The monitored endpoints, in configured order.
     pub fn endpoints(&self) -> &[Endpoint] {
-        &self.inner.endpoints
+        &self.inner.settings.endpoints
     }
 
     /// Probes every provider once and publishes their relative eligibility.
     ///
     /// Each provider gets one `eth_blockNumber` POST (and one `eth_chainId` POST when an
-    /// [expected chain id](MonitorBuilder::expected_chain_id) is set), sent directly with the
-    /// monitor's own client, never through failnext, all providers at once. Each call is
-    /// bounded by the [probe timeout](MonitorBuilder::probe_timeout); nothing is retried.
+    /// [expected chain id](crate::MonitorBuilder::expected_chain_id) is set), sent directly
+    /// with the monitor's own client, never through failnext, all providers at once. Each call
+    /// is bounded by the [probe timeout](crate::MonitorBuilder::probe_timeout); nothing is
+    /// retried.
     ///
     /// Calls are serialized: a check that finds another one running waits for it (in call
     /// order), then runs its own probes. Dropping a waiting check starts no probe. Dropping a
@@ -116,32 +92,22 @@ impl Monitor {
     pub async fn check(&self) -> Result<(), CheckError> {
         let _turn = self.inner.checking.lock().await;
         let inner = &*self.inner;
+        let settings = &inner.settings;
         let config = ProbeConfig {
-            client: &inner.client,
-            timeout: inner.probe_timeout,
-            expected_chain_id: inner.expected_chain_id,
+            client: &settings.client,
+            timeout: settings.probe_timeout,
+            expected_chain_id: settings.expected_chain_id,
         };
         let probes =
-            inner.endpoints.iter().zip(&inner.urls).map(|(ep, url)| async move {
+            settings.endpoints.iter().zip(&settings.urls).map(|(ep, url)| async move {
                 (ep.id().clone(), probe::endpoint(config, ep.id(), url).await)
             });
         let outcomes = futures::future::join_all(probes).await;
         // From here to the store there is no await: a dropped future publishes all or nothing.
-        let round = snapshot::assemble(outcomes, inner.max_lag, SystemTime::now());
+        let round = round::assemble(outcomes, settings.max_lag, SystemTime::now());
         let published = match round.snapshot {
             Some(snapshot) => {
-                if let Some(bits) = &inner.bits {
-                    let mask = inner
-                        .endpoints
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, ep)| snapshot.is_eligible(ep.id()))
-                        .fold(0u64, |mask, (i, _)| mask | 1 << i);
-                    inner.published.store(Some(Arc::new(snapshot)));
-                    bits.store(mask, Ordering::Release);
-                } else {
-                    inner.published.store(Some(Arc::new(snapshot)));
-                }
+                inner.publish(snapshot);
                 true
             }
             None => false,
@@ -149,7 +115,7 @@ impl Monitor {
         if round.failures.is_empty() {
             Ok(())
         } else {
-            Err(CheckError::new(published, inner.endpoints.len(), round.failures))
+            Err(CheckError::new(published, settings.endpoints.len(), round.failures))
         }
     }
 
@@ -167,15 +133,15 @@ impl Monitor {
     /// Eligibility only rules endpoints out. It does not grant permission to fail over, make a
     /// request replayable, or override failnext's cooldown, exclusions or order.
     pub fn eligible(&self, id: &str) -> bool {
+        // Every path answers `decide(..).is_eligible()`; the first two without touching the
+        // snapshot.
         let inner = &*self.inner;
-        let Some(i) = inner.index_of(id) else { return false };
+        let Some(i) = inner.settings.position(id) else { return Fitness::Unknown.is_eligible() };
         if let Some(bits) = &inner.bits {
             return bits.load(Ordering::Acquire) & (1 << i) != 0;
         }
-        match &*inner.published.load() {
-            Some(snapshot) => snapshot.is_eligible(id),
-            None => true,
-        }
+        let published = inner.published.load();
+        decide(Some(i), published.as_deref()).is_eligible()
     }
 
     /// The latest published snapshot: heights, the highest one, per-endpoint eligibility and
@@ -186,17 +152,34 @@ impl Monitor {
 }
 
 impl Inner {
-    /// The position of `id`. failnext asks with clones of the ids the monitor was built from,
-    /// so comparing addresses first usually finds it without comparing any text.
-    fn index_of(&self, id: &str) -> Option<usize> {
-        let ids = || self.endpoints.iter().map(|ep| ep.id().as_str());
-        ids().position(|known| std::ptr::eq(known, id)).or_else(|| ids().position(|known| known == id))
+    /// Makes `snapshot` the one readers see: the snapshot first, then its bitmask.
+    fn publish(&self, snapshot: Snapshot) {
+        let n = self.settings.endpoints.len();
+        let bits = self.bits.as_ref().map(|bits| (bits, mask(n, Some(&snapshot))));
+        self.published.store(Some(Arc::new(snapshot)));
+        if let Some((bits, mask)) = bits {
+            bits.store(mask, Ordering::Release);
+        }
     }
 }
 
-/// A mask with the low `n` bits set (n <= 64).
-fn all_ones(n: usize) -> u64 {
-    if n >= 64 { u64::MAX } else { (1u64 << n) - 1 }
+/// The eligibility rule for one id, with its reason. Pure.
+///
+/// `position` is the id's place among the configured endpoints (`None`: not configured, so
+/// never eligible); `published` is the latest published snapshot (`None`: no check has
+/// published yet, so every configured endpoint is eligible).
+fn decide(position: Option<usize>, published: Option<&Snapshot>) -> Fitness {
+    match (position, published) {
+        (None, _) => Fitness::Unknown,
+        (Some(_), None) => Fitness::Unchecked,
+        (Some(i), Some(snapshot)) => snapshot.fitness_at(i),
+    }
+}
+
+/// Bit `i` set iff the endpoint at position `i` is eligible by [`decide`], for `n <= 64`
+/// endpoints.
+fn mask(n: usize, published: Option<&Snapshot>) -> u64 {
+    (0..n).filter(|&i| decide(Some(i), published).is_eligible()).fold(0, |mask, i| mask | 1 << i)
 }
 
 impl Eligibility for Monitor {
@@ -208,12 +191,70 @@ impl Eligibility for Monitor {
 impl fmt::Debug for Monitor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let inner = &*self.inner;
+        let settings = &inner.settings;
         f.debug_struct("failnext_blocklag::Monitor")
-            .field("endpoints", &inner.endpoints)
-            .field("max_lag", &inner.max_lag)
-            .field("probe_timeout", &inner.probe_timeout)
-            .field("expected_chain_id", &inner.expected_chain_id)
+            .field("endpoints", &settings.endpoints)
+            .field("max_lag", &settings.max_lag)
+            .field("probe_timeout", &settings.probe_timeout)
+            .field("expected_chain_id", &settings.expected_chain_id)
             .field("snapshot", &inner.published.load().as_deref())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check_error::ProbeFailure;
+    use crate::probe_error::ProbeError;
+    use crate::rpc::Method;
+
+    fn monitor_of(n: usize) -> Monitor {
+        let endpoints = (0..n).map(|i| Endpoint::new(format!("e{i}"), "http://127.0.0.1:9/rpc"));
+        Monitor::builder(endpoints).max_lag(3).build().unwrap()
+    }
+
+    /// Asks for every configured id (as clones, which the address-first lookup finds, and as
+    /// fresh strings, which it finds by text) and for unknown ones.
+    fn assert_eligible_follows_decide(monitor: &Monitor) {
+        let published = monitor.snapshot();
+        for (i, ep) in monitor.endpoints().iter().enumerate() {
+            let want = decide(Some(i), published.as_deref()).is_eligible();
+            assert_eq!(monitor.eligible(ep.id()), want, "{}", ep.id());
+            let fresh = format!("e{i}");
+            assert_eq!(monitor.eligible(&fresh), want, "{fresh}");
+        }
+        for unknown in ["", "zz", "E0"] {
+            assert_eq!(decide(None, published.as_deref()), Fitness::Unknown);
+            assert!(!monitor.eligible(unknown), "{unknown:?}");
+        }
+    }
+
+    #[test]
+    fn eligible_answers_decide_with_and_without_the_bitmask() {
+        for n in [4, 64, 65] {
+            let monitor = monitor_of(n);
+            assert_eq!(monitor.inner.bits.is_some(), n <= 64);
+            assert_eq!(decide(Some(n - 1), None), Fitness::Unchecked);
+            assert_eligible_follows_decide(&monitor);
+
+            let outcomes = monitor.endpoints().iter().enumerate().map(|(i, ep)| {
+                let outcome = match i {
+                    0 => Err(ProbeFailure::new(ep.id().clone(), Method::BlockNumber, ProbeError::Timeout)),
+                    1 => Ok(90),
+                    2 => Ok(97),
+                    _ => Ok(100),
+                };
+                (ep.id().clone(), outcome)
+            });
+            let round = round::assemble(outcomes.collect(), 3, SystemTime::UNIX_EPOCH);
+            monitor.inner.publish(round.snapshot.unwrap());
+            let published = monitor.snapshot().unwrap();
+            assert_eq!(decide(Some(0), Some(&published)), Fitness::ProbeFailed);
+            assert_eq!(decide(Some(1), Some(&published)), Fitness::Lagging { behind: 10 });
+            assert_eq!(decide(Some(2), Some(&published)), Fitness::Fit { behind: 3 });
+            assert_eq!(decide(Some(n - 1), Some(&published)), Fitness::Fit { behind: 0 });
+            assert_eligible_follows_decide(&monitor);
+        }
     }
 }

@@ -1,52 +1,14 @@
-//! The probe's pure half: the request bodies sent and the rules a response body must meet.
+//! The probe's pure half: the rules a response body must meet.
 //!
 //! Nothing here does I/O, and nothing here may panic, whatever bytes a provider sends.
 
 use serde_json::{Map, Value};
 
-use crate::error::ProbeError;
-
-/// The most response body a probe reads, in bytes. One byte more is a failure.
-pub const MAX_BODY: usize = 4096;
+use crate::probe_error::ProbeError;
+use crate::rpc::MAX_BODY;
 
 /// How much of an offending `result` an [`ProbeError::InvalidQuantity`] keeps, in characters.
 const SHOWN_CHARS: usize = 40;
-
-/// The JSON-RPC methods a probe calls. Each has a fixed request id, so a response can be
-/// matched to its request even by a provider that answers from a cache.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Method {
-    /// `eth_blockNumber`, sent in every check.
-    BlockNumber,
-    /// `eth_chainId`, sent only when an expected chain id is configured.
-    ChainId,
-}
-
-impl Method {
-    /// The method name, as sent and as shown in errors.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Method::BlockNumber => "eth_blockNumber",
-            Method::ChainId => "eth_chainId",
-        }
-    }
-
-    /// The JSON-RPC `id` of the request; the response must carry the same number.
-    pub(crate) fn request_id(self) -> u64 {
-        match self {
-            Method::BlockNumber => 1,
-            Method::ChainId => 2,
-        }
-    }
-
-    /// The complete JSON-RPC 2.0 request body.
-    pub(crate) fn request_body(self) -> &'static str {
-        match self {
-            Method::BlockNumber => r#"{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}"#,
-            Method::ChainId => r#"{"jsonrpc":"2.0","id":2,"method":"eth_chainId","params":[]}"#,
-        }
-    }
-}
 
 /// Reads a JSON-RPC 2.0 response body to the quantity in its `result`.
 ///
@@ -132,6 +94,7 @@ fn invalid_quantity(text: &str) -> ProbeError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rpc::Method;
 
     fn parse(body: &str) -> Result<u64, String> {
         parse_response(body.as_bytes(), 1).map_err(|e| format!("{e:?}"))

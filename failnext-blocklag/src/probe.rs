@@ -6,8 +6,10 @@ use http::StatusCode;
 use http::header::{ACCEPT, CONTENT_TYPE};
 use reqwest::{Client, Response, Url};
 
-use crate::error::{ProbeError, ProbeFailure};
-use crate::parse::{self, MAX_BODY, Method};
+use crate::check_error::ProbeFailure;
+use crate::parse;
+use crate::probe_error::ProbeError;
+use crate::rpc::{MAX_BODY, Method};
 
 /// Everything a probe needs besides the provider.
 #[derive(Clone, Copy, Debug)]

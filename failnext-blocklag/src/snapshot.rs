@@ -1,4 +1,5 @@
-//! `Snapshot`: one published comparison of block heights, and the pure rule that builds it.
+//! `Snapshot`: one published comparison of block heights, and the [`Fitness`] of each
+//! endpoint in it.
 
 use std::fmt;
 use std::sync::Arc;
@@ -6,7 +7,8 @@ use std::time::SystemTime;
 
 use failnext::EndpointId;
 
-use crate::error::{ProbeError, ProbeFailure};
+use crate::fitness::Fitness;
+use crate::probe_error::ProbeError;
 
 /// The outcome of one check, immutable once published.
 ///
@@ -36,52 +38,22 @@ pub struct SnapshotEntry {
 
 #[derive(Clone)]
 enum EntryState {
-    Height { height: u64, lag: u64, eligible: bool },
+    /// The probe succeeded; `fitness` is [`Fitness::Fit`] or [`Fitness::Lagging`].
+    Probed {
+        height: u64,
+        fitness: Fitness,
+    },
     Failed(Arc<ProbeError>),
-}
-
-/// What one check produced: a snapshot to publish (when at least one probe succeeded) and the
-/// failures, in configured order.
-#[derive(Debug)]
-pub(crate) struct Round {
-    pub(crate) snapshot: Option<Snapshot>,
-    pub(crate) failures: Vec<ProbeFailure>,
-}
-
-/// Compares the heights of one check. Pure: the caller publishes.
-///
-/// `outcomes` holds one result per configured endpoint, in configured order. Without any
-/// success there is nothing to compare, so no snapshot.
-pub(crate) fn assemble(
-    outcomes: Vec<(EndpointId, Result<u64, ProbeFailure>)>,
-    max_lag: u64,
-    taken_at: SystemTime,
-) -> Round {
-    let highest = outcomes.iter().filter_map(|(_, outcome)| outcome.as_ref().ok().copied()).max();
-    let mut entries = Vec::with_capacity(outcomes.len());
-    let mut failures = Vec::new();
-    for (endpoint, outcome) in outcomes {
-        let state = match outcome {
-            Ok(height) => {
-                // `highest` is the maximum of the successes, this one included.
-                let lag = highest.unwrap_or(height).saturating_sub(height);
-                EntryState::Height { height, lag, eligible: lag <= max_lag }
-            }
-            Err(failure) => {
-                let state = EntryState::Failed(failure.shared_error());
-                failures.push(failure);
-                state
-            }
-        };
-        entries.push(SnapshotEntry { endpoint, state });
-    }
-    let snapshot = highest.map(|highest| Snapshot { entries, highest, max_lag, taken_at });
-    Round { snapshot, failures }
 }
 
 // ===== impl Snapshot =====
 
 impl Snapshot {
+    /// A snapshot of `entries`, one per configured endpoint in configured order.
+    pub(crate) fn new(entries: Vec<SnapshotEntry>, highest: u64, max_lag: u64, taken_at: SystemTime) -> Self {
+        Snapshot { entries, highest, max_lag, taken_at }
+    }
+
     /// The highest block height any provider reported in this check: the reference the others
     /// are compared with. It is relative, not canonical: nothing checks it against the chain.
     pub fn highest(&self) -> u64 {
@@ -102,7 +74,19 @@ impl Snapshot {
     /// Whether `id` is eligible in this snapshot: configured, probed successfully, and at most
     /// [`max_lag`](Snapshot::max_lag) blocks behind. Unknown ids are never eligible.
     pub fn is_eligible(&self, id: &str) -> bool {
-        self.entry(id).is_some_and(SnapshotEntry::is_eligible)
+        self.fitness(id).is_eligible()
+    }
+
+    /// Why `id` is eligible or not in this snapshot; [`Fitness::Unknown`] when it is not
+    /// configured.
+    pub(crate) fn fitness(&self, id: &str) -> Fitness {
+        self.entry(id).map_or(Fitness::Unknown, SnapshotEntry::fitness)
+    }
+
+    /// The fitness of the endpoint at `position` in configured order; [`Fitness::Unknown`]
+    /// beyond the configured ones.
+    pub(crate) fn fitness_at(&self, position: usize) -> Fitness {
+        self.entries.get(position).map_or(Fitness::Unknown, SnapshotEntry::fitness)
     }
 
     /// The monitor's inclusive lag threshold, in blocks, when this snapshot was taken.
@@ -141,6 +125,16 @@ impl fmt::Debug for Snapshot {
 // ===== impl SnapshotEntry =====
 
 impl SnapshotEntry {
+    /// The entry of an endpoint whose probe succeeded, judged by [`Fitness::of_height`].
+    pub(crate) fn probed(endpoint: EndpointId, height: u64, fitness: Fitness) -> Self {
+        SnapshotEntry { endpoint, state: EntryState::Probed { height, fitness } }
+    }
+
+    /// The entry of an endpoint whose probe failed with `error`.
+    pub(crate) fn failed(endpoint: EndpointId, error: Arc<ProbeError>) -> Self {
+        SnapshotEntry { endpoint, state: EntryState::Failed(error) }
+    }
+
     /// The endpoint this entry is about.
     pub fn endpoint(&self) -> &EndpointId {
         &self.endpoint
@@ -149,29 +143,34 @@ impl SnapshotEntry {
     /// The height the endpoint reported, or `None` when its probe failed.
     pub fn height(&self) -> Option<u64> {
         match self.state {
-            EntryState::Height { height, .. } => Some(height),
+            EntryState::Probed { height, .. } => Some(height),
             EntryState::Failed(_) => None,
         }
     }
 
     /// Blocks behind the snapshot's highest height, or `None` when the probe failed.
     pub fn lag(&self) -> Option<u64> {
-        match self.state {
-            EntryState::Height { lag, .. } => Some(lag),
-            EntryState::Failed(_) => None,
-        }
+        self.fitness().behind()
     }
 
     /// Whether the endpoint is eligible in this snapshot.
     pub fn is_eligible(&self) -> bool {
-        matches!(self.state, EntryState::Height { eligible: true, .. })
+        self.fitness().is_eligible()
     }
 
     /// Why the endpoint's probe failed, when it did (the same error the check returned).
     pub fn error(&self) -> Option<&ProbeError> {
         match &self.state {
-            EntryState::Height { .. } => None,
+            EntryState::Probed { .. } => None,
             EntryState::Failed(error) => Some(error),
+        }
+    }
+
+    /// Why the endpoint is eligible or not in this snapshot.
+    pub(crate) fn fitness(&self) -> Fitness {
+        match self.state {
+            EntryState::Probed { fitness, .. } => fitness,
+            EntryState::Failed(_) => Fitness::ProbeFailed,
         }
     }
 }
@@ -181,85 +180,12 @@ impl fmt::Debug for SnapshotEntry {
         let mut d = f.debug_struct("SnapshotEntry");
         d.field("endpoint", &self.endpoint);
         match &self.state {
-            EntryState::Height { height, lag, eligible } => {
-                d.field("height", height).field("lag", lag).field("eligible", eligible)
-            }
+            EntryState::Probed { height, fitness } => d
+                .field("height", height)
+                .field("lag", &fitness.behind().unwrap_or_default())
+                .field("eligible", &fitness.is_eligible()),
             EntryState::Failed(error) => d.field("eligible", &false).field("error", error),
         };
         d.finish()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::parse::Method;
-
-    fn ok(id: &str, height: u64) -> (EndpointId, Result<u64, ProbeFailure>) {
-        (id.into(), Ok(height))
-    }
-
-    fn failed(id: &str) -> (EndpointId, Result<u64, ProbeFailure>) {
-        (id.into(), Err(ProbeFailure::new(id.into(), Method::BlockNumber, ProbeError::Timeout)))
-    }
-
-    fn round(outcomes: Vec<(EndpointId, Result<u64, ProbeFailure>)>, max_lag: u64) -> Round {
-        assemble(outcomes, max_lag, SystemTime::UNIX_EPOCH)
-    }
-
-    #[test]
-    fn lag_threshold_is_inclusive() {
-        let snap = round(vec![ok("a", 100), ok("b", 97), ok("c", 96)], 3).snapshot.unwrap();
-        assert_eq!(snap.highest(), 100);
-        assert!(snap.is_eligible("a"));
-        assert!(snap.is_eligible("b"));
-        assert!(!snap.is_eligible("c"));
-        assert_eq!(snap.lag("c"), Some(4));
-    }
-
-    #[test]
-    fn zero_lag_accepts_only_the_highest() {
-        let snap = round(vec![ok("a", 7), ok("b", 6), ok("c", 7)], 0).snapshot.unwrap();
-        let eligible: Vec<_> =
-            snap.entries().iter().filter(|e| e.is_eligible()).map(|e| e.endpoint().as_str()).collect();
-        assert_eq!(eligible, ["a", "c"]);
-    }
-
-    #[test]
-    fn extreme_heights_do_not_overflow() {
-        let snap = round(vec![ok("a", u64::MAX), ok("b", 0)], u64::MAX).snapshot.unwrap();
-        assert!(snap.is_eligible("b"));
-        assert_eq!(snap.lag("b"), Some(u64::MAX));
-        let snap = round(vec![ok("a", u64::MAX), ok("b", 0)], u64::MAX - 1).snapshot.unwrap();
-        assert!(!snap.is_eligible("b"));
-    }
-
-    #[test]
-    fn failed_probes_are_ineligible_and_listed_in_order() {
-        let round = round(vec![failed("a"), ok("b", 5), failed("c")], 10);
-        let ids: Vec<_> = round.failures.iter().map(|f| f.endpoint().as_str()).collect();
-        assert_eq!(ids, ["a", "c"]);
-        let snap = round.snapshot.unwrap();
-        assert_eq!(snap.highest(), 5);
-        assert!(!snap.is_eligible("a"));
-        assert_eq!(snap.height("a"), None);
-        assert!(matches!(snap.entry("c").and_then(SnapshotEntry::error), Some(ProbeError::Timeout)));
-        assert!(snap.is_eligible("b"));
-    }
-
-    #[test]
-    fn nothing_to_compare_without_a_success() {
-        let round = round(vec![failed("a"), failed("b")], 10);
-        assert!(round.snapshot.is_none());
-        assert_eq!(round.failures.len(), 2);
-    }
-
-    #[test]
-    fn unknown_ids_are_not_eligible() {
-        let snap = round(vec![ok("a", 1)], 10).snapshot.unwrap();
-        assert!(!snap.is_eligible("z"));
-        assert!(!snap.is_eligible(""));
-        assert!(!snap.is_eligible("A"));
-        assert_eq!(snap.height("z"), None);
     }
 }

@@ -1,0 +1,86 @@
+//! `Fitness`: why an endpoint is or is not eligible, and the lag rule that decides it.
+//!
+//! Every eligibility answer the crate gives is a [`Fitness`] turned into a `bool`: the
+//! snapshot records one per endpoint when a check is compared, and
+//! [`Monitor::eligible`](crate::Monitor::eligible) answers from the published ones (or from
+//! [`Unchecked`](Fitness::Unchecked) and [`Unknown`](Fitness::Unknown), which need no check).
+//! Crate-private for now, so that a later version can show the reasons without committing to
+//! them today.
+
+/// Why an endpoint is eligible or not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fitness {
+    /// No check has published yet: every configured endpoint is eligible (fail-open).
+    Unchecked,
+    /// Its probe succeeded, `behind` blocks behind the highest height, at most `max_lag`.
+    Fit {
+        /// Blocks behind the highest height of the check.
+        behind: u64,
+    },
+    /// Its probe succeeded, but it is more than `max_lag` blocks behind the highest height.
+    Lagging {
+        /// Blocks behind the highest height of the check.
+        behind: u64,
+    },
+    /// Its probe failed in the published check: it has no height to compare.
+    ProbeFailed,
+    /// Not one of the monitor's endpoints: never eligible.
+    Unknown,
+}
+
+impl Fitness {
+    /// The lag rule, for an endpoint whose probe succeeded: fit iff
+    /// `highest - height <= max_lag` (inclusive; `max_lag` 0 accepts only the highest).
+    ///
+    /// `highest` is the maximum of the check's successful heights, `height` included; were
+    /// it lower, the endpoint would count as 0 behind.
+    pub(crate) fn of_height(height: u64, highest: u64, max_lag: u64) -> Fitness {
+        let behind = highest.saturating_sub(height);
+        if behind <= max_lag { Fitness::Fit { behind } } else { Fitness::Lagging { behind } }
+    }
+
+    /// Whether an endpoint of this fitness may be used.
+    pub(crate) const fn is_eligible(self) -> bool {
+        matches!(self, Fitness::Unchecked | Fitness::Fit { .. })
+    }
+
+    /// Blocks behind the highest height, when the endpoint was measured.
+    pub(crate) fn behind(self) -> Option<u64> {
+        match self {
+            Fitness::Fit { behind } | Fitness::Lagging { behind } => Some(behind),
+            Fitness::Unchecked | Fitness::ProbeFailed | Fitness::Unknown => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lag_rule_is_inclusive_and_says_how_far_behind() {
+        assert_eq!(Fitness::of_height(100, 100, 0), Fitness::Fit { behind: 0 });
+        assert_eq!(Fitness::of_height(97, 100, 3), Fitness::Fit { behind: 3 });
+        assert_eq!(Fitness::of_height(96, 100, 3), Fitness::Lagging { behind: 4 });
+        assert_eq!(Fitness::of_height(0, u64::MAX, u64::MAX), Fitness::Fit { behind: u64::MAX });
+        assert_eq!(Fitness::of_height(0, u64::MAX, u64::MAX - 1), Fitness::Lagging { behind: u64::MAX });
+    }
+
+    #[test]
+    fn only_unchecked_and_fit_are_eligible() {
+        assert!(Fitness::Unchecked.is_eligible());
+        assert!(Fitness::Fit { behind: 2 }.is_eligible());
+        assert!(!Fitness::Lagging { behind: 2 }.is_eligible());
+        assert!(!Fitness::ProbeFailed.is_eligible());
+        assert!(!Fitness::Unknown.is_eligible());
+    }
+
+    #[test]
+    fn only_measured_endpoints_are_behind() {
+        assert_eq!(Fitness::Fit { behind: 2 }.behind(), Some(2));
+        assert_eq!(Fitness::Lagging { behind: 5 }.behind(), Some(5));
+        for unmeasured in [Fitness::Unchecked, Fitness::ProbeFailed, Fitness::Unknown] {
+            assert_eq!(unmeasured.behind(), None);
+        }
+    }
+}
