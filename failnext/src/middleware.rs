@@ -61,6 +61,11 @@ impl Failover {
         Failover { shared: Arc::new(shared) }
     }
 
+    #[cfg(test)]
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
     /// The configured endpoints, in priority order.
     pub fn endpoints(&self) -> &[Endpoint] {
         &self.shared.endpoints

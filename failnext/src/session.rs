@@ -205,3 +205,101 @@ impl<'a> Session<'a> {
 fn mw(err: Error) -> reqwest_middleware::Error {
     reqwest_middleware::Error::middleware(err)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Endpoint, ExcludedEndpoints, Failover};
+
+    fn failover(n: u16) -> Failover {
+        let eps = (1..=n).map(|i| Endpoint::new(format!("e{i}"), format!("http://127.0.0.1:{i}/")));
+        Failover::builder(eps).build().unwrap()
+    }
+
+    fn request(method: reqwest::Method, body: Option<reqwest::Body>) -> Request {
+        let mut req = Request::new(method, "http://127.0.0.1:1/".parse().unwrap());
+        *req.body_mut() = body;
+        req
+    }
+
+    fn sent_to(step: Step) -> usize {
+        match step {
+            Step::Send(i, _) => i,
+            Step::Stop(reason) => panic!("stopped: {reason:?}"),
+        }
+    }
+
+    fn stopped(step: Step) -> Stop {
+        match step {
+            Step::Send(i, _) => panic!("sent to {i}"),
+            Step::Stop(reason) => reason,
+        }
+    }
+
+    fn error() -> reqwest_middleware::Error {
+        reqwest_middleware::Error::middleware(std::io::Error::other("refused"))
+    }
+
+    #[test]
+    fn nothing_usable_stops_before_sending_with_no_usable_endpoint() {
+        let fo = failover(2);
+        let mut ext = Extensions::new();
+        ext.insert(ExcludedEndpoints(vec!["e1".into(), "e2".into()]));
+        let mut session = Session::start(fo.shared(), request(reqwest::Method::GET, None), &ext).unwrap();
+        assert_eq!(stopped(session.next()), Stop::NoCandidate);
+        let err = session.stop(Stop::NoCandidate).unwrap_err();
+        assert!(Error::from_middleware(&err).is_some_and(Error::is_no_usable_endpoint));
+    }
+
+    #[test]
+    fn a_denied_request_stops_after_its_first_attempt() {
+        let fo = failover(2);
+        let mut session =
+            Session::start(fo.shared(), request(reqwest::Method::POST, None), &Extensions::new()).unwrap();
+        assert_eq!(sent_to(session.next()), 0);
+        assert!(session.tally.is_none(), "nothing is made for the failover before it is needed");
+        let by_default = Settled { allowed: false, by: permission::Decided::ByDefault };
+        assert_eq!(session.permission, Some(by_default));
+        session.fail(0, error());
+        assert_eq!(stopped(session.next()), Stop::MayNotFailOver);
+        let err = session.stop(Stop::MayNotFailOver).unwrap_err();
+        assert_eq!(Error::from_middleware(&err).map(|e| e.attempts().len()), Some(1));
+    }
+
+    #[test]
+    fn an_allowed_request_goes_on_until_no_candidate_is_left() {
+        let fo = failover(2);
+        let mut session =
+            Session::start(fo.shared(), request(reqwest::Method::GET, None), &Extensions::new()).unwrap();
+        assert_eq!(sent_to(session.next()), 0);
+        session.fail(0, error());
+        assert_eq!(sent_to(session.next()), 1);
+        assert_eq!(session.sent, 2);
+        session.fail(1, error());
+        assert_eq!(stopped(session.next()), Stop::NoCandidate);
+        let err = session.stop(Stop::NoCandidate).unwrap_err();
+        assert_eq!(Error::from_middleware(&err).map(|e| e.attempts().len()), Some(2));
+    }
+
+    #[test]
+    fn a_single_endpoint_settles_no_permission_and_stops_for_want_of_candidates() {
+        let fo = failover(1);
+        let mut session =
+            Session::start(fo.shared(), request(reqwest::Method::GET, None), &Extensions::new()).unwrap();
+        assert_eq!(sent_to(session.next()), 0);
+        assert_eq!(session.permission, None, "permission is settled only when another endpoint exists");
+        session.fail(0, error());
+        assert_eq!(stopped(session.next()), Stop::NoCandidate);
+    }
+
+    #[test]
+    fn a_streaming_body_stops_as_not_replayable() {
+        let fo = failover(2);
+        let stream = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from_static(b"x"))]);
+        let req = request(reqwest::Method::GET, Some(reqwest::Body::wrap_stream(stream)));
+        let mut session = Session::start(fo.shared(), req, &Extensions::new()).unwrap();
+        assert_eq!(sent_to(session.next()), 0);
+        session.fail(0, error());
+        assert_eq!(stopped(session.next()), Stop::NotReplayable);
+    }
+}
