@@ -6,15 +6,25 @@ use std::time::Duration;
 
 use http::StatusCode;
 
+use crate::config_error::{ConfigError, ConfigErrorKind};
 use crate::cooldown::Cooldown;
 use crate::eligibility::Eligibility;
 use crate::endpoint::Endpoint;
 use crate::event::{Emitter, Event, HookFn};
-use crate::middleware::{Failover, Inner};
+use crate::judge::Triggers;
+use crate::middleware::Failover;
 use crate::permission::{Permission, PolicyFn};
-use crate::target::Target;
-use crate::trigger::Triggers;
-use crate::validate::{ConfigError, validate};
+use crate::shared::Shared;
+use crate::slot::Slot;
+use crate::validate::validate_endpoints;
+
+impl Failover {
+    /// Starts configuring a `Failover` over `endpoints`, in priority order. The endpoints are
+    /// copied; they are validated by [`FailoverBuilder::build`].
+    pub fn builder(endpoints: impl IntoIterator<Item = Endpoint>) -> FailoverBuilder {
+        FailoverBuilder::new(endpoints)
+    }
+}
 
 /// Configures a [`Failover`]. Made by [`Failover::builder`]; every setter consumes and returns
 /// the builder, and nothing is checked until [`build`](FailoverBuilder::build).
@@ -30,7 +40,7 @@ pub struct FailoverBuilder {
 }
 
 impl FailoverBuilder {
-    pub(crate) fn new(endpoints: impl IntoIterator<Item = Endpoint>) -> Self {
+    fn new(endpoints: impl IntoIterator<Item = Endpoint>) -> Self {
         FailoverBuilder {
             endpoints: endpoints.into_iter().collect(),
             eligible: None,
@@ -139,26 +149,27 @@ impl FailoverBuilder {
     /// - the cooldown threshold is 0 or its duration is zero (use [`Cooldown::disabled`]);
     /// - the attempt timeout is zero.
     pub fn build(self) -> Result<Failover, ConfigError> {
-        let targets: Vec<Target> = validate(&self.endpoints)?.into_iter().map(Target::new).collect();
-        let cooldown = self.cooldown.setting();
-        if let Some((threshold, duration)) = cooldown {
+        let urls = validate_endpoints(&self.endpoints)?;
+        if let Some((threshold, duration)) = self.cooldown.setting() {
             if threshold == 0 {
-                return Err(ConfigError::cooldown_threshold());
+                return Err(ConfigErrorKind::CooldownThreshold.into());
             }
             if duration.is_zero() {
-                return Err(ConfigError::cooldown_duration());
+                return Err(ConfigErrorKind::CooldownDuration.into());
             }
         }
         if self.attempt_timeout.is_some_and(|t| t.is_zero()) {
-            return Err(ConfigError::attempt_timeout());
+            return Err(ConfigErrorKind::AttemptTimeout.into());
         }
-        Ok(Failover::from_inner(Inner {
+        let slots =
+            self.endpoints.iter().zip(urls).map(|(ep, url)| Slot::new(ep.clone(), url, self.cooldown));
+        Ok(Failover::from_shared(Shared {
+            slots: slots.collect(),
             endpoints: self.endpoints,
-            targets,
             eligible: self.eligible,
             policy: self.policy,
             triggers: Triggers::new(self.additional),
-            cooldown,
+            cooldown: self.cooldown,
             attempt_timeout: self.attempt_timeout,
             events: Emitter::new(self.hook),
         }))

@@ -5,6 +5,8 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
 
+use crate::url_rules::raw_has_host;
+
 /// The stable name of a configured endpoint.
 ///
 /// Ids are how the application talks about providers: in eligibility, exclusion, preference,
@@ -183,7 +185,7 @@ impl fmt::Display for RedactedUrl<'_> {
         // The `url` crate repairs `https:///KEY/rpc` into host `key`: show a host only when the
         // text really has one, as validation requires.
         match url::Url::parse(self.0.trim()) {
-            Ok(url) if url.has_host() && crate::validate::raw_has_host(self.0.trim()) => {
+            Ok(url) if url.has_host() && raw_has_host(self.0.trim()) => {
                 write!(f, "{}://{}", url.scheme(), url.host_str().unwrap_or_default())?;
                 if let Some(port) = url.port() {
                     write!(f, ":{port}")?;

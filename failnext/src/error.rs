@@ -47,9 +47,18 @@ struct Inner {
     kind: Kind,
 }
 
+#[derive(Debug, thiserror::Error)]
 enum Kind {
+    #[error("no usable endpoint: every endpoint is excluded, ineligible or cooling down")]
     NoUsableEndpoint,
+    #[error("request names unknown endpoint {0:?}")]
     UnknownEndpoint(EndpointId),
+    #[error(
+        "failover ended without an http response after {n} failed attempt{plural}, last to {last:?}",
+        n = .0.len(),
+        plural = if .0.len() == 1 { "" } else { "s" },
+        last = .0.last().map(|a| a.endpoint.as_str()).unwrap_or_default(),
+    )]
     Exhausted(Vec<Attempt>),
 }
 
@@ -148,21 +157,7 @@ fn find<'a>(e: &'a (dyn StdError + 'static)) -> Option<&'a Error> {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.inner.kind {
-            Kind::NoUsableEndpoint => {
-                f.write_str("no usable endpoint: every endpoint is excluded, ineligible or cooling down")
-            }
-            Kind::UnknownEndpoint(id) => write!(f, "request names unknown endpoint {id:?}"),
-            Kind::Exhausted(attempts) => {
-                let n = attempts.len();
-                let last = attempts.last().map(|a| a.endpoint.as_str()).unwrap_or_default();
-                let plural = if n == 1 { "" } else { "s" };
-                write!(
-                    f,
-                    "failover ended without an http response after {n} failed attempt{plural}, last to {last:?}"
-                )
-            }
-        }
+        fmt::Display::fmt(&self.inner.kind, f)
     }
 }
 

@@ -353,21 +353,29 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 mod builder;
+mod config_error;
 mod cooldown;
+mod destination;
+mod drain;
 mod eligibility;
 mod endpoint;
 mod error;
 mod event;
+mod health;
+mod judge;
 mod middleware;
 mod options;
 mod permission;
 mod replay;
 mod select;
-mod target;
-mod trigger;
+mod session;
+mod shared;
+mod slot;
+mod url_rules;
 mod validate;
 
 pub use builder::FailoverBuilder;
+pub use config_error::ConfigError;
 pub use cooldown::Cooldown;
 pub use eligibility::Eligibility;
 pub use endpoint::{Endpoint, EndpointId};
@@ -376,7 +384,7 @@ pub use event::{AttemptOutcome, Event, ResultOutcome};
 pub use middleware::Failover;
 pub use options::{ExcludedEndpoints, PreferredEndpoint, RequestBuilderExt, ResponseExt, ServedBy};
 pub use permission::Permission;
-pub use validate::{ConfigError, validate_endpoints};
+pub use validate::validate_endpoints;
 
 /// The workspace README's code, compiled as doc tests so it cannot rot.
 #[cfg(doctest)]

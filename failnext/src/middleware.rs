@@ -1,26 +1,22 @@
-//! `Failover`: the attempt loop. Decisions live in `select`, `permission` and `trigger`.
+//! `Failover` and its attempt loop. The decisions live in `session` (what next), `select`,
+//! `permission`, `replay` and `judge`.
 
 use std::fmt;
-use std::future::Future;
 use std::sync::Arc;
-use std::task::{Context, Waker};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use http::Extensions;
 use reqwest::{Request, Response};
 use reqwest_middleware::{Middleware, Next};
 
-use crate::builder::FailoverBuilder;
-use crate::eligibility::Eligibility;
-use crate::endpoint::{Endpoint, EndpointId};
-use crate::error::{Attempt, Error};
+use crate::destination::HostRule;
+use crate::endpoint::Endpoint;
 use crate::event::{AttemptOutcome, Emitter, Event, ResultOutcome};
-use crate::options::{RequestOptions, ServedBy};
-use crate::permission::{self, PolicyFn};
-use crate::replay::Replay;
-use crate::select::Plan;
-use crate::target::{HostRule, Target};
-use crate::trigger::{Triggers, Verdict, is_cooldown_failure};
+use crate::judge::{Verdict, judge};
+use crate::options::ServedBy;
+use crate::session::{Outcome, Session, Step};
+use crate::shared::Shared;
+use crate::slot::position;
 
 /// The failover middleware: sends each request to the first usable endpoint of an ordered
 /// set, and to the next one only when that is safe.
@@ -45,23 +41,10 @@ use crate::trigger::{Triggers, Verdict, is_cooldown_failure};
 /// ```
 #[derive(Clone)]
 pub struct Failover {
-    inner: Arc<Inner>,
+    shared: Arc<Shared>,
 }
 
-pub(crate) struct Inner {
-    pub(crate) endpoints: Vec<Endpoint>,
-    pub(crate) targets: Vec<Target>,
-    pub(crate) eligible: Option<Arc<dyn Eligibility>>,
-    pub(crate) policy: Option<PolicyFn>,
-    pub(crate) triggers: Triggers,
-    pub(crate) cooldown: Option<(u32, Duration)>,
-    pub(crate) attempt_timeout: Option<Duration>,
-    pub(crate) events: Emitter,
-}
-
-type Outcome = Result<(Response, usize), reqwest_middleware::Error>;
-
-/// What one attempt produced, judged by the trigger rules.
+/// What one attempt produced, as judged.
 enum Attempted {
     /// Not a trigger: the response to return.
     Return(Response),
@@ -71,52 +54,43 @@ enum Attempted {
     Failed(reqwest_middleware::Error),
 }
 
-/// The request's state once its first attempt did not end it.
-struct Rest {
-    plan: Plan,
-    replay: Option<Replay>,
-    host: HostRule,
-    may_continue: bool,
-}
-
 // ===== impl Failover =====
 
 impl Failover {
-    /// Starts configuring a `Failover` over `endpoints`, in priority order. The endpoints are
-    /// copied; they are validated by [`FailoverBuilder::build`].
-    pub fn builder(endpoints: impl IntoIterator<Item = Endpoint>) -> FailoverBuilder {
-        FailoverBuilder::new(endpoints)
+    pub(crate) fn from_shared(shared: Shared) -> Failover {
+        Failover { shared: Arc::new(shared) }
     }
 
-    pub(crate) fn from_inner(inner: Inner) -> Failover {
-        Failover { inner: Arc::new(inner) }
+    #[cfg(test)]
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
     }
 
     /// The configured endpoints, in priority order.
     pub fn endpoints(&self) -> &[Endpoint] {
-        &self.inner.endpoints
+        &self.shared.endpoints
     }
 
     /// Whether the endpoint `id` is cooling down now, so requests skip it. `false` for an
     /// unknown id and when cooldown is disabled. Takes a short internal lock; safe to call from
     /// hooks.
     pub fn is_cooling_down(&self, id: &str) -> bool {
-        let inner = &*self.inner;
-        inner.cooldown.is_some() && inner.index_of(id).is_some_and(|i| inner.targets[i].health.is_cooling())
+        let slots = &self.shared.slots;
+        position(slots, id).is_some_and(|i| slots[i].health.cooling_until().is_some())
     }
 }
 
 impl fmt::Debug for Failover {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let inner = &*self.inner;
+        let shared = &*self.shared;
         f.debug_struct("Failover")
-            .field("endpoints", &inner.endpoints)
-            .field("eligible", &inner.eligible.as_ref().map(|_| "<fn>"))
-            .field("permission_policy", &inner.policy.as_ref().map(|_| "<fn>"))
-            .field("additional_trigger_status_codes", &inner.triggers)
-            .field("cooldown", &inner.cooldown)
-            .field("attempt_timeout", &inner.attempt_timeout)
-            .field("on_event", &inner.events.has_hook().then_some("<fn>"))
+            .field("endpoints", &shared.endpoints)
+            .field("eligible", &shared.eligible.as_ref().map(|_| "<fn>"))
+            .field("permission_policy", &shared.policy.as_ref().map(|_| "<fn>"))
+            .field("additional_trigger_status_codes", &shared.triggers)
+            .field("cooldown", &shared.cooldown.setting())
+            .field("attempt_timeout", &shared.attempt_timeout)
+            .field("on_event", &shared.events.has_hook().then_some("<fn>"))
             .finish()
     }
 }
@@ -129,245 +103,77 @@ impl Middleware for Failover {
         extensions: &mut Extensions,
         next: Next<'_>,
     ) -> reqwest_middleware::Result<Response> {
-        let inner = &*self.inner;
-        let mut guard = CancelGuard { events: &inner.events, armed: inner.events.is_active() };
-        let outcome = inner.run(req, extensions, next).await;
+        let shared = &*self.shared;
+        let mut guard = CancelGuard { events: &shared.events, armed: shared.events.is_active() };
+        let outcome = run(shared, req, extensions, next).await;
         guard.armed = false;
-        inner.finish(outcome)
+        finish(shared, outcome)
     }
 }
 
-// ===== impl Inner =====
-
-impl Inner {
-    async fn run(&self, mut req: Request, ext: &mut Extensions, next: Next<'_>) -> Outcome {
-        let (mut plan, explicit) = {
-            let opts = RequestOptions::read(ext);
-            (self.plan(&opts)?, opts.permission)
+/// The attempt loop: the session says where to send, the judge what the outcome means.
+async fn run(shared: &Shared, req: Request, ext: &mut Extensions, next: Next<'_>) -> Outcome {
+    let mut session = Session::start(shared, req, ext)?;
+    loop {
+        let (i, req) = match session.next() {
+            Step::Send(i, req) => (i, req),
+            Step::Stop(reason) => return session.stop(reason),
         };
-        let Some(first) = self.admit(&mut plan) else {
-            return Err(mw(Error::no_usable_endpoint()));
-        };
-        let host = HostRule::of(&req);
-        // Permission is settled once, and only when another endpoint could be tried; only
-        // then is the request copied for later attempts (the body is shared, not copied).
-        let may_continue = plan.has_more() && permission::resolve(explicit, self.policy.as_ref(), &req);
-        let replay = if may_continue { Replay::prepare(&mut req) } else { None };
-        // The healthy path ends after this attempt and never builds the failover state, which
-        // lives in its own (boxed) future so that this one stays small.
-        let outcome = self.attempt(first, 1, req, host, ext, next.clone()).await;
-        if let Attempted::Return(resp) = outcome {
-            return Ok((resp, first));
-        }
-        let rest = Rest { plan, replay, host, may_continue };
-        Box::pin(self.fail_over(rest, first, outcome, ext, next)).await
-    }
-
-    /// Sends one attempt to endpoint `i` and learns from its outcome: the event, cooldown
-    /// evidence, and the trigger verdict.
-    async fn attempt(
-        &self,
-        i: usize,
-        number: u32,
-        mut req: Request,
-        host: HostRule,
-        ext: &mut Extensions,
-        next: Next<'_>,
-    ) -> Attempted {
-        let target = &self.targets[i];
-        target.retarget(&mut req, host, self.attempt_timeout);
-        let started = self.events.is_active().then(Instant::now);
-        let result = next.run(req, ext).await;
-        let elapsed = started.map(|s| s.elapsed()).unwrap_or_default();
-        let endpoint = self.endpoints[i].id();
-        match result {
-            Ok(resp) => {
-                let status = resp.status();
-                self.emit_attempt(endpoint, number, AttemptOutcome::Status(status), elapsed);
-                self.record(target, is_cooldown_failure(status));
-                match self.triggers.classify(status) {
-                    Verdict::Return => Attempted::Return(resp),
-                    Verdict::Failover => Attempted::Retain(resp),
-                }
-            }
-            Err(err) => {
-                let err = err.without_url();
-                self.emit_attempt(endpoint, number, AttemptOutcome::Error(&err), elapsed);
-                self.record(target, true);
-                Attempted::Failed(err)
-            }
-        }
-    }
-
-    /// Goes on after an attempt that failed or triggered failover, while failover may go on.
-    async fn fail_over(
-        &self,
-        mut rest: Rest,
-        mut current: usize,
-        mut outcome: Attempted,
-        ext: &mut Extensions,
-        next: Next<'_>,
-    ) -> Outcome {
-        let mut attempts = Vec::new();
-        let mut retained: Option<(Response, usize)> = None;
-        let mut number = 1;
-        loop {
-            match outcome {
-                Attempted::Return(resp) => {
-                    if let Some((old, _)) = retained.take() {
-                        discard(old);
-                    }
-                    return Ok((resp, current));
-                }
-                // A newer trigger response replaces (and drops) the older one.
-                Attempted::Retain(resp) => {
-                    if let Some((old, _)) = retained.replace((resp, current)) {
-                        discard(old);
-                    }
-                }
-                Attempted::Failed(err) => {
-                    attempts.push(Attempt::new(self.endpoints[current].id().clone(), err))
-                }
-            }
-            if !rest.may_continue {
-                break;
-            }
-            let Some(candidate) = self.admit(&mut rest.plan) else { break };
-            let url = self.targets[candidate].url();
-            let req = match rest.replay.take() {
-                Some(copy) if rest.plan.has_more() => {
-                    let req = copy.request(url);
-                    rest.replay = Some(copy);
-                    req
-                }
-                Some(copy) => copy.into_request(url),
-                None => {
-                    let endpoint = self.endpoints[candidate].id();
-                    self.emit(|| Event::NotReplayable { endpoint });
-                    break;
-                }
-            };
-            current = candidate;
-            number += 1;
-            outcome = self.attempt(current, number, req, rest.host, ext, next.clone()).await;
-        }
-        match retained {
-            Some(retained) => Ok(retained),
-            None => Err(mw(Error::exhausted(attempts))),
-        }
-    }
-
-    /// The request's consideration order. Every request-scoped id is checked before
-    /// eligibility is asked anything: exclusions first, in order, then the preference.
-    fn plan(&self, opts: &RequestOptions<'_>) -> Result<Plan, reqwest_middleware::Error> {
-        if let Some(unknown) = opts.excluded.iter().find(|id| self.index_of(id).is_none()) {
-            return Err(mw(Error::unknown(unknown.clone())));
-        }
-        let preferred = match opts.preferred {
-            None => None,
-            Some(id) => match self.index_of(id) {
-                Some(i) => Some(i),
-                None => return Err(mw(Error::unknown(id.clone()))),
-            },
-        };
-        let id = |i: usize| self.endpoints[i].id();
-        Ok(Plan::new(
-            self.endpoints.len(),
-            |i| opts.excluded.iter().any(|e| e == id(i)),
-            preferred,
-            |i| self.eligible.as_ref().is_none_or(|e| e.is_eligible(id(i))),
-        ))
-    }
-
-    /// The next candidate not cooling down now; cooling ones are skipped for good.
-    fn admit(&self, plan: &mut Plan) -> Option<usize> {
-        for i in plan.by_ref() {
-            if self.cooldown.is_some() && self.targets[i].health.is_cooling() {
-                let endpoint = self.endpoints[i].id();
-                self.emit(|| Event::CooldownSkip { endpoint });
-                continue;
-            }
-            return Some(i);
-        }
-        None
-    }
-
-    fn record(&self, target: &Target, failure: bool) {
-        match self.cooldown {
-            Some((threshold, duration)) if failure => target.health.record_failure(threshold, duration),
-            Some(_) => target.health.record_success(),
-            None => {}
-        }
-    }
-
-    fn finish(&self, outcome: Outcome) -> reqwest_middleware::Result<Response> {
-        match outcome {
-            Ok((mut resp, i)) => {
-                let endpoint = self.endpoints[i].id();
-                resp.extensions_mut().insert(ServedBy(endpoint.clone()));
-                let outcome = ResultOutcome::Status(resp.status());
-                self.emit(|| Event::Result { endpoint: Some(endpoint), outcome });
-                Ok(resp)
-            }
-            Err(err) => {
-                self.emit(|| Event::Result { endpoint: None, outcome: ResultOutcome::Error(&err) });
-                Err(err)
-            }
-        }
-    }
-
-    fn emit_attempt(
-        &self,
-        endpoint: &EndpointId,
-        attempt: u32,
-        outcome: AttemptOutcome<'_>,
-        elapsed: Duration,
-    ) {
-        self.emit(|| Event::Attempt { endpoint, attempt, outcome, elapsed });
-    }
-
-    fn emit<'a>(&self, event: impl FnOnce() -> Event<'a>) {
-        if self.events.is_active() {
-            self.events.emit(&event());
-        }
-    }
-
-    pub(crate) fn index_of(&self, id: &str) -> Option<usize> {
-        self.endpoints.iter().position(|ep| ep.id().as_str() == id)
-    }
-}
-
-/// Largest body of a superseded trigger response that is read to keep its connection.
-const DRAIN_LIMIT: u64 = 64 * 1024;
-
-/// How long reading such a body may take before the connection is given up.
-const DRAIN_TIME: Duration = Duration::from_secs(1);
-
-/// Drops a superseded trigger response, keeping its connection when that is cheap.
-///
-/// A response dropped with its body unread closes its connection, and the next request to that
-/// provider pays for a new one. A body of known length up to [`DRAIN_LIMIT`] is read to its
-/// end instead, which returns the connection to the pool: at once when it has already arrived,
-/// otherwise on a spawned task bounded by [`DRAIN_TIME`], so the caller never waits for it.
-/// Larger or unknown-length bodies are dropped unread. Nothing is copied: chunks are discarded.
-fn discard(resp: Response) {
-    if resp.content_length().is_none_or(|len| len > DRAIN_LIMIT) {
-        return;
-    }
-    let mut drain = Box::pin(async move {
-        let mut resp = resp;
-        let read_all = async { while let Ok(Some(_)) = resp.chunk().await {} };
-        let _ = tokio::time::timeout(DRAIN_TIME, read_all).await;
-    });
-    if drain.as_mut().poll(&mut Context::from_waker(Waker::noop())).is_pending() {
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(drain);
+        match attempt(shared, i, session.sent, req, session.host, ext, next.clone()).await {
+            Attempted::Return(resp) => return Ok(session.returned(i, resp)),
+            Attempted::Retain(resp) => session.retain(i, resp),
+            Attempted::Failed(err) => session.fail(i, err),
         }
     }
 }
 
-fn mw(err: Error) -> reqwest_middleware::Error {
-    reqwest_middleware::Error::middleware(err)
+/// Sends attempt `number` to endpoint `i` and learns from its outcome: the event, the
+/// health evidence and the verdict.
+async fn attempt(
+    shared: &Shared,
+    i: usize,
+    number: u32,
+    mut req: Request,
+    host: HostRule,
+    ext: &mut Extensions,
+    next: Next<'_>,
+) -> Attempted {
+    let slot = &shared.slots[i];
+    slot.destination.retarget(&mut req, host, shared.attempt_timeout);
+    let started = shared.events.is_active().then(Instant::now);
+    let result = next.run(req, ext).await.map_err(reqwest_middleware::Error::without_url);
+    let elapsed = started.map(|s| s.elapsed()).unwrap_or_default();
+    let outcome = match &result {
+        Ok(resp) => AttemptOutcome::Status(resp.status()),
+        Err(err) => AttemptOutcome::Error(err),
+    };
+    let endpoint = slot.id();
+    shared.emit(|| Event::Attempt { endpoint, attempt: number, outcome, elapsed });
+    let judgement = judge(&shared.triggers, outcome);
+    slot.health.record(judgement.evidence);
+    match (result, judgement.verdict) {
+        (Ok(resp), Verdict::Return) => Attempted::Return(resp),
+        (Ok(resp), Verdict::FailOver) => Attempted::Retain(resp),
+        // An error has no response to return: it always fails over.
+        (Err(err), _) => Attempted::Failed(err),
+    }
+}
+
+/// Marks the response with the endpoint that produced it and emits the request's `Result`.
+fn finish(shared: &Shared, outcome: Outcome) -> reqwest_middleware::Result<Response> {
+    match outcome {
+        Ok((mut resp, i)) => {
+            let endpoint = shared.slots[i].id();
+            resp.extensions_mut().insert(ServedBy(endpoint.clone()));
+            let outcome = ResultOutcome::Status(resp.status());
+            shared.emit(|| Event::Result { endpoint: Some(endpoint), outcome });
+            Ok(resp)
+        }
+        Err(err) => {
+            shared.emit(|| Event::Result { endpoint: None, outcome: ResultOutcome::Error(&err) });
+            Err(err)
+        }
+    }
 }
 
 /// Emits `Result { Cancelled }` if the request's future is dropped before it finishes.

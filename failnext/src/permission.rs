@@ -45,23 +45,46 @@ pub enum Permission {
 
 pub(crate) type PolicyFn = Arc<dyn Fn(&reqwest::Request) -> Permission + Send + Sync>;
 
-/// Resolves permission for `req`. The policy is called only when the request made no
-/// explicit choice, and the caller calls this at most once per request.
+/// Who settled a request's permission to fail over, first answer wins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(clippy::enum_variant_names, reason = "`Decided::ByPolicy` reads as the sentence it stands for")]
+pub(crate) enum Decided {
+    /// The request's own `Allow` or `Deny`.
+    ByRequest,
+    /// The permission policy's `Allow` or `Deny`.
+    ByPolicy,
+    /// The method rule: `GET` and `HEAD` may fail over.
+    ByMethod,
+    /// Nothing allowed it: deny.
+    ByDefault,
+}
+
+/// A request's settled permission: whether it may fail over, and who said so.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Settled {
+    pub(crate) allowed: bool,
+    pub(crate) by: Decided,
+}
+
+/// Settles permission for `req`, first answer wins: the request's `Allow`/`Deny`, the
+/// policy's `Allow`/`Deny`, `GET`/`HEAD` allowed, otherwise denied. The policy is called only
+/// when the request made no explicit choice, and the caller calls this at most once per request.
 pub(crate) fn resolve(
     explicit: Option<Permission>,
     policy: Option<&PolicyFn>,
     req: &reqwest::Request,
-) -> bool {
-    match explicit {
-        Some(Permission::Allow) => return true,
-        Some(Permission::Deny) => return false,
-        Some(Permission::Defer) | None => {}
-    }
-    match policy.map(|p| p(req)) {
-        Some(Permission::Allow) => true,
-        Some(Permission::Deny) => false,
-        Some(Permission::Defer) | None => is_safe_method(req.method()),
-    }
+) -> Settled {
+    let (allowed, by) = match explicit {
+        Some(Permission::Allow) => (true, Decided::ByRequest),
+        Some(Permission::Deny) => (false, Decided::ByRequest),
+        Some(Permission::Defer) | None => match policy.map(|p| p(req)) {
+            Some(Permission::Allow) => (true, Decided::ByPolicy),
+            Some(Permission::Deny) => (false, Decided::ByPolicy),
+            Some(Permission::Defer) | None if is_safe_method(req.method()) => (true, Decided::ByMethod),
+            Some(Permission::Defer) | None => (false, Decided::ByDefault),
+        },
+    };
+    Settled { allowed, by }
 }
 
 /// Only exactly `GET` and `HEAD` are inferred as safe to repeat.
@@ -79,12 +102,16 @@ mod tests {
         reqwest::Request::new(method, "http://127.0.0.1/".parse().unwrap())
     }
 
+    fn settled(allowed: bool, by: Decided) -> Settled {
+        Settled { allowed, by }
+    }
+
     #[test]
     fn method_inference_allows_exactly_get_and_head() {
-        assert!(resolve(None, None, &req("GET")));
-        assert!(resolve(None, None, &req("HEAD")));
+        assert_eq!(resolve(None, None, &req("GET")), settled(true, Decided::ByMethod));
+        assert_eq!(resolve(None, None, &req("HEAD")), settled(true, Decided::ByMethod));
         for m in ["POST", "PUT", "DELETE", "OPTIONS", "PATCH", "get"] {
-            assert!(!resolve(None, None, &req(m)), "{m}");
+            assert_eq!(resolve(None, None, &req(m)), settled(false, Decided::ByDefault), "{m}");
         }
     }
 
@@ -96,20 +123,29 @@ mod tests {
             c.fetch_add(1, Ordering::SeqCst);
             Permission::Deny
         });
-        assert!(resolve(Some(Permission::Allow), Some(&policy), &req("POST")));
-        assert!(!resolve(Some(Permission::Deny), Some(&policy), &req("GET")));
+        assert_eq!(
+            resolve(Some(Permission::Allow), Some(&policy), &req("POST")),
+            settled(true, Decided::ByRequest)
+        );
+        assert_eq!(
+            resolve(Some(Permission::Deny), Some(&policy), &req("GET")),
+            settled(false, Decided::ByRequest)
+        );
         assert_eq!(calls.load(Ordering::SeqCst), 0);
-        assert!(!resolve(Some(Permission::Defer), Some(&policy), &req("GET")));
+        assert_eq!(
+            resolve(Some(Permission::Defer), Some(&policy), &req("GET")),
+            settled(false, Decided::ByPolicy)
+        );
         assert_eq!(calls.load(Ordering::SeqCst), 1);
     }
 
     #[test]
     fn policy_defer_falls_back_to_method() {
         let policy: PolicyFn = Arc::new(|_| Permission::Defer);
-        assert!(resolve(None, Some(&policy), &req("GET")));
-        assert!(!resolve(None, Some(&policy), &req("POST")));
+        assert_eq!(resolve(None, Some(&policy), &req("GET")), settled(true, Decided::ByMethod));
+        assert_eq!(resolve(None, Some(&policy), &req("POST")), settled(false, Decided::ByDefault));
         let allow_post: PolicyFn =
             Arc::new(|r| if r.method() == Method::POST { Permission::Allow } else { Permission::Defer });
-        assert!(resolve(None, Some(&allow_post), &req("POST")));
+        assert_eq!(resolve(None, Some(&allow_post), &req("POST")), settled(true, Decided::ByPolicy));
     }
 }

@@ -1,6 +1,68 @@
-//! Decision 1, which endpoint: the request's consideration order, frozen at request start.
+//! Decision 1, which endpoint: the request's consideration order, frozen at request start,
+//! and why each endpoint is passed over.
 //!
-//! Pure: no I/O, no clock, no locks. Cooldown is applied later, live, by the attempt loop.
+//! No I/O and no locks. Exclusion and eligibility are settled when the plan is made; cooldown
+//! is checked live, when a candidate's turn comes ([`skip_now`]).
+
+use tokio::time::Instant;
+
+use crate::eligibility::Eligibility;
+use crate::endpoint::EndpointId;
+use crate::options::RequestOptions;
+use crate::slot::{Slot, position};
+
+/// Why a request passes over an endpoint. A skipped endpoint is never revisited in that
+/// request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Skip {
+    /// The request excluded it.
+    Excluded,
+    /// The eligibility hook ruled it out at request start.
+    Ineligible,
+    /// Its turn came while it was cooling down, until this instant.
+    CoolingUntil(Instant),
+}
+
+/// The request's consideration order over `slots`.
+///
+/// Every request-scoped id is checked before eligibility is asked anything: exclusions first,
+/// in order, then the preference; an id that is not configured is returned as the error.
+/// Then eligibility is asked exactly once per non-excluded endpoint, in configured order.
+pub(crate) fn plan(
+    slots: &[Slot],
+    opts: &RequestOptions<'_>,
+    eligible: Option<&dyn Eligibility>,
+) -> Result<Plan, EndpointId> {
+    if let Some(unknown) = opts.excluded.iter().find(|id| position(slots, id).is_none()) {
+        return Err(unknown.clone());
+    }
+    let preferred = match opts.preferred {
+        None => None,
+        Some(id) => Some(position(slots, id).ok_or_else(|| id.clone())?),
+    };
+    Ok(Plan::new(slots.len(), preferred, |i| skip_at_start(slots[i].id(), opts.excluded, eligible)))
+}
+
+/// Why `id` is out of the request from its start, or `None` when it is usable. Eligibility is
+/// asked only of an endpoint the request did not exclude.
+fn skip_at_start(
+    id: &EndpointId,
+    excluded: &[EndpointId],
+    eligible: Option<&dyn Eligibility>,
+) -> Option<Skip> {
+    if excluded.iter().any(|e| e == id) {
+        Some(Skip::Excluded)
+    } else if eligible.is_some_and(|e| !e.is_eligible(id)) {
+        Some(Skip::Ineligible)
+    } else {
+        None
+    }
+}
+
+/// Why a candidate whose turn has come is passed over now, or `None` to send to it.
+pub(crate) fn skip_now(slot: &Slot) -> Option<Skip> {
+    slot.health.cooling_until().map(Skip::CoolingUntil)
+}
 
 /// The endpoints a request may use, in the order it considers them.
 ///
@@ -18,18 +80,13 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    /// `excluded` are indices never considered; `eligible` is asked exactly once for every
-    /// other index, in configured order; `preferred` moves to the front if it is usable.
-    pub(crate) fn new(
-        len: usize,
-        excluded: impl Fn(usize) -> bool,
-        preferred: Option<usize>,
-        mut eligible: impl FnMut(usize) -> bool,
-    ) -> Plan {
+    /// `skip` is asked exactly once for every index, in configured order: `None` makes the
+    /// index usable. `preferred` moves to the front if it is usable.
+    fn new(len: usize, preferred: Option<usize>, mut skip: impl FnMut(usize) -> Option<Skip>) -> Plan {
         let mut usable = Mask::new(len);
         let mut remaining = 0;
         for i in 0..len {
-            if !excluded(i) && eligible(i) {
+            if skip(i).is_none() {
                 usable.set(i);
                 remaining += 1;
             }
@@ -96,8 +153,18 @@ impl Mask {
 mod tests {
     use super::*;
 
+    /// The plan's order, with the same rule as [`skip_at_start`] over indices.
     fn order(len: usize, excluded: &[usize], preferred: Option<usize>, ok: &[usize]) -> Vec<usize> {
-        Plan::new(len, |i| excluded.contains(&i), preferred, |i| ok.contains(&i)).collect()
+        Plan::new(len, preferred, |i| {
+            if excluded.contains(&i) {
+                Some(Skip::Excluded)
+            } else if !ok.contains(&i) {
+                Some(Skip::Ineligible)
+            } else {
+                None
+            }
+        })
+        .collect()
     }
 
     #[test]
@@ -117,23 +184,29 @@ mod tests {
 
     #[test]
     fn eligibility_asked_once_per_non_excluded_endpoint() {
-        let mut asked = Vec::new();
-        let plan = Plan::new(
-            4,
-            |i| i == 0,
-            None,
-            |i| {
-                asked.push(i);
-                true
-            },
-        );
-        assert_eq!(asked, [1, 2, 3]);
-        assert_eq!(plan.count(), 3);
+        let slots: Vec<Slot> = ["a", "b", "c", "d"]
+            .into_iter()
+            .map(|id| {
+                let ep = crate::Endpoint::new(id, "http://127.0.0.1:1/");
+                Slot::new(ep, "http://127.0.0.1:1/".parse().unwrap(), crate::Cooldown::disabled())
+            })
+            .collect();
+        let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = asked.clone();
+        let eligible = move |id: &EndpointId| {
+            seen.lock().unwrap().push(id.to_string());
+            id.as_str() != "c"
+        };
+        let excluded = [EndpointId::from("a")];
+        let opts = RequestOptions { excluded: &excluded, ..RequestOptions::default() };
+        let order: Vec<usize> = plan(&slots, &opts, Some(&eligible)).unwrap().collect();
+        assert_eq!(*asked.lock().unwrap(), ["b", "c", "d"]);
+        assert_eq!(order, [1, 3]);
     }
 
     #[test]
     fn has_more_tracks_remaining() {
-        let mut plan = Plan::new(2, |_| false, Some(1), |_| true);
+        let mut plan = Plan::new(2, Some(1), |_| None);
         assert!(plan.has_more());
         assert_eq!(plan.next(), Some(1));
         assert!(plan.has_more());

@@ -1,24 +1,23 @@
-//! The per-attempt destination: URL, `Host`, userinfo credentials and the attempt deadline.
+//! Where attempts to one endpoint go: URL, `Host`, userinfo credentials and the deadline.
 
+use std::io::Write as _;
 use std::time::Duration;
 
+use base64::Engine as _;
 use http::HeaderValue;
 use http::header::{AUTHORIZATION, HOST};
 use reqwest::Request;
 use url::Url;
 
-use crate::cooldown::Health;
-use crate::validate::ValidEndpoint;
-
-/// Where attempts to one endpoint go, and that endpoint's cooldown state.
+/// One endpoint's destination, computed once from its validated URL.
 #[derive(Debug)]
-pub(crate) struct Target {
+pub(crate) struct Destination {
+    /// The configured URL without its userinfo.
     url: Url,
     /// The endpoint's `host[:port]`, for a `Host` header that follows the endpoint.
     host: Option<HeaderValue>,
     /// `Basic` credentials from the configured URL's userinfo.
     authorization: Option<HeaderValue>,
-    pub(crate) health: Health,
 }
 
 /// What to do with the request's `Host` header on each attempt.
@@ -32,19 +31,16 @@ pub(crate) enum HostRule {
     Keep,
 }
 
-impl Target {
-    pub(crate) fn new(valid: ValidEndpoint) -> Target {
-        let authorization = valid.userinfo.map(|(user, pass)| {
+impl Destination {
+    /// The destination of a URL that passed validation (so it has a host): its userinfo, if
+    /// any, moves out of the URL into an `Authorization` header.
+    pub(crate) fn new(mut url: Url) -> Destination {
+        let authorization = take_userinfo(&mut url).map(|(user, pass)| {
             let mut value = basic_auth(&user, pass.as_deref());
             value.set_sensitive(true);
             value
         });
-        Target {
-            host: HeaderValue::from_str(&valid.authority).ok(),
-            url: valid.url,
-            authorization,
-            health: Health::default(),
-        }
+        Destination { host: HeaderValue::from_str(&authority(&url)).ok(), url, authorization }
     }
 
     /// The endpoint's destination, without userinfo.
@@ -82,75 +78,70 @@ impl HostRule {
     }
 }
 
+/// `host[:port]` of `url`, as the `Host` header would carry it (port only when explicit).
+fn authority(url: &Url) -> String {
+    let host = url.host_str().unwrap_or_default();
+    match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_owned(),
+    }
+}
+
 /// Exact comparison of a `Host` value with `host[:port]` of `url` (port only when explicit).
 fn is_authority_of(value: &[u8], url: &Url) -> bool {
     let Some(host) = url.host_str() else { return false };
     let Some(rest) = value.strip_prefix(host.as_bytes()) else { return false };
     match url.port() {
         None => rest.is_empty(),
-        Some(port) => rest.strip_prefix(b":").is_some_and(|p| p == decimal(port).as_slice()),
+        Some(port) => rest.strip_prefix(b":").is_some_and(|p| is_decimal_of(p, port)),
     }
 }
 
-/// The decimal digits of `n`, without allocating.
-fn decimal(mut n: u16) -> DecimalDigits {
+/// Whether `text` is exactly the decimal digits of `port`, compared without allocating.
+fn is_decimal_of(text: &[u8], port: u16) -> bool {
     let mut buf = [0u8; 5];
-    let mut start = buf.len();
-    loop {
-        start -= 1;
-        // `n % 10` is a single digit, so the cast cannot truncate.
-        buf[start] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    DecimalDigits { buf, start }
+    let len = {
+        let mut rest = &mut buf[..];
+        // A u16 has at most 5 digits: the write always fits.
+        let _ = write!(rest, "{port}");
+        5 - rest.len()
+    };
+    text == &buf[..len]
 }
 
-struct DecimalDigits {
-    buf: [u8; 5],
-    start: usize,
-}
-
-impl DecimalDigits {
-    fn as_slice(&self) -> &[u8] {
-        &self.buf[self.start..]
+/// Removes the userinfo from `url` and returns it percent-decoded, as `(user, password)`.
+fn take_userinfo(url: &mut Url) -> Option<(String, Option<String>)> {
+    if url.username().is_empty() && url.password().is_none() {
+        return None;
     }
+    let decode = |s: &str| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned();
+    let user = decode(url.username());
+    let pass = url.password().map(decode);
+    // Both setters only fail for URLs without a host, which validation rejects.
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    Some((user, pass))
 }
 
 fn basic_auth(user: &str, pass: Option<&str>) -> HeaderValue {
-    let mut raw = Vec::with_capacity(user.len() + 1 + pass.map_or(0, str::len));
-    raw.extend_from_slice(user.as_bytes());
-    raw.push(b':');
-    if let Some(pass) = pass {
-        raw.extend_from_slice(pass.as_bytes());
-    }
-    let encoded = format!("Basic {}", base64(&raw));
+    let credentials = format!("{user}:{}", pass.unwrap_or_default());
+    let encoded = format!("Basic {}", base64(credentials.as_bytes()));
     // Base64 output and the "Basic " prefix are visible ASCII, always a valid header value.
     HeaderValue::from_str(&encoded).unwrap_or_else(|_| HeaderValue::from_static("Basic"))
 }
 
+/// Standard base64 with padding (RFC 4648, section 4), as Basic authentication requires.
 fn base64(input: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(input.len().div_ceil(3) * 4);
-    for chunk in input.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[(n >> (18 - 6 * i)) as usize & 63]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    base64::engine::general_purpose::STANDARD.encode(input)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn destination(url: &str) -> Destination {
+        Destination::new(url.parse().unwrap())
+    }
 
     #[test]
     fn base64_matches_rfc4648_vectors() {
@@ -166,6 +157,24 @@ mod tests {
             assert_eq!(base64(input.as_bytes()), expected);
         }
         assert_eq!(basic_auth("Aladdin", Some("open sesame")), "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==");
+        assert_eq!(basic_auth("user", None), "Basic dXNlcjo=");
+    }
+
+    #[test]
+    fn userinfo_is_moved_out_of_the_url() {
+        let d = destination("https://us%40er:p%3Ass@h.example:8443/rpc");
+        assert_eq!(d.url.as_str(), "https://h.example:8443/rpc");
+        assert_eq!(d.host.as_ref().unwrap(), "h.example:8443");
+        // "us@er:p:ss"
+        assert_eq!(d.authorization.as_ref().unwrap(), "Basic dXNAZXI6cDpzcw==");
+        assert!(d.authorization.as_ref().unwrap().is_sensitive());
+        assert!(destination("https://h.example/rpc").authorization.is_none());
+    }
+
+    #[test]
+    fn authority_omits_default_port() {
+        assert_eq!(destination("https://h.example:443/rpc").host.unwrap(), "h.example");
+        assert_eq!(destination("http://[::1]:8545").host.unwrap(), "[::1]:8545");
     }
 
     #[test]
@@ -174,12 +183,14 @@ mod tests {
         assert!(is_authority_of(b"127.0.0.1:8545", &url));
         assert!(!is_authority_of(b"127.0.0.1", &url));
         assert!(!is_authority_of(b"127.0.0.1:85450", &url));
+        assert!(!is_authority_of(b"127.0.0.1:08545", &url));
         let url: Url = "https://h.example/rpc".parse().unwrap();
         assert!(is_authority_of(b"h.example", &url));
         assert!(!is_authority_of(b"h.example:443", &url));
         assert!(!is_authority_of(b"H.example", &url));
         for port in [1u16, 9, 10, 443, 8545, 65535] {
-            assert_eq!(decimal(port).as_slice(), port.to_string().as_bytes());
+            assert!(is_decimal_of(port.to_string().as_bytes(), port));
+            assert!(!is_decimal_of(format!("0{port}").as_bytes(), port));
         }
     }
 }

@@ -1,0 +1,305 @@
+//! `Session`: one request's state across its attempts, and the one place that decides what
+//! the request does next.
+
+use http::Extensions;
+use reqwest::{Request, Response};
+
+use crate::destination::HostRule;
+use crate::drain::discard;
+use crate::error::{Attempt, Error};
+use crate::event::Event;
+use crate::options::RequestOptions;
+use crate::permission::{self, Permission, Settled};
+use crate::replay::Replay;
+use crate::select::{self, Plan};
+use crate::shared::Shared;
+
+/// What a request ends with: a response and the index of the endpoint that produced it.
+pub(crate) type Outcome = Result<(Response, usize), reqwest_middleware::Error>;
+
+/// What the request does next.
+#[derive(Debug)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "moved once per attempt; a box would allocate on the healthy path"
+)]
+pub(crate) enum Step {
+    /// Send this request to the endpoint at this index.
+    Send(usize, Request),
+    /// Send nothing more.
+    Stop(Stop),
+}
+
+/// Why a request sends nothing more.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// Every endpoint of the plan has been tried or skipped.
+    NoCandidate,
+    /// An attempt failed, and the request may not fail over.
+    MayNotFailOver,
+    /// Failover wanted another endpoint, but the body is a stream that cannot be sent twice.
+    NotReplayable,
+}
+
+/// One request's state: plan, permission, replay copy and the tally of its attempts.
+///
+/// The session itself allocates nothing until an attempt does not return: the plan is inline
+/// for up to 64 endpoints, and the tally is made only then.
+pub(crate) struct Session<'a> {
+    shared: &'a Shared,
+    plan: Plan,
+    /// The caller's request, until the first attempt takes it.
+    first: Option<Request>,
+    /// The request's own choice, read from its options.
+    explicit: Option<Permission>,
+    /// Settled once, before the first attempt, and only when another endpoint could be tried.
+    permission: Option<Settled>,
+    /// What later attempts are made from; `None` when not needed or the body is a stream.
+    replay: Option<Replay>,
+    pub(crate) host: HostRule,
+    /// Attempts sent so far; the last one's number.
+    pub(crate) sent: u32,
+    /// Made when the first attempt does not return, so that the healthy path's future stays
+    /// small (the handle future is boxed by `async_trait`, and moved).
+    tally: Option<Box<Tally>>,
+}
+
+/// What the attempts that did not return left behind.
+#[derive(Default)]
+struct Tally {
+    /// Attempts that ended in an error, in order.
+    failed: Vec<Attempt>,
+    /// The latest trigger response and its endpoint, returned if nothing better comes.
+    retained: Option<(Response, usize)>,
+}
+
+impl<'a> Session<'a> {
+    /// Starts a request: reads its options and makes its plan. Fails, before anything is sent
+    /// or asked, when the request names an endpoint that is not configured.
+    pub(crate) fn start(
+        shared: &'a Shared,
+        req: Request,
+        ext: &Extensions,
+    ) -> Result<Self, reqwest_middleware::Error> {
+        let opts = RequestOptions::read(ext);
+        let plan = select::plan(&shared.slots, &opts, shared.eligible.as_deref())
+            .map_err(|unknown| mw(Error::unknown(unknown)))?;
+        Ok(Session {
+            shared,
+            plan,
+            host: HostRule::of(&req),
+            first: Some(req),
+            explicit: opts.permission,
+            permission: None,
+            replay: None,
+            sent: 0,
+            tally: None,
+        })
+    }
+
+    /// The one decision point: send to the next usable endpoint, or stop, and why.
+    pub(crate) fn next(&mut self) -> Step {
+        if self.sent > 0 && self.permission.is_some_and(|p| !p.allowed) {
+            return Step::Stop(Stop::MayNotFailOver);
+        }
+        let Some(i) = self.select() else { return Step::Stop(Stop::NoCandidate) };
+        let req = match self.first.take() {
+            Some(req) => self.settle(req),
+            None => match self.replay(i) {
+                Some(req) => req,
+                None => {
+                    let endpoint = self.shared.slots[i].id();
+                    self.shared.emit(|| Event::NotReplayable { endpoint });
+                    return Step::Stop(Stop::NotReplayable);
+                }
+            },
+        };
+        self.sent += 1;
+        Step::Send(i, req)
+    }
+
+    /// The next candidate of the plan not skipped now; skipped ones are never revisited.
+    fn select(&mut self) -> Option<usize> {
+        let shared = self.shared;
+        self.plan.by_ref().find(|&i| {
+            let slot = &shared.slots[i];
+            match select::skip_now(slot) {
+                None => true,
+                Some(_cooling) => {
+                    let endpoint = slot.id();
+                    shared.emit(|| Event::CooldownSkip { endpoint });
+                    false
+                }
+            }
+        })
+    }
+
+    /// Before the first attempt: permission is settled once, and only when another endpoint
+    /// could be tried; only then is the request copied for later attempts (the body is shared,
+    /// not copied).
+    fn settle(&mut self, mut req: Request) -> Request {
+        if self.plan.has_more() {
+            let settled = permission::resolve(self.explicit, self.shared.policy.as_ref(), &req);
+            if settled.allowed {
+                self.replay = Replay::prepare(&mut req);
+            }
+            self.permission = Some(settled);
+        }
+        req
+    }
+
+    /// A later attempt's request to endpoint `i`, or `None` when the body is a stream. The
+    /// last possible attempt takes the copy's headers instead of copying them.
+    fn replay(&mut self, i: usize) -> Option<Request> {
+        let copy = self.replay.take()?;
+        let url = self.shared.slots[i].destination.url();
+        if self.plan.has_more() {
+            let req = copy.request(url);
+            self.replay = Some(copy);
+            Some(req)
+        } else {
+            Some(copy.into_request(url))
+        }
+    }
+
+    /// A trigger response from endpoint `i`: it replaces (and drops) any older one.
+    pub(crate) fn retain(&mut self, i: usize, resp: Response) {
+        if let Some((old, _)) = self.tally().retained.replace((resp, i)) {
+            discard(old);
+        }
+    }
+
+    /// An attempt to endpoint `i` that ended in `error` (without its URL).
+    pub(crate) fn fail(&mut self, i: usize, error: reqwest_middleware::Error) {
+        let attempt = Attempt::new(self.shared.slots[i].id().clone(), error);
+        self.tally().failed.push(attempt);
+    }
+
+    fn tally(&mut self) -> &mut Tally {
+        self.tally.get_or_insert_default()
+    }
+
+    /// The request returns `resp`, from endpoint `i`.
+    pub(crate) fn returned(self, i: usize, resp: Response) -> (Response, usize) {
+        if let Some((old, _)) = self.tally.and_then(|t| t.retained) {
+            discard(old);
+        }
+        (resp, i)
+    }
+
+    /// The request stops: with the retained response, else with the failed attempts, else
+    /// (nothing was sent) with no usable endpoint.
+    pub(crate) fn stop(self, reason: Stop) -> Outcome {
+        let Some(tally) = self.tally else {
+            // Every attempt that does not return leaves a tally: nothing was sent.
+            debug_assert_eq!(reason, Stop::NoCandidate);
+            return Err(mw(Error::no_usable_endpoint()));
+        };
+        match tally.retained {
+            Some(retained) => Ok(retained),
+            None => Err(mw(Error::exhausted(tally.failed))),
+        }
+    }
+}
+
+fn mw(err: Error) -> reqwest_middleware::Error {
+    reqwest_middleware::Error::middleware(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Endpoint, ExcludedEndpoints, Failover};
+
+    fn failover(n: u16) -> Failover {
+        let eps = (1..=n).map(|i| Endpoint::new(format!("e{i}"), format!("http://127.0.0.1:{i}/")));
+        Failover::builder(eps).build().unwrap()
+    }
+
+    fn request(method: reqwest::Method, body: Option<reqwest::Body>) -> Request {
+        let mut req = Request::new(method, "http://127.0.0.1:1/".parse().unwrap());
+        *req.body_mut() = body;
+        req
+    }
+
+    fn sent_to(step: Step) -> usize {
+        match step {
+            Step::Send(i, _) => i,
+            Step::Stop(reason) => panic!("stopped: {reason:?}"),
+        }
+    }
+
+    fn stopped(step: Step) -> Stop {
+        match step {
+            Step::Send(i, _) => panic!("sent to {i}"),
+            Step::Stop(reason) => reason,
+        }
+    }
+
+    fn error() -> reqwest_middleware::Error {
+        reqwest_middleware::Error::middleware(std::io::Error::other("refused"))
+    }
+
+    #[test]
+    fn nothing_usable_stops_before_sending_with_no_usable_endpoint() {
+        let fo = failover(2);
+        let mut ext = Extensions::new();
+        ext.insert(ExcludedEndpoints(vec!["e1".into(), "e2".into()]));
+        let mut session = Session::start(fo.shared(), request(reqwest::Method::GET, None), &ext).unwrap();
+        assert_eq!(stopped(session.next()), Stop::NoCandidate);
+        let err = session.stop(Stop::NoCandidate).unwrap_err();
+        assert!(Error::from_middleware(&err).is_some_and(Error::is_no_usable_endpoint));
+    }
+
+    #[test]
+    fn a_denied_request_stops_after_its_first_attempt() {
+        let fo = failover(2);
+        let mut session =
+            Session::start(fo.shared(), request(reqwest::Method::POST, None), &Extensions::new()).unwrap();
+        assert_eq!(sent_to(session.next()), 0);
+        assert!(session.tally.is_none(), "nothing is made for the failover before it is needed");
+        let by_default = Settled { allowed: false, by: permission::Decided::ByDefault };
+        assert_eq!(session.permission, Some(by_default));
+        session.fail(0, error());
+        assert_eq!(stopped(session.next()), Stop::MayNotFailOver);
+        let err = session.stop(Stop::MayNotFailOver).unwrap_err();
+        assert_eq!(Error::from_middleware(&err).map(|e| e.attempts().len()), Some(1));
+    }
+
+    #[test]
+    fn an_allowed_request_goes_on_until_no_candidate_is_left() {
+        let fo = failover(2);
+        let mut session =
+            Session::start(fo.shared(), request(reqwest::Method::GET, None), &Extensions::new()).unwrap();
+        assert_eq!(sent_to(session.next()), 0);
+        session.fail(0, error());
+        assert_eq!(sent_to(session.next()), 1);
+        assert_eq!(session.sent, 2);
+        session.fail(1, error());
+        assert_eq!(stopped(session.next()), Stop::NoCandidate);
+        let err = session.stop(Stop::NoCandidate).unwrap_err();
+        assert_eq!(Error::from_middleware(&err).map(|e| e.attempts().len()), Some(2));
+    }
+
+    #[test]
+    fn a_single_endpoint_settles_no_permission_and_stops_for_want_of_candidates() {
+        let fo = failover(1);
+        let mut session =
+            Session::start(fo.shared(), request(reqwest::Method::GET, None), &Extensions::new()).unwrap();
+        assert_eq!(sent_to(session.next()), 0);
+        assert_eq!(session.permission, None, "permission is settled only when another endpoint exists");
+        session.fail(0, error());
+        assert_eq!(stopped(session.next()), Stop::NoCandidate);
+    }
+
+    #[test]
+    fn a_streaming_body_stops_as_not_replayable() {
+        let fo = failover(2);
+        let stream = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from_static(b"x"))]);
+        let req = request(reqwest::Method::GET, Some(reqwest::Body::wrap_stream(stream)));
+        let mut session = Session::start(fo.shared(), req, &Extensions::new()).unwrap();
+        assert_eq!(sent_to(session.next()), 0);
+        session.fail(0, error());
+        assert_eq!(stopped(session.next()), Stop::NotReplayable);
+    }
+}

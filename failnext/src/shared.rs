@@ -1,0 +1,36 @@
+//! `Shared`: what every request of one `Failover` (and its clones) reads and updates.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::cooldown::Cooldown;
+use crate::eligibility::Eligibility;
+use crate::endpoint::Endpoint;
+use crate::event::{Emitter, Event};
+use crate::judge::Triggers;
+use crate::permission::PolicyFn;
+use crate::slot::Slot;
+
+/// The validated configuration and the per-endpoint state, built once by the builder.
+pub(crate) struct Shared {
+    /// The endpoints as configured, for [`Failover::endpoints`](crate::Failover::endpoints);
+    /// every decision works on `slots`, which hold the same endpoints in the same order.
+    pub(crate) endpoints: Vec<Endpoint>,
+    pub(crate) slots: Vec<Slot>,
+    pub(crate) eligible: Option<Arc<dyn Eligibility>>,
+    pub(crate) policy: Option<PolicyFn>,
+    pub(crate) triggers: Triggers,
+    /// The rule each slot's health applies; kept here only to be shown by `Debug`.
+    pub(crate) cooldown: Cooldown,
+    pub(crate) attempt_timeout: Option<Duration>,
+    pub(crate) events: Emitter,
+}
+
+impl Shared {
+    /// Emits the event `event` builds, building it only when someone listens.
+    pub(crate) fn emit<'a>(&self, event: impl FnOnce() -> Event<'a>) {
+        if self.events.is_active() {
+            self.events.emit(&event());
+        }
+    }
+}

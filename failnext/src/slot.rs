@@ -1,0 +1,32 @@
+//! `Slot`: everything failnext keeps about one configured endpoint.
+
+use url::Url;
+
+use crate::cooldown::Cooldown;
+use crate::destination::Destination;
+use crate::endpoint::{Endpoint, EndpointId};
+use crate::health::Health;
+
+/// One endpoint: who it is, where its attempts go, and how healthy it is.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    pub(crate) endpoint: Endpoint,
+    pub(crate) destination: Destination,
+    pub(crate) health: Health,
+}
+
+impl Slot {
+    /// The slot of `endpoint`, whose URL passed validation as `url`.
+    pub(crate) fn new(endpoint: Endpoint, url: Url, cooldown: Cooldown) -> Slot {
+        Slot { endpoint, destination: Destination::new(url), health: Health::new(cooldown) }
+    }
+
+    pub(crate) fn id(&self) -> &EndpointId {
+        self.endpoint.id()
+    }
+}
+
+/// The position of the endpoint named `id`, if configured.
+pub(crate) fn position(slots: &[Slot], id: &str) -> Option<usize> {
+    slots.iter().position(|slot| slot.id().as_str() == id)
+}
