@@ -79,7 +79,7 @@ pub struct Config {
     /// How long to wait for connections and tasks to return to the baseline.
     pub settle_timeout: Duration,
     /// How much resident memory may exceed the baseline after the run, on top of what the
-    /// simulated chain keeps by design (see [`TX_ALLOWANCE`]).
+    /// simulated chain keeps by design (see [`TX_ALLOWANCE`](crate::soak::TX_ALLOWANCE)).
     pub memory_tolerance: u64,
 }
 

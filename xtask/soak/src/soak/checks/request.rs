@@ -1,5 +1,5 @@
 //! The checks of one request's log: it ended, its events, its eligibility questions, its
-//! dispatches, its timing; then [`rules`](super::rules) for its plan, order and result.
+//! dispatches, its timing; then [`rules`] for its plan, order and result.
 
 use failnext_examples::oracle::{self, Plan, Selection};
 
