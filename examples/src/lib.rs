@@ -1,13 +1,15 @@
 //! Shared code for the failnext examples: a local provider simulator ([`sim`]), the two
 //! providers an example talks to ([`Network`]), a tiny JSON-RPC client ([`call`], [`send`]),
 //! [`causes`] to print an error with its sources, and [`ensure`], which makes an example fail
-//! when what it shows did not happen.
+//! when what it shows did not happen. [`oracle`] states failnext's rules a second time, as pure
+//! functions, for the test suites, the soak and the demo to judge the middleware against.
 
 mod check;
 pub mod demo;
 mod jsonrpc;
 pub mod monitoring;
 mod network;
+pub mod oracle;
 mod report;
 pub mod sim;
 

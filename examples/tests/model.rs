@@ -9,8 +9,9 @@
 //! unknown id) and body kind (none, bytes, stream).
 //!
 //! Every request runs through the real middleware against the real servers, and what happened
-//! is compared with [`Model`], a small pure statement of the rules in the crate documentation
-//! and the Go behaviour catalogue: the attempt sequence (a per-attempt middleware logs every
+//! is compared with what the rules oracle (`failnext_examples::oracle`, the pure statement of
+//! the rules in the crate documentation and the Go behaviour catalogue) says, driven by
+//! [`Model`] (script positions and cooldown state across requests): the attempt sequence (a per-attempt middleware logs every
 //! attempt, refused ones included), the exact event sequence from `on_event`, the result
 //! (status, `ServedBy` and the body of the very response the model expects, or the error kind
 //! with its attempt list), the eligibility questions asked, the policy calls, what each server
@@ -31,6 +32,9 @@ use std::time::Duration;
 use failnext::{
     AttemptOutcome, Cooldown, Endpoint, EndpointId, Event, Failover, Permission, RequestBuilderExt,
     ResultOutcome, ServedBy,
+};
+use failnext_examples::oracle::{
+    self, Attempted, CooldownState, Expected, PermissionQuery, Plan, Triggers, Walk,
 };
 use failnext_loopback::raw::{Action, AttemptLog, RawServer, Received, Refused, lock, response};
 use proptest::prelude::*;
@@ -211,18 +215,18 @@ struct Observed {
 
 // ===== the reference model =====
 
-/// The rules, as pure state: per-endpoint scripts, failure streaks and cooling flags.
+/// The state the rules need across requests: per-endpoint script positions and cooldowns.
+/// What each request must do comes from the rules oracle.
 struct Model<'a> {
     case: &'a Case,
     hits: Vec<usize>,
-    streak: Vec<u32>,
-    cooling: Vec<bool>,
+    cooldown: Vec<CooldownState>,
 }
 
 impl<'a> Model<'a> {
     fn new(case: &'a Case) -> Model<'a> {
         let n = case.endpoints.len();
-        Model { case, hits: vec![0; n], streak: vec![0; n], cooling: vec![false; n] }
+        Model { case, hits: vec![0; n], cooldown: vec![CooldownState::new(case.threshold); n] }
     }
 
     /// What one request must do, updating cooldown state and script positions.
@@ -235,86 +239,51 @@ impl<'a> Model<'a> {
             events: vec![],
             outcome: Outcome::NoUsable,
         };
-        // Unknown ids fail the request before anything is asked: exclusions first, in order.
-        let index = |s: &str| (0..n).find(|&i| id(i) == s);
-        let unknown = req.excluded.iter().chain(&req.preferred).find(|s| index(s).is_none());
-        if let Some(unknown) = unknown {
-            return self.finish(out, Outcome::Unknown(unknown.clone()));
-        }
-        // Consideration order: configured order minus excluded minus ineligible (asked once,
-        // frozen), then the preferred endpoint, if it survived, moved to the front.
-        let excluded = |i: usize| req.excluded.iter().any(|e| *e == id(i));
-        out.asked = (0..n).filter(|&i| !excluded(i)).collect();
-        let mut order: Vec<usize> = out.asked.iter().copied().filter(|&i| req.eligible[i]).collect();
-        if let Some(p) = req.preferred.as_deref().and_then(index) {
-            if let Some(pos) = order.iter().position(|&i| i == p) {
-                order.remove(pos);
-                order.insert(0, p);
-            }
-        }
-        let mut order = order.into_iter().peekable();
-        let Some(mut current) = self.admit(&mut order, &mut out.events) else {
-            return self.finish(out, Outcome::NoUsable);
+        let ids: Vec<String> = (0..n).map(id).collect();
+        let excluded = req.excluded.iter().map(String::as_str);
+        let selection = match oracle::resolve(&ids, excluded, req.preferred.as_deref()) {
+            Ok(selection) => selection,
+            Err(unknown) => return self.finish(out, Outcome::Unknown(unknown.to_owned())),
         };
-        // Permission is settled once, only when another endpoint could follow.
-        let may_continue = order.peek().is_some() && {
-            match (req.explicit, self.case.policy) {
-                (Some(Permission::Allow), _) => true,
-                (Some(Permission::Deny), _) => false,
-                (_, Policy::Returns(answer)) => {
-                    out.policy_calls += 1;
-                    match answer {
-                        Permission::Allow => true,
-                        Permission::Deny => false,
-                        Permission::Defer => !req.post,
-                    }
+        let plan = Plan::new(n, &selection, |i| req.eligible[i]);
+        out.asked = plan.asked().to_vec();
+        let policy = match self.case.policy {
+            Policy::Absent => None,
+            Policy::Returns(answer) => Some(answer),
+        };
+        let method = if req.post { "POST" } else { "GET" };
+        let permission = PermissionQuery { explicit: req.explicit, policy, method };
+        let triggers = Triggers::new(self.case.extra_triggers.iter().copied());
+        let mut walk = Walk::new(&plan, permission, req.body != BodyKind::Stream, triggers);
+        let mut hits = Vec::new();
+        let finish = loop {
+            match walk.next(|i| self.cooldown[i].is_cooling()) {
+                oracle::Step::Skip(i) => out.events.push(Ev::Skip(i, true)),
+                oracle::Step::Attempt { endpoint, number } => {
+                    out.attempts.push(endpoint);
+                    let (result, hit) = self.attempt(endpoint);
+                    out.events.push(Ev::Attempt(endpoint, number, result.clone()));
+                    let attempted = match result {
+                        AttemptResult::Status(s) => Attempted::Status(s),
+                        AttemptResult::Connect | AttemptResult::OtherError => Attempted::Error,
+                    };
+                    self.cooldown[endpoint].record(oracle::cooldown_evidence(attempted));
+                    walk.record(attempted);
+                    hits.push(hit);
                 }
-                (_, Policy::Absent) => !req.post,
+                oracle::Step::NotReplayable(i) => out.events.push(Ev::NotReplayable(i)),
+                oracle::Step::Finish(finish) => break finish,
             }
         };
-        let mut retained = None;
-        let mut failed = Vec::new();
-        for number in 1.. {
-            out.attempts.push(current);
-            let (result, hit) = self.attempt(current);
-            out.events.push(Ev::Attempt(current, number, result.clone()));
-            match result {
-                AttemptResult::Status(status) => {
-                    self.record(current, (502..=504).contains(&status));
-                    let outcome = Outcome::Response { endpoint: current, hit, status };
-                    if !self.is_trigger(status) {
-                        return self.finish(out, outcome);
-                    }
-                    retained = Some(outcome);
-                }
-                AttemptResult::Connect | AttemptResult::OtherError => {
-                    self.record(current, true);
-                    failed.push(current);
-                }
+        out.policy_calls = walk.settlement().map_or(0, |s| usize::from(s.policy_asked));
+        let outcome = match finish.result {
+            Expected::Response { attempt, endpoint, status } => {
+                Outcome::Response { endpoint, hit: hits[attempt], status }
             }
-            if !may_continue {
-                break;
-            }
-            let Some(next) = self.admit(&mut order, &mut out.events) else { break };
-            if req.body == BodyKind::Stream {
-                out.events.push(Ev::NotReplayable(next));
-                break;
-            }
-            current = next;
-        }
-        self.finish(out, retained.unwrap_or(Outcome::Failover(failed)))
-    }
-
-    /// The next candidate not cooling now; cooling ones are skipped for good.
-    fn admit(&self, order: &mut impl Iterator<Item = usize>, events: &mut Vec<Ev>) -> Option<usize> {
-        for i in order {
-            if self.case.threshold.is_some() && self.cooling[i] {
-                events.push(Ev::Skip(i, true));
-                continue;
-            }
-            return Some(i);
-        }
-        None
+            Expected::NoUsableEndpoint => Outcome::NoUsable,
+            Expected::Failover(endpoints) => Outcome::Failover(endpoints),
+        };
+        self.finish(out, outcome)
     }
 
     fn attempt(&mut self, i: usize) -> (AttemptResult, usize) {
@@ -331,25 +300,6 @@ impl<'a> Model<'a> {
         }
     }
 
-    fn is_trigger(&self, status: u16) -> bool {
-        (502..=504).contains(&status) || self.case.extra_triggers.contains(&status)
-    }
-
-    /// Cooldown evidence: errors and 502-504 extend the streak (never while cooling, and the
-    /// duration never runs out here), anything else resets it without ending a cooldown.
-    fn record(&mut self, i: usize, failure: bool) {
-        let Some(threshold) = self.case.threshold else { return };
-        if !failure {
-            self.streak[i] = 0;
-        } else if !self.cooling[i] {
-            self.streak[i] += 1;
-            if self.streak[i] >= threshold {
-                self.streak[i] = 0;
-                self.cooling[i] = true;
-            }
-        }
-    }
-
     fn finish(&self, mut out: Observed, outcome: Outcome) -> Observed {
         let endpoint = match outcome {
             Outcome::Response { endpoint, .. } => Some(endpoint),
@@ -361,7 +311,7 @@ impl<'a> Model<'a> {
     }
 
     fn is_cooling(&self, i: usize) -> bool {
-        self.case.threshold.is_some() && self.cooling[i]
+        self.cooldown[i].is_cooling()
     }
 }
 

@@ -34,6 +34,9 @@
 //! ```
 
 mod checks;
+mod config;
+mod exchange;
+mod phase;
 mod record;
 mod report;
 mod schedule;
@@ -41,134 +44,24 @@ mod watch;
 
 use std::fmt;
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use failnext::{Cooldown, Failover, RequestBuilderExt, ResponseExt};
+use failnext::{Cooldown, Failover};
 use failnext_blocklag::Monitor;
 use failnext_examples::SIM_CHAIN_ID;
-use failnext_examples::sim::{Behaviour, Chain, Provider};
-use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use failnext_examples::sim::{Chain, Provider};
 use reqwest_middleware::ClientWithMiddleware;
 
+pub use config::{Config, Profile};
 pub use report::Report;
 
-use checks::{BodyEnd, Check, Finished, Limits, Outcome, Tally, TypedError, Violations};
-use failnext_loopback::resources::Usage;
-use record::{Dispatch, Endpoints, ErrorKind, HookStats, RecordedEligibility, RequestLog};
-use schedule::{Cancel, Kind, RequestSpec, Unknown};
-use watch::{Background, Observed, Settings};
-
-/// Which preset a soak starts from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Profile {
-    /// A few thousand requests; well under a minute in a debug build. Run by `cargo xtask ci`.
-    Ci,
-    /// 200 000 requests at concurrency 64; about two minutes in release. Run by
-    /// `cargo xtask soak`.
-    Full,
-}
-
-impl Profile {
-    /// `ci` or `full`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Profile::Ci => "ci",
-            Profile::Full => "full",
-        }
-    }
-}
-
-impl std::str::FromStr for Profile {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Profile, String> {
-        match s {
-            "ci" => Ok(Profile::Ci),
-            "full" => Ok(Profile::Full),
-            other => Err(format!("unknown profile {other:?}: expected ci or full")),
-        }
-    }
-}
-
-/// Settings of one soak run. [`Config::new`] fills them from a profile; every field may be
-/// changed afterwards.
-#[derive(Clone, Debug)]
-pub struct Config {
-    /// The preset these settings came from (shown in the report).
-    pub profile: Profile,
-    /// Seed of the request mix and of the fault and check schedules.
-    pub seed: u64,
-    /// Requests of the main phase.
-    pub requests: u64,
-    /// Requests of the warm-up phase, before the resource baseline is taken.
-    pub warmup_requests: u64,
-    /// Requests in flight at once.
-    pub concurrency: usize,
-    /// Simulated providers (endpoints), `p0` first.
-    pub providers: usize,
-    /// failnext's per-attempt deadline; bounds every hang.
-    pub attempt_timeout: Duration,
-    /// The monitor's probe timeout.
-    pub probe_timeout: Duration,
-    /// Pause between two monitor checks.
-    pub check_interval: Duration,
-    /// Range of the pause between two fault switches, in milliseconds.
-    pub fault_wait_ms: (u64, u64),
-    /// failnext's cooldown: consecutive failures and duration.
-    pub cooldown: (u32, Duration),
-    /// The monitor's `max_lag`.
-    pub max_lag: u64,
-    /// Block time of the simulated chain.
-    pub block_time: Duration,
-    /// Each worker pauses up to this long before a request (none for three in ten), as a bot
-    /// between calls; with `concurrency` this sets the request rate.
-    pub think_max: Duration,
-    /// Cancelled requests are dropped after a delay drawn in `0..=cancel_window`.
-    pub cancel_window: Duration,
-    /// Scheduling slack allowed on top of `attempt_timeout` and `probe_timeout` when judging
-    /// that attempts and checks are bounded, on a loaded machine.
-    pub timing_slack: Duration,
-    /// A request not finished after this long counts as hung (a violation).
-    pub safety_bound: Duration,
-    /// How long to wait for connections and tasks to return to the baseline.
-    pub settle_timeout: Duration,
-    /// How much resident memory may exceed the baseline after the run, on top of what the
-    /// simulated chain keeps by design (see [`TX_ALLOWANCE`]).
-    pub memory_tolerance: u64,
-}
-
-impl Config {
-    /// The preset of `profile`, with `seed`.
-    pub fn new(profile: Profile, seed: u64) -> Config {
-        let (requests, warmup_requests) = match profile {
-            Profile::Ci => (5_000, 1_000),
-            Profile::Full => (200_000, 10_000),
-        };
-        Config {
-            profile,
-            seed,
-            requests,
-            warmup_requests,
-            concurrency: 64,
-            providers: 4,
-            attempt_timeout: Duration::from_millis(250),
-            probe_timeout: Duration::from_millis(250),
-            check_interval: Duration::from_millis(100),
-            fault_wait_ms: (5, 60),
-            cooldown: (3, Duration::from_millis(150)),
-            max_lag: 2,
-            block_time: Duration::from_millis(250),
-            think_max: Duration::from_millis(20),
-            cancel_window: Duration::from_millis(400),
-            timing_slack: Duration::from_secs(2),
-            safety_bound: Duration::from_secs(30),
-            settle_timeout: Duration::from_secs(15),
-            memory_tolerance: 32 * 1024 * 1024,
-        }
-    }
-}
+use checks::{Check, Limits, Tally, Violations};
+use config::ADDITIONAL_TRIGGER;
+use phase::{SimCounts, absorb, phase, settle};
+use record::{Dispatch, Endpoints, HookStats, RecordedEligibility};
+use watch::{Observed, Settings};
 
 /// A soak that could not run at all (not a violation: nothing was checked).
 #[derive(Debug)]
@@ -189,16 +82,16 @@ impl From<io::Error> for SetupError {
 }
 
 /// What every request needs.
-struct Ctx {
-    client: ClientWithMiddleware,
-    endpoints: Endpoints,
+pub(crate) struct Ctx {
+    pub(crate) client: ClientWithMiddleware,
+    pub(crate) endpoints: Endpoints,
     /// The URL requests are built with: the first provider's.
-    url: String,
-    seed: u64,
-    think_ms: u64,
-    cancel_window: Duration,
-    safety_bound: Duration,
-    limits: Limits,
+    pub(crate) url: String,
+    pub(crate) seed: u64,
+    pub(crate) think_ms: u64,
+    pub(crate) cancel_window: Duration,
+    pub(crate) safety_bound: Duration,
+    pub(crate) limits: Limits,
 }
 
 /// Runs a soak with `config` and reports what it saw. Needs a multi-threaded tokio runtime
@@ -248,7 +141,7 @@ pub async fn run(config: Config) -> Result<Report, SetupError> {
             endpoints: endpoints.clone(),
             stats: stats.clone(),
         })
-        .additional_trigger_status_codes([http::StatusCode::TOO_MANY_REQUESTS])
+        .additional_trigger_status_codes([ADDITIONAL_TRIGGER])
         .cooldown(Cooldown::new(config.cooldown.0, config.cooldown.1))
         .attempt_timeout(config.attempt_timeout)
         .on_event(hook)
@@ -354,276 +247,6 @@ pub async fn run(config: Config) -> Result<Report, SetupError> {
 /// Bytes allowed per transaction the simulated chain stores: its 66-byte hash as a `String`
 /// (an 80-byte allocation), a hash-map slot, and the map's doubling when it grows.
 pub const TX_ALLOWANCE: u64 = 256;
-
-/// What one phase produced.
-struct PhaseResult {
-    violations: Violations,
-    tally: Tally,
-    seen: Observed,
-    sim: SimCounts,
-}
-
-/// Calls of each soak method the simulated providers received, summed over providers.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct SimCounts {
-    pub(crate) reads: u64,
-    pub(crate) writes: u64,
-    pub(crate) streams: u64,
-}
-
-fn absorb(p: PhaseResult, v: &mut Violations, t: &mut Tally, seen: &mut Observed, sim: &mut SimCounts) {
-    v.merge(p.violations);
-    t.merge(p.tally);
-    seen.merge(p.seen);
-    sim.reads += p.sim.reads;
-    sim.writes += p.sim.writes;
-    sim.streams += p.sim.streams;
-}
-
-/// One phase: `count` requests from id `first`, with faults, checks and observers running.
-async fn phase(
-    ctx: &Arc<Ctx>,
-    settings: &Settings,
-    providers: &[Provider],
-    monitor: &Monitor,
-    first: u64,
-    count: u64,
-    concurrency: usize,
-) -> PhaseResult {
-    // Every provider starts healthy, with a provider's usual latency.
-    let mut rng = schedule::Rng::derive(ctx.seed ^ first, 0x1A7E);
-    for p in providers {
-        p.reset_counts();
-        // A failure to rebind after `Down` leaves the provider down: a fault like any other.
-        let _ = p.set(Behaviour::Slow(rng.millis(10, 120))).await;
-    }
-    let background = Background::start(settings, providers, monitor, first);
-    let next = Arc::new(AtomicU64::new(first));
-    let end = first + count;
-    let mut workers = tokio::task::JoinSet::new();
-    for _ in 0..concurrency.max(1) {
-        let (ctx, next) = (ctx.clone(), next.clone());
-        workers.spawn(async move {
-            let n = ctx.endpoints.len();
-            let mut v = Violations::default();
-            let mut t = Tally::default();
-            loop {
-                let id = next.fetch_add(1, Ordering::Relaxed);
-                if id >= end {
-                    break;
-                }
-                let spec = RequestSpec::draw(ctx.seed, id, n, ctx.cancel_window, ctx.think_ms);
-                if !spec.think.is_zero() {
-                    tokio::time::sleep(spec.think).await;
-                }
-                let finished = run_request(&ctx, spec).await;
-                checks::analyse(&finished, n, ctx.limits, &mut v, &mut t);
-            }
-            (v, t)
-        });
-    }
-    let mut violations = Violations::default();
-    let mut tally = Tally::default();
-    while let Some(joined) = workers.join_next().await {
-        violations.checked(Check::Panics, 1);
-        match joined {
-            Ok((v, t)) => {
-                violations.merge(v);
-                tally.merge(t);
-            }
-            Err(e) => violations.add(Check::Panics, format!("worker task: {e}")),
-        }
-    }
-    let seen = background.stop(providers, &mut violations).await;
-    let sum = |method: &str| providers.iter().map(|p| p.count(method)).sum::<u64>();
-    let sim = SimCounts { reads: sum("eth_call"), writes: sum(WRITE_METHOD), streams: sum("eth_getBalance") };
-    judge_sim_counts(&sim, &tally, &mut violations);
-    PhaseResult { violations, tally, seen, sim }
-}
-
-const WRITE_METHOD: &str = "eth_sendRawTransaction";
-
-/// What providers received lies between what got an HTTP response and what was dispatched;
-/// a write or a streaming body was dispatched at most once per request.
-fn judge_sim_counts(sim: &SimCounts, t: &Tally, v: &mut Violations) {
-    let rows = [
-        ("writes", t.write_responses, sim.writes, t.write_dispatches, Some(t.write_requests)),
-        ("streams", t.stream_responses, sim.streams, t.stream_dispatches, Some(t.stream_requests)),
-        ("reads", t.read_responses, sim.reads, t.read_dispatches, None),
-    ];
-    for (what, responses, received, dispatched, requests) in rows {
-        let ok = responses <= received && received <= dispatched && requests.is_none_or(|r| dispatched <= r);
-        v.expect(Check::SimCounts, ok, || {
-            format!(
-                "{what}: {responses} answered <= {received} received <= {dispatched} dispatched <= {requests:?} requests fails"
-            )
-        });
-    }
-}
-
-/// Waits until connections (and tasks) are back to `target` (to zero connections and a steady
-/// task count when there is no target yet), then reads the usage.
-async fn settle(ports: &[u16], target: Option<Usage>, limit: Duration) -> Usage {
-    let deadline = Instant::now() + limit;
-    let mut previous: Option<Usage> = None;
-    let mut steady = 0;
-    loop {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let now = Usage::now(ports);
-        let done = match target {
-            Some(t) => now.connections == t.connections && now.tasks == t.tasks,
-            None => {
-                let idle = now.connections.is_none_or(|c| c.client == 0 && c.server == 0);
-                steady = if previous.is_some_and(|p| p.tasks == now.tasks) { steady + 1 } else { 0 };
-                idle && steady >= 5
-            }
-        };
-        previous = Some(now);
-        if done || Instant::now() >= deadline {
-            return now;
-        }
-    }
-}
-
-/// Sends one request as its spec says, within its log's scope, and collects how it ended.
-async fn run_request(ctx: &Ctx, spec: RequestSpec) -> Finished {
-    let log = Arc::new(RequestLog::default());
-    let state = Arc::new(Mutex::new(Ended::default()));
-    let exchange = record::scope(log.clone(), exchange(ctx, &spec, state.clone()));
-    let bounded = async {
-        match spec.cancel {
-            Cancel::Never => {
-                exchange.await;
-                false
-            }
-            Cancel::After(deadline) => tokio::time::timeout(deadline, exchange).await.is_err(),
-        }
-    };
-    let (hung, cancelled) = match tokio::time::timeout(ctx.safety_bound, bounded).await {
-        Ok(cancelled) => (false, cancelled),
-        Err(_) => (true, false),
-    };
-    let Ended { outcome, body, send_elapsed } =
-        std::mem::take(&mut *state.lock().unwrap_or_else(|p| p.into_inner()));
-    let body = match body {
-        None if cancelled && outcome.is_some() => Some(BodyEnd::Cancelled),
-        body => body,
-    };
-    Finished { spec, entries: log.take(), outcome, body, hung, send_elapsed }
-}
-
-/// What a request got so far; written as it goes, so a dropped request keeps what it had.
-#[derive(Debug, Default)]
-struct Ended {
-    outcome: Option<Outcome>,
-    body: Option<BodyEnd>,
-    send_elapsed: Option<Duration>,
-}
-
-async fn exchange(ctx: &Ctx, spec: &RequestSpec, state: Arc<Mutex<Ended>>) {
-    let update = |f: &mut dyn FnMut(&mut Ended)| f(&mut state.lock().unwrap_or_else(|p| p.into_inner()));
-    let started = Instant::now();
-    let sent = build(ctx, spec).send().await;
-    let took = started.elapsed();
-    update(&mut |e| e.send_elapsed = Some(took));
-    let response = match sent {
-        Ok(resp) => resp,
-        Err(err) => {
-            let typed = failnext::Error::from_middleware(&err).map(|e| {
-                if e.is_no_usable_endpoint() {
-                    TypedError::NoUsable
-                } else if e.is_unknown_endpoint() {
-                    TypedError::Unknown
-                } else {
-                    let listed = e.attempts().iter().map(|a| ctx.endpoints.by_id(a.endpoint().as_str()));
-                    TypedError::Failover(listed.collect())
-                }
-            });
-            let mut outcome = Some(Outcome::Error(typed));
-            update(&mut |e| e.outcome = outcome.take());
-            return;
-        }
-    };
-    let served_by = response.served_by().and_then(|id| ctx.endpoints.by_id(id.as_str()));
-    let status = response.status().as_u16();
-    update(&mut |e| e.outcome = Some(Outcome::Response { status, served_by }));
-    let mut body = Some(match response.bytes().await {
-        Ok(bytes) => {
-            BodyEnd::Read { duplicate_write: spec.kind.is_write() && contains(&bytes, b"already known") }
-        }
-        Err(e) => BodyEnd::Error(ErrorKind::of(&reqwest_middleware::Error::Reqwest(e))),
-    });
-    update(&mut |e| e.body = body.take());
-}
-
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle)
-}
-
-const UNKNOWN_ID: &str = "not-configured";
-
-fn build(ctx: &Ctx, spec: &RequestSpec) -> reqwest_middleware::RequestBuilder {
-    let mut b = ctx.client.post(&ctx.url).header(CONTENT_TYPE, "application/json");
-    b = match spec.kind {
-        Kind::Read => b.body(read_body(spec.id)).allow_failover(),
-        Kind::WriteDenied => b.body(write_body(ctx.seed, spec.id)).deny_failover(),
-        Kind::WriteDefault => b.body(write_body(ctx.seed, spec.id)),
-        Kind::Stream => {
-            let body = stream_body(spec.id).into_bytes();
-            let len = body.len();
-            // The simulator reads `Content-Length` bodies only; hyper keeps a length set by
-            // the caller and sends the stream with it.
-            b.header(CONTENT_LENGTH, len)
-                .body(streaming(body, spec.chunks, spec.pause_between_chunks))
-                .allow_failover()
-        }
-    };
-    if !spec.excluded.is_empty() {
-        b = b.exclude_endpoints(spec.excluded.iter().map(|i| ctx.endpoints.ids[*i].clone()));
-    }
-    if let Some(p) = spec.preferred {
-        b = b.prefer_endpoint(ctx.endpoints.ids[p].clone());
-    }
-    match spec.unknown {
-        Some(Unknown::Excluded) => b.exclude_endpoints([UNKNOWN_ID]),
-        Some(Unknown::Preferred) => b.prefer_endpoint(UNKNOWN_ID),
-        None => b,
-    }
-}
-
-fn read_body(id: u64) -> String {
-    format!(
-        r#"{{"jsonrpc":"2.0","id":{id},"method":"eth_call","params":[{{"to":"0x000000000000000000000000000000000000dead","data":"0x"}},"latest"]}}"#
-    )
-}
-
-/// A write whose raw transaction is unique to this run and request, so the chain would answer
-/// "already known" if it ever arrived twice.
-fn write_body(seed: u64, id: u64) -> String {
-    format!(
-        r#"{{"jsonrpc":"2.0","id":{id},"method":"{WRITE_METHOD}","params":["0x02{seed:016x}{id:016x}"]}}"#
-    )
-}
-
-fn stream_body(id: u64) -> String {
-    format!(
-        r#"{{"jsonrpc":"2.0","id":{id},"method":"eth_getBalance","params":["0x000000000000000000000000000000000000beef","latest"]}}"#
-    )
-}
-
-/// `body` as a stream of `chunks` pieces, optionally pausing between them.
-fn streaming(body: Vec<u8>, chunks: usize, pause: bool) -> reqwest::Body {
-    use futures::StreamExt;
-    let size = body.len().div_ceil(chunks.max(1)).max(1);
-    let pieces: Vec<Vec<u8>> = body.chunks(size).map(<[u8]>::to_vec).collect();
-    let stream = futures::stream::iter(pieces.into_iter().enumerate()).then(move |(i, piece)| async move {
-        if pause && i > 0 {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-        Ok::<_, io::Error>(piece)
-    });
-    reqwest::Body::wrap_stream(stream)
-}
 
 #[cfg(test)]
 mod tests {

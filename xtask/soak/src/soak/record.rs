@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use failnext::{AttemptOutcome, Eligibility, EndpointId, Event, ResultOutcome};
 use failnext_blocklag::Monitor;
+use failnext_examples::oracle::Attempted;
 use http::Extensions;
 use reqwest::{Request, Response};
 use reqwest_middleware::{Middleware, Next};
@@ -51,6 +52,16 @@ impl Endpoints {
 pub(crate) enum AttemptEnd {
     Status(u16),
     Error(ErrorKind),
+}
+
+impl AttemptEnd {
+    /// The outcome as the rules oracle sees it.
+    pub(crate) fn attempted(self) -> Attempted {
+        match self {
+            AttemptEnd::Status(s) => Attempted::Status(s),
+            AttemptEnd::Error(_) => Attempted::Error,
+        }
+    }
 }
 
 /// The kind of a transport error, for the tallies.

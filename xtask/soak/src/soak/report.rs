@@ -3,9 +3,10 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::soak::checks::{Check, Tally, Violations, is_trigger};
+use crate::soak::Config;
+use crate::soak::checks::{Check, Tally, Violations, triggers};
+use crate::soak::phase::SimCounts;
 use crate::soak::watch::{Observed, SLOW_ELIGIBLE};
-use crate::soak::{Config, SimCounts};
 use failnext_loopback::resources::Usage;
 
 /// Everything a soak run saw. `Display` prints it as tables; [`violations`](Report::violations)
@@ -134,8 +135,9 @@ impl fmt::Display for Report {
         )?;
 
         writeln!(f, "\nOutcomes (one per request)")?;
+        let triggers = triggers();
         for (status, n) in &t.responses {
-            let note = if is_trigger(*status) { " (retained trigger)" } else { "" };
+            let note = if triggers.is_trigger(*status) { " (retained trigger)" } else { "" };
             row(f, &format!("response {status}{note}"), n)?;
         }
         row(f, "error: failover (every attempt failed)", t.errors_failover)?;

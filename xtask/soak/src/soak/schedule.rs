@@ -9,6 +9,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use failnext::Permission;
+use failnext_examples::oracle::PermissionQuery;
 use failnext_examples::sim::Behaviour;
 
 /// SplitMix64: tiny, fast, and good enough to drive a test schedule.
@@ -84,9 +86,29 @@ pub(crate) enum Kind {
 impl Kind {
     pub(crate) const ALL: [Kind; 4] = [Kind::Read, Kind::WriteDenied, Kind::WriteDefault, Kind::Stream];
 
-    /// Whether failnext may fail this request over.
+    /// The request-scoped permission it is sent with.
+    pub(crate) fn permission(self) -> Option<Permission> {
+        match self {
+            Kind::Read | Kind::Stream => Some(Permission::Allow),
+            Kind::WriteDenied => Some(Permission::Deny),
+            Kind::WriteDefault => None,
+        }
+    }
+
+    /// What it brings to the permission rule: every soak request is a POST, and the soak
+    /// configures no permission policy.
+    pub(crate) fn permission_query(self) -> PermissionQuery<'static> {
+        PermissionQuery { explicit: self.permission(), policy: None, method: "POST" }
+    }
+
+    /// Whether failnext may fail this request over, by the rules oracle.
     pub(crate) fn allowed(self) -> bool {
-        matches!(self, Kind::Read | Kind::Stream)
+        self.permission_query().settle().may_fail_over
+    }
+
+    /// Whether its body can be replayed (a streaming body cannot).
+    pub(crate) fn replayable(self) -> bool {
+        self != Kind::Stream
     }
 
     pub(crate) fn is_write(self) -> bool {
@@ -133,6 +155,9 @@ pub(crate) struct RequestSpec {
     pub(crate) think: Duration,
 }
 
+/// The id a request names when it names an unconfigured endpoint.
+pub(crate) const UNKNOWN_ID: &str = "not-configured";
+
 /// Where a request names an unconfigured endpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Unknown {
@@ -141,6 +166,22 @@ pub(crate) enum Unknown {
 }
 
 impl RequestSpec {
+    /// The ids it excludes, among the configured `ids`: its exclusions, then the unknown id
+    /// when it excludes one.
+    pub(crate) fn excluded_ids<'a>(&self, ids: &'a [String]) -> Vec<&'a str> {
+        let configured = self.excluded.iter().map(|i| ids[*i].as_str());
+        let unknown = (self.unknown == Some(Unknown::Excluded)).then_some(UNKNOWN_ID);
+        configured.chain(unknown).collect()
+    }
+
+    /// The id it prefers, among the configured `ids` (the unknown one replaces its preference).
+    pub(crate) fn preferred_id<'a>(&self, ids: &'a [String]) -> Option<&'a str> {
+        match self.unknown {
+            Some(Unknown::Preferred) => Some(UNKNOWN_ID),
+            _ => self.preferred.map(|p| ids[p].as_str()),
+        }
+    }
+
     /// Draws request `id` of a run with `seed` over `endpoints` endpoints.
     pub(crate) fn draw(
         seed: u64,
