@@ -16,7 +16,8 @@ usage: demo [--seconds N] [--rpc URL]...
 
   --seconds N   run for N seconds (default 20)
   --rpc URL     a real provider instead of the simulator; repeat for up to three, in
-                priority order (http:// only: the examples are built without TLS)";
+                priority order (https:// needs the `tls` feature, which `cargo xtask demo`
+                turns on for an https URL)";
 
 struct Args {
     seconds: Option<f64>,

@@ -11,8 +11,8 @@ pub const DEFAULT_DURATION: Duration = Duration::from_secs(20);
 /// fields as needed.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// Real provider URLs in priority order (one to three, `http://` only, since the examples
-    /// are built without TLS). Empty: three simulated providers with scripted faults.
+    /// Real provider URLs in priority order (one to three; `https://` needs the crate's `tls`
+    /// feature). Empty: three simulated providers with scripted faults.
     pub rpc: Vec<String>,
     /// How long the bot runs; the simulated fault timeline is scaled to it.
     pub duration: Duration,
