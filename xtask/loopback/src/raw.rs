@@ -106,6 +106,7 @@ impl Script {
 pub struct RawServer {
     addr: SocketAddr,
     accepted: Arc<AtomicUsize>,
+    open: Arc<AtomicUsize>,
     task: JoinHandle<()>,
 }
 
@@ -119,7 +120,8 @@ impl RawServer {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.expect("bind loopback listener");
         let addr = listener.local_addr().expect("listener address");
         let accepted = Arc::new(AtomicUsize::new(0));
-        let count = accepted.clone();
+        let open = Arc::new(AtomicUsize::new(0));
+        let (count, live) = (accepted.clone(), open.clone());
         let task = tokio::spawn(async move {
             // Dropping the set (when this task is aborted) aborts every connection task.
             let mut connections = JoinSet::new();
@@ -127,13 +129,19 @@ impl RawServer {
                 tokio::select! {
                     Ok((stream, _)) = listener.accept() => {
                         count.fetch_add(1, Ordering::SeqCst);
-                        connections.spawn(run(stream, script.clone()));
+                        live.fetch_add(1, Ordering::SeqCst);
+                        let open = Open(live.clone());
+                        let script = script.clone();
+                        connections.spawn(async move {
+                            let _open = open;
+                            run(stream, script).await
+                        });
                     }
                     Some(_) = connections.join_next(), if !connections.is_empty() => {}
                 }
             }
         });
-        RawServer { addr, accepted, task }
+        RawServer { addr, accepted, open, task }
     }
 
     /// The bound address.
@@ -149,6 +157,20 @@ impl RawServer {
     /// Connections accepted so far.
     pub fn connections(&self) -> usize {
         self.accepted.load(Ordering::SeqCst)
+    }
+
+    /// Connections open now.
+    pub fn open_connections(&self) -> usize {
+        self.open.load(Ordering::SeqCst)
+    }
+}
+
+/// An open connection; uncounted when its task ends, however it ends.
+struct Open(Arc<AtomicUsize>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
