@@ -15,6 +15,21 @@
 //!   tasks), read from `/proc`.
 //! - [`cases`]: case counts and a runner for the property-based fuzz suites.
 //!
+//! # Which faults are hyper's and which are raw
+//!
+//! | fault | made by |
+//! | --- | --- |
+//! | any status, headers, body; keep-alive, pipelining, chunked request bodies | hyper: [`Action::Reply`] |
+//! | never answering (a hang) | hyper: a handler that never completes, [`Action::Hang`] |
+//! | closing without a response | hyper: a handler error, [`Action::Close`] |
+//! | resetting without a response | hyper: a handler error on a socket with `SO_LINGER` 0, [`Action::Reset`] |
+//! | a reset mid-body | hyper: a body that errors after some bytes, `SO_LINGER` 0, [`End::Reset`] |
+//! | a truncated body | hyper: `Content-Length` larger than what is sent, then close, [`End::Close`] |
+//! | a body that stalls, trickles, or never ends; a huge announced length | hyper: [`End::Stall`], [`Reply::pause`], [`Reply::forever`], [`Reply::length`] |
+//! | counting requests, connections, in-flight and abandoned requests; recording requests | hyper: [`Server`] |
+//! | a refused port | raw: a socket bound but not listening, [`Refused`] |
+//! | garbage before the status line; header lines that never end | raw: [`RawServer`], because hyper only writes well-formed heads |
+//!
 //! Everything binds to 127.0.0.1 and every task a server spawns ends when the server is
 //! dropped. Not published: a dev-only crate.
 

@@ -169,18 +169,6 @@ impl Reply {
         self.status.as_u16()
     }
 
-    /// The body bytes before the first pause, however many pieces they are in.
-    pub fn leading_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::new();
-        for piece in &self.pieces {
-            match piece {
-                Piece::Bytes(b) => out.extend_from_slice(b),
-                _ => break,
-            }
-        }
-        out
-    }
-
     /// The length of the bytes a body of bytes alone sends and then finishes, or `None`.
     fn exact_len(&self) -> Option<u64> {
         if self.chunked || self.end != End::Finish {
