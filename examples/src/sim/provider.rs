@@ -6,7 +6,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use failnext_loopback::Server;
+use failnext_loopback::{Server, lock};
 
 use crate::sim::behaviour::Behaviour;
 use crate::sim::chain::Chain;
@@ -217,9 +217,4 @@ impl Mode {
         };
         View { chain, head: self.head(chain), chain_id }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Nothing panics while holding these locks; a poisoned value is still a valid value.
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
