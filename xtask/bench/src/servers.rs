@@ -4,7 +4,7 @@
 //! Each server counts the TCP connections it accepts, so a scenario can show whether the
 //! client reused its connections. The server thread is not counted by the allocator.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use failnext_loopback::{Action, Handler, Later, LaterHandler, Received, Refused, Reply, ServerThread};
@@ -32,7 +32,7 @@ pub(crate) struct Server {
 
 #[derive(Debug)]
 enum Inner {
-    Serving(failnext_loopback::Server),
+    Serving(Arc<failnext_loopback::Server>),
     /// A bound socket that never listens: connecting to it is refused, and the port stays ours.
     Refusing {
         _reserved: Refused,
@@ -40,8 +40,10 @@ enum Inner {
 }
 
 /// The server thread: one current-thread runtime that every server of the run shares.
+/// Servers run until this is dropped, whether or not their [`Server`] handle is kept.
 #[derive(Debug)]
 pub(crate) struct Servers {
+    running: Mutex<Vec<Arc<failnext_loopback::Server>>>,
     thread: ServerThread,
 }
 
@@ -54,7 +56,8 @@ const UNAVAILABLE_BODY: &str =
 impl Servers {
     /// Starts the server thread.
     pub(crate) fn start() -> std::io::Result<Servers> {
-        Ok(Servers { thread: ServerThread::start("bench-servers", crate::alloc::untrack_this_thread)? })
+        let thread = ServerThread::start("bench-servers", crate::alloc::untrack_this_thread)?;
+        Ok(Servers { running: Mutex::default(), thread })
     }
 
     /// Starts a server with `behavior` on `127.0.0.1:0`.
@@ -76,6 +79,8 @@ impl Servers {
                 }) as Later
             }) as LaterHandler)?,
         };
+        let server = Arc::new(server);
+        failnext_loopback::lock(&self.running).push(server.clone());
         Ok(Server { url: format!("http://{}/", server.addr()), inner: Inner::Serving(server) })
     }
 
