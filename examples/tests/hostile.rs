@@ -1,5 +1,6 @@
-//! Hostile providers: raw TCP servers on 127.0.0.1 that misbehave below HTTP, against the
-//! blocklag probe and against failnext.
+//! Hostile providers: loopback servers on 127.0.0.1 that misbehave below HTTP (the toolkit's
+//! hyper server; raw bytes only for a head that never ends), against the blocklag probe and
+//! against failnext.
 //!
 //! - a body that never ends (fast, or trickled a byte at a time),
 //! - headers that never end (fast, or trickled),
@@ -14,18 +15,13 @@
 //! Time is only asserted as generous upper bounds that prove boundedness, and every test runs
 //! under an outer deadline so a regression fails instead of hanging.
 
-use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use failnext::{Endpoint, Failover, RequestBuilderExt, ResponseExt};
 use failnext_blocklag::{Monitor, ProbeError};
 use failnext_examples::sim::{Behaviour, Chain, Provider};
+use failnext_loopback::{Action, End, RawServer, Reply, Script};
 use reqwest_middleware::ClientWithMiddleware;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::task::JoinSet;
 
 /// Slack added to every deadline: a loaded 2-core CI machine is slow, but not this slow.
 const SLACK: Duration = Duration::from_secs(3);
@@ -53,166 +49,59 @@ enum Hostile {
 const FAST: Duration = Duration::ZERO;
 const TRICKLE: Duration = Duration::from_millis(50);
 
-/// A hostile server; stops (and drops its connections) when dropped.
-struct Server {
-    addr: SocketAddr,
-    accepted: Arc<AtomicUsize>,
-    /// Connections being served now.
-    open: Arc<AtomicUsize>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-/// Decrements the open-connection count when a connection's task ends, however it ends.
-struct Open(Arc<AtomicUsize>);
-
-impl Drop for Open {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
+/// A hostile server (the loopback toolkit's); stops (and drops its connections) when dropped.
+enum Server {
+    /// hyper: everything that is still HTTP.
+    Http(failnext_loopback::Server),
+    /// Raw bytes: a head that never ends is not HTTP, hyper cannot write it.
+    Raw(RawServer),
 }
 
 impl Server {
     async fn start(behaviour: Hostile) -> Server {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let accepted = Arc::new(AtomicUsize::new(0));
-        let open = Arc::new(AtomicUsize::new(0));
-        let (count, live) = (accepted.clone(), open.clone());
-        let task = tokio::spawn(async move {
-            let mut conns = JoinSet::new();
-            loop {
-                tokio::select! {
-                    Ok((stream, _)) = listener.accept() => {
-                        count.fetch_add(1, Ordering::SeqCst);
-                        live.fetch_add(1, Ordering::SeqCst);
-                        let guard = Open(live.clone());
-                        conns.spawn(async move {
-                            let _guard = guard;
-                            serve(stream, behaviour).await
-                        });
-                    }
-                    Some(_) = conns.join_next(), if !conns.is_empty() => {}
-                }
+        let json = |status: u16| Reply::new(status).content_type("application/json");
+        let reply = match behaviour {
+            Hostile::EndlessBody { status, chunk, every } => json(status).forever(vec![b' '; chunk], every),
+            Hostile::EndlessHeaders { every } => {
+                let head = Script::new()
+                    .send("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n")
+                    .forever(format!("x-hostile: {}\r\n", "h".repeat(64)), every);
+                return Server::Raw(RawServer::start(head).await);
             }
-        });
-        Server { addr, accepted, open, task }
+            Hostile::HugeLength { status, chunk, every } => {
+                json(status).length(2_147_483_648).forever(vec![b' '; chunk], every)
+            }
+            // Let the client read the headers before the reset discards its receive queue.
+            Hostile::ResetAfterHeaders { status } => {
+                json(status).length(1000).pause(Duration::from_millis(50)).end(End::Reset)
+            }
+            // Complete, at last: the client may keep the connection.
+            Hostile::SmallTrickle { status, every } => {
+                (0..1000).fold(json(status).length(1000), |reply, _| reply.send(" ").pause(every))
+            }
+        };
+        Server::Http(failnext_loopback::Server::always(Action::Reply(reply)).await)
     }
 
     fn url(&self) -> String {
-        format!("http://{}/", self.addr)
+        match self {
+            Server::Http(s) => s.url("/"),
+            Server::Raw(s) => s.url("/"),
+        }
     }
 
     fn accepted(&self) -> usize {
-        self.accepted.load(Ordering::SeqCst)
+        match self {
+            Server::Http(s) => s.connections(),
+            Server::Raw(s) => s.connections(),
+        }
     }
 
+    /// Connections being served now.
     fn open(&self) -> usize {
-        self.open.load(Ordering::SeqCst)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-/// Reads one request (head and `Content-Length` body), at most 64 KiB.
-async fn read_request(stream: &mut TcpStream) -> std::io::Result<()> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-            let length: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0);
-            if buf.len() >= end + 4 + length {
-                return Ok(());
-            }
-        }
-        if buf.len() > 64 * 1024 {
-            return Err(std::io::ErrorKind::InvalidData.into());
-        }
-        let n = stream.read(&mut chunk).await?;
-        if n == 0 {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-}
-
-async fn pause(every: Duration) {
-    if every.is_zero() {
-        tokio::task::yield_now().await;
-    } else {
-        tokio::time::sleep(every).await;
-    }
-}
-
-/// Serves one connection until the client goes away (a write fails).
-async fn serve(mut stream: TcpStream, behaviour: Hostile) -> std::io::Result<()> {
-    read_request(&mut stream).await?;
-    match behaviour {
-        Hostile::EndlessBody { status, chunk, every } => {
-            let head = format!(
-                "HTTP/1.1 {status} Hostile\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
-            );
-            stream.write_all(head.as_bytes()).await?;
-            let mut frame = format!("{chunk:x}\r\n").into_bytes();
-            frame.extend(std::iter::repeat_n(b' ', chunk));
-            frame.extend_from_slice(b"\r\n");
-            loop {
-                stream.write_all(&frame).await?;
-                pause(every).await;
-            }
-        }
-        Hostile::EndlessHeaders { every } => {
-            stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n").await?;
-            for n in 0u64.. {
-                stream.write_all(format!("x-hostile-{n}: {}\r\n", "h".repeat(64)).as_bytes()).await?;
-                pause(every).await;
-            }
-            Ok(())
-        }
-        Hostile::HugeLength { status, chunk, every } => {
-            let head = format!(
-                "HTTP/1.1 {status} Hostile\r\ncontent-type: application/json\r\ncontent-length: 2147483648\r\n\r\n"
-            );
-            stream.write_all(head.as_bytes()).await?;
-            let bytes = vec![b' '; chunk];
-            loop {
-                stream.write_all(&bytes).await?;
-                pause(every).await;
-            }
-        }
-        Hostile::ResetAfterHeaders { status } => {
-            let head = format!(
-                "HTTP/1.1 {status} Hostile\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n"
-            );
-            stream.write_all(head.as_bytes()).await?;
-            stream.flush().await?;
-            // Let the client read the headers before the reset discards its receive queue.
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            stream.set_zero_linger()?;
-            drop(stream);
-            Ok(())
-        }
-        Hostile::SmallTrickle { status, every } => {
-            let head = format!(
-                "HTTP/1.1 {status} Hostile\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n"
-            );
-            stream.write_all(head.as_bytes()).await?;
-            for _ in 0..1000 {
-                stream.write_all(b" ").await?;
-                pause(every).await;
-            }
-            // Complete, at last: the client may keep the connection; wait until it goes.
-            let mut scratch = [0u8; 1024];
-            while stream.read(&mut scratch).await? > 0 {}
-            Ok(())
+        match self {
+            Server::Http(s) => s.open_connections(),
+            Server::Raw(s) => s.open_connections(),
         }
     }
 }

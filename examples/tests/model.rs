@@ -36,7 +36,7 @@ use failnext::{
 use failnext_examples::oracle::{
     self, Attempted, CooldownState, Expected, PermissionQuery, Plan, Triggers, Walk,
 };
-use failnext_loopback::raw::{Action, AttemptLog, RawServer, Received, Refused, lock, response};
+use failnext_loopback::{Action, AttemptLog, Received, Refused, Server, lock, response};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
@@ -319,7 +319,7 @@ impl<'a> Model<'a> {
 
 /// Loopback servers and refused addresses, started once and reconfigured per case.
 struct Pool {
-    servers: Vec<RawServer>,
+    servers: Vec<Server>,
     refused: Vec<Refused>,
     client: reqwest::Client,
 }
@@ -328,7 +328,7 @@ impl Pool {
     async fn start() -> Pool {
         let mut servers = Vec::new();
         for _ in 0..MAX_ENDPOINTS {
-            servers.push(RawServer::always(Action::Close).await);
+            servers.push(Server::always(Action::Close).await);
         }
         let refused = (0..MAX_ENDPOINTS).map(|_| Refused::new()).collect();
         // No pooled connections: every attempt is one fresh connection, so a closed one can
@@ -451,7 +451,7 @@ fn build(case: &Case, pool: &Pool, probe: &Arc<Probe>) -> Failover {
     failover
 }
 
-fn script_handler(i: usize, script: Vec<Step>) -> failnext_loopback::raw::Handler {
+fn script_handler(i: usize, script: Vec<Step>) -> failnext_loopback::Handler {
     let hits = AtomicUsize::new(0);
     Arc::new(move |_: &Received| {
         let hit = hits.fetch_add(1, Ordering::SeqCst);

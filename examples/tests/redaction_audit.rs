@@ -34,7 +34,7 @@ use failnext::{
     Permission, PreferredEndpoint, RequestBuilderExt, ResultOutcome, ServedBy,
 };
 use failnext_blocklag::{Monitor, ProbeError};
-use failnext_loopback::raw::{Action, RawServer, Received, Refused, lock, response};
+use failnext_loopback::{Action, Received, Refused, Reply, Server, lock, response};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::subscriber::Interest;
@@ -237,30 +237,22 @@ async fn failnext_failure_paths_print_no_key() {
     let printed = Printed::default();
 
     let refused = Refused::new();
-    let closed = RawServer::always(Action::Close).await;
-    let reset = RawServer::always(Action::Reset).await;
-    let hang = RawServer::always(Action::Hang).await;
-    let unavailable = RawServer::replying(503, b"busy").await;
-    let ok = RawServer::replying(200, br#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#).await;
+    let closed = Server::always(Action::Close).await;
+    let reset = Server::always(Action::Reset).await;
+    let hang = Server::always(Action::Hang).await;
+    let unavailable = Server::replying(503, b"busy").await;
+    let ok = Server::replying(200, br#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#).await;
     // A redirect loop to a keyed location, and a redirect to a keyed refused address.
-    let looping = RawServer::start(Arc::new(|r: &Received| {
+    let looping = Server::start(Arc::new(|r: &Received| {
         let to = format!("{}&again=KEYQUERY456", r.target);
-        Action::Reply(
-            format!("HTTP/1.1 302 Found\r\nlocation: {to}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
-                .into_bytes(),
-        )
+        Action::Reply(Reply::new(302).header("location", to).closing())
     }))
     .await;
     // The location keeps the path and query keys; userinfo in a provider's Location header
     // would be the provider's doing (hyper-util traces it as part of its pool key).
     let moved_to = format!("http://{}/v3/KEYPATH123/rpc?apikey=KEYQUERY456", Refused::new().addr());
-    let moving = RawServer::start(Arc::new(move |_: &Received| {
-        Action::Reply(
-            format!(
-                "HTTP/1.1 307 Moved\r\nlocation: {moved_to}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
-            )
-            .into_bytes(),
-        )
+    let moving = Server::start(Arc::new(move |_: &Received| {
+        Action::Reply(Reply::new(307).header("location", &moved_to).closing())
     }))
     .await;
 
@@ -452,7 +444,7 @@ fn rpc(r: &Received) -> (String, u64) {
 }
 
 /// A provider that answers every probe with `status` and `body`.
-fn fixed(status: u16, body: impl AsRef<[u8]>) -> failnext_loopback::raw::Handler {
+fn fixed(status: u16, body: impl AsRef<[u8]>) -> failnext_loopback::Handler {
     let reply = response(status, body.as_ref());
     Arc::new(move |_: &Received| Action::Reply(reply.clone()))
 }
@@ -462,7 +454,7 @@ fn json_reply(body: String) -> Action {
 }
 
 /// A provider at block 0x100 on chain `chain`, answering both probe methods.
-fn provider(chain: u64) -> failnext_loopback::raw::Handler {
+fn provider(chain: u64) -> failnext_loopback::Handler {
     Arc::new(move |r: &Received| {
         let (method, id) = rpc(r);
         let result = if method == "eth_chainId" { format!("{chain:#x}") } else { "0x100".to_owned() };
@@ -475,18 +467,8 @@ async fn blocklag_failure_paths_print_no_key() {
     let capture = tracing_capture();
     let printed = Printed::default();
 
-    let chunked_big = {
-        let mut bytes =
-            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n".to_vec();
-        for _ in 0..6 {
-            bytes.extend_from_slice(b"400\r\n");
-            bytes.extend_from_slice(&[b' '; 0x400]);
-            bytes.extend_from_slice(b"\r\n");
-        }
-        bytes.extend_from_slice(b"0\r\n\r\n");
-        bytes
-    };
-    let handlers: Vec<(&str, failnext_loopback::raw::Handler)> = vec![
+    let chunked_big = (0..6).fold(Reply::new(200).chunked().closing(), |r, _| r.send(vec![b' '; 0x400]));
+    let handlers: Vec<(&str, failnext_loopback::Handler)> = vec![
         ("healthy", provider(1)),
         ("lagging", fixed(200, r#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#)),
         ("closed", Arc::new(|_: &Received| Action::Close)),
@@ -508,7 +490,7 @@ async fn blocklag_failure_paths_print_no_key() {
     ];
     let mut servers = Vec::new();
     for (name, handler) in handlers {
-        servers.push((name, RawServer::start(handler).await));
+        servers.push((name, Server::start(handler).await));
     }
     let refused = Refused::new();
     let mut endpoints: Vec<Endpoint> =

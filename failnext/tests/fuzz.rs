@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use failnext::{Endpoint, Failover, RequestBuilderExt};
 use failnext_loopback::cases::{check, env_cases, pure_cases};
-use failnext_loopback::raw::{Action, RawServer, Received, response};
+use failnext_loopback::{Action, Received, Server, response};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
@@ -229,8 +229,8 @@ fn host_header_is_kept_or_follows_the_endpoint() {
     let rt =
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     let (first, second, client) = rt.block_on(async {
-        let first = RawServer::start(Arc::new(|_: &Received| Action::Reply(response(503, b"first")))).await;
-        let second = RawServer::start(Arc::new(|_: &Received| Action::Reply(response(200, b"second")))).await;
+        let first = Server::start(Arc::new(|_: &Received| Action::Reply(response(503, b"first")))).await;
+        let second = Server::start(Arc::new(|_: &Received| Action::Reply(response(200, b"second")))).await;
         let failover = Failover::builder([
             Endpoint::new("first", first.url("/one?key=1")),
             Endpoint::new("second", second.url("/two")),

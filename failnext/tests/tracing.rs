@@ -48,12 +48,8 @@ impl Subscriber for Capture {
 
 #[tokio::test]
 async fn one_tracing_event_per_attempt_and_result_without_urls() {
-    let down = {
-        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = l.local_addr().unwrap();
-        drop(l);
-        format!("http://user:SECRET1@{addr}/v3/SECRET2?key=SECRET3")
-    };
+    let refused = failnext_loopback::Refused::new();
+    let down = format!("http://user:SECRET1@{}/v3/SECRET2?key=SECRET3", refused.addr());
     let backup = MockServer::start().await;
     Mock::given(any()).respond_with(ResponseTemplate::new(200)).mount(&backup).await;
     let failover = Failover::builder([

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
+use failnext_loopback::lock;
 use tokio::task::AbortHandle;
 use tokio::time::MissedTickBehavior;
 
@@ -131,7 +132,7 @@ impl State {
 
     fn txs(&self) -> MutexGuard<'_, HashMap<String, u64>> {
         // Nothing panics while holding the lock; a poisoned map is still a valid map.
-        self.txs.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.txs)
     }
 }
 

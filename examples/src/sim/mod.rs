@@ -22,16 +22,16 @@
 //! # Ok(()) }
 //! ```
 //!
-//! The server is written by hand on tokio (see `http.rs`) so that faults below HTTP, a
-//! connection held without an answer or reset mid-body, are as easy as HTTP ones. It serves
-//! only what JSON-RPC clients send: `POST` with a `Content-Length` body, kept alive.
+//! Each provider runs on the workspace's loopback toolkit (`failnext-loopback`): a hyper
+//! HTTP/1.1 server, so keep-alive, pipelining and chunked request bodies are hyper's, and the
+//! faults below HTTP are hyper's means too: a handler that never completes holds the
+//! connection, a body that errors on a socket with `SO_LINGER` 0 resets it mid-body.
+//! `respond.rs` decides each answer; `rpc.rs` is the JSON-RPC; `chain.rs` the chain.
 
 mod behaviour;
 mod chain;
-mod connection;
-mod http;
-mod listener;
 mod provider;
+mod respond;
 mod rpc;
 
 pub use behaviour::{Behaviour, MALFORMED_BODY, OVERSIZED_LEN};

@@ -6,10 +6,17 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use failnext_loopback::{Server, lock};
+
 use crate::sim::behaviour::Behaviour;
 use crate::sim::chain::Chain;
-use crate::sim::listener::Listener;
+use crate::sim::respond;
 use crate::sim::rpc::{Payload, View};
+
+/// Largest request head read; a longer one is answered with 431 and the connection closed.
+const MAX_HEAD: usize = 16 * 1024;
+/// Largest request body read; a longer one is answered with 413 and the connection closed.
+const MAX_BODY: usize = 1024 * 1024;
 
 /// One simulated provider: a JSON-RPC server on `127.0.0.1` that serves its [`Chain`]
 /// through a [`Behaviour`] you switch at run time. Made by [`Chain::provider`].
@@ -52,7 +59,7 @@ struct Control {
     url: String,
     addr: SocketAddr,
     /// Held across a switch, so concurrent `set` calls take effect one after the other.
-    listener: tokio::sync::Mutex<Listener>,
+    server: tokio::sync::Mutex<Server>,
 }
 
 // ===== impl Provider =====
@@ -65,10 +72,15 @@ impl Provider {
             mode: Mutex::new(Mode { behaviour: Behaviour::Healthy, frozen }),
             counts: Mutex::new(Counts::default()),
         });
-        let listener = Listener::bind(shared.clone()).await?;
-        let addr = listener.addr();
+        let server = Server::builder()
+            .record(false)
+            .nodelay(true)
+            .max_head(MAX_HEAD)
+            .max_body(MAX_BODY)
+            .serve(respond::handler(shared.clone()))?;
+        let addr = server.addr();
         let control =
-            Control { id, url: format!("http://{addr}/"), addr, listener: tokio::sync::Mutex::new(listener) };
+            Control { id, url: format!("http://{addr}/"), addr, server: tokio::sync::Mutex::new(server) };
         Ok(Provider { shared, control: Arc::new(control) })
     }
 
@@ -84,14 +96,14 @@ impl Provider {
     ///
     /// When the port cannot be bound again after `Down`.
     pub async fn set(&self, behaviour: Behaviour) -> io::Result<()> {
-        let mut listener = self.control.listener.lock().await;
+        let mut server = self.control.server.lock().await;
         let down = behaviour == Behaviour::Down;
         self.shared.switch(behaviour);
         if down {
-            listener.stop().await;
+            server.stop().await;
             return Ok(());
         }
-        let resumed = listener.resume().await;
+        let resumed = server.restart();
         if resumed.is_err() {
             self.shared.switch(Behaviour::Down);
         }
@@ -205,9 +217,4 @@ impl Mode {
         };
         View { chain, head: self.head(chain), chain_id }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Nothing panics while holding these locks; a poisoned value is still a valid value.
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }

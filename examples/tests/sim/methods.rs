@@ -24,11 +24,11 @@ async fn bad_calls_get_json_rpc_errors() {
     assert_eq!(rpc(&p, "eth_call", json!([{}, future])).await["error"]["message"], "header not found");
 
     let resp = post(&p, &json!("not a call")).await.unwrap();
-    assert_eq!(body(resp).await["error"]["code"], -32600);
+    assert_eq!(body_of(resp).await["error"]["code"], -32600);
     let resp = crate::client().post(p.url()).body("{").send().await.unwrap();
-    assert_eq!(body(resp).await["error"]["code"], -32700);
+    assert_eq!(body_of(resp).await["error"]["code"], -32700);
     let resp = post(&p, &json!([])).await.unwrap();
-    assert_eq!(body(resp).await["error"]["code"], -32600);
+    assert_eq!(body_of(resp).await["error"]["code"], -32600);
 }
 
 #[tokio::test]
@@ -40,7 +40,7 @@ async fn a_batch_is_answered_call_by_call_without_notifications() {
         { "jsonrpc": "2.0", "id": 7, "method": "eth_chainId", "params": [] },
         { "jsonrpc": "2.0", "id": 8, "method": "nope" },
     ]);
-    let replies = body(post(&p, &batch).await.unwrap()).await;
+    let replies = body_of(post(&p, &batch).await.unwrap()).await;
     let replies = replies.as_array().unwrap();
     assert_eq!(replies.len(), 3, "the notification gets no reply");
     assert_eq!(replies[0], json!({ "jsonrpc": "2.0", "id": "a", "result": format!("{START_HEAD:#x}") }));
@@ -66,6 +66,26 @@ async fn counts_are_by_method_and_total_is_by_http_request() {
     assert_eq!((p.total(), p.count("eth_blockNumber")), (0, 0));
 }
 
-async fn body(resp: reqwest::Response) -> Value {
+async fn body_of(resp: reqwest::Response) -> Value {
     serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn a_chunked_post_is_answered() {
+    let (_chain, p) = one_provider().await;
+    let call = call_body("eth_blockNumber", json!([])).to_string();
+    let (first, second) = call.split_at(call.len() / 2);
+    let chunks: Vec<Result<String, std::io::Error>> = vec![Ok(first.to_owned()), Ok(second.to_owned())];
+    // A stream of unknown length: reqwest sends it with `Transfer-Encoding: chunked`.
+    let body = reqwest::Body::wrap_stream(futures::stream::iter(chunks));
+    let resp = crate::client()
+        .post(p.url())
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(body_of(resp).await["result"], format!("{START_HEAD:#x}"));
+    assert_eq!(p.count("eth_blockNumber"), 1);
 }

@@ -11,12 +11,11 @@ use crate::support::*;
 #[tokio::test]
 async fn probes_within_one_check_run_concurrently() {
     // 20 providers that each take 200 ms: one after the other they would need 4 s.
-    let server = RawServer::start(Mode::Slow { delay: Duration::from_millis(200), height: 9 }).await;
+    let server = slow(Duration::from_millis(200), 9).await;
     let ids: Vec<String> = (0..20).map(|i| format!("p{i}")).collect();
-    let monitor =
-        monitor(ids.iter().enumerate().map(|(i, id)| (id.as_str(), server.url_with(&format!("/p{i}")))))
-            .build()
-            .unwrap();
+    let monitor = monitor(ids.iter().enumerate().map(|(i, id)| (id.as_str(), server.url(&format!("/p{i}")))))
+        .build()
+        .unwrap();
 
     let started = Instant::now();
     monitor.check().await.unwrap();
@@ -30,8 +29,8 @@ async fn probes_within_one_check_run_concurrently() {
 
 #[tokio::test]
 async fn checks_are_serialized() {
-    let server = RawServer::start(Mode::Slow { delay: Duration::from_millis(100), height: 9 }).await;
-    let monitor = monitor([("only", server.url_with("/rpc"))]).build().unwrap();
+    let server = slow(Duration::from_millis(100), 9).await;
+    let monitor = monitor([("only", server.url("/rpc"))]).build().unwrap();
     let clone = monitor.clone();
     let (first, second, third) = tokio::join!(monitor.check(), clone.check(), monitor.check());
     first.unwrap();
@@ -43,8 +42,8 @@ async fn checks_are_serialized() {
 
 #[tokio::test]
 async fn a_waiting_check_that_is_dropped_sends_no_probe() {
-    let server = RawServer::start(Mode::Gated { height: 9 }).await;
-    let monitor = monitor([("only", server.url_with("/rpc"))]).build().unwrap();
+    let (server, gate) = gated(9).await;
+    let monitor = monitor([("only", server.url("/rpc"))]).build().unwrap();
     let running = tokio::spawn({
         let monitor = monitor.clone();
         async move { monitor.check().await }
@@ -56,7 +55,7 @@ async fn a_waiting_check_that_is_dropped_sends_no_probe() {
     let gave_up = tokio::time::timeout(Duration::from_millis(50), monitor.check()).await;
     assert!(gave_up.is_err(), "the second check should still be waiting");
 
-    server.open_gate();
+    gate.send_replace(true);
     within_guard("the first check", running).await.unwrap().unwrap();
     assert_eq!(server.requests(), 1, "the dropped check must not probe");
     monitor.check().await.unwrap();

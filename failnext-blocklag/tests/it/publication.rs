@@ -10,7 +10,7 @@ use crate::support::*;
 
 #[tokio::test]
 async fn every_configured_endpoint_is_eligible_before_the_first_publication() {
-    let monitor = monitor([("primary", refused_url().await), ("backup", refused_url().await)])
+    let monitor = monitor([("primary", refused_url("/rpc")), ("backup", refused_url("/rpc"))])
         .max_lag(3)
         .build()
         .unwrap();
@@ -51,7 +51,7 @@ async fn some_probes_failing_publish_and_name_the_failed_endpoints() {
     let unavailable = Node::at(200).await;
     unavailable.set_failing(true);
     let monitor =
-        monitor([("refused", refused_url().await), ("ok", ok.url()), ("unavailable", unavailable.url())])
+        monitor([("refused", refused_url("/rpc")), ("ok", ok.url()), ("unavailable", unavailable.url())])
             .build()
             .unwrap();
 
@@ -93,7 +93,7 @@ async fn all_probes_failing_keep_the_previous_snapshot() {
 
 #[tokio::test]
 async fn all_probes_failing_before_the_first_publication_stay_fail_open() {
-    let monitor = monitor([("a", refused_url().await), ("b", refused_url().await)]).build().unwrap();
+    let monitor = monitor([("a", refused_url("/rpc")), ("b", refused_url("/rpc"))]).build().unwrap();
     let err = monitor.check().await.unwrap_err();
     assert!(!err.published());
     assert_eq!(failed_ids(&err), ["a", "b"]);

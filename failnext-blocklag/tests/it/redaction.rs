@@ -51,15 +51,15 @@ async fn probe_failures_and_debug_output_never_show_url_secrets() {
     let unavailable = Node::at(1).await;
     unavailable.set_failing(true);
     let garbage = Node::replying(|_: &Value| ResponseTemplate::new(200).set_body_string("SECRET? no")).await;
-    let hanging = RawServer::start(Mode::Hang).await;
-    let endless = RawServer::start(Mode::Endless).await;
+    let hanging = hanging().await;
+    let endless = endless().await;
     let endpoints = [
         Endpoint::new("good", keyed(&good.url())),
         Endpoint::new("unavailable", keyed(&unavailable.url())),
         Endpoint::new("garbage", keyed(&garbage.url())),
-        Endpoint::new("hanging", keyed(&hanging.url)),
-        Endpoint::new("endless", keyed(&endless.url)),
-        Endpoint::new("refused", keyed(&refused_url().await)),
+        Endpoint::new("hanging", keyed(&hanging.url(""))),
+        Endpoint::new("endless", keyed(&endless.url(""))),
+        Endpoint::new("refused", keyed(&refused_url("/rpc"))),
     ];
     let builder = Monitor::builder(endpoints).max_lag(3).probe_timeout(Duration::from_secs(1));
     let mut text = format!("{builder:?}");
@@ -104,7 +104,7 @@ async fn every_probe_failure_names_its_endpoint_id() {
     let wrong_chain = Node::at(1).await;
     wrong_chain.set_chain(10);
     let ids = ["refused-one", "unavailable-two", "wrong-chain-three"];
-    let urls = [refused_url().await, unavailable.url(), wrong_chain.url()];
+    let urls = [refused_url("/rpc"), unavailable.url(), wrong_chain.url()];
     let monitor = monitor(ids.into_iter().zip(urls)).expected_chain_id(1).build().unwrap();
 
     let err = monitor.check().await.unwrap_err();

@@ -207,26 +207,25 @@ async fn body_of_exactly_4_kib_is_accepted() {
 
 #[tokio::test]
 async fn endless_body_is_cut_off_and_its_connection_closed() {
-    let endless = RawServer::start(Mode::Endless).await;
-    let err = rejected(endless.url_with("/rpc")).await;
+    let endless = endless().await;
+    let err = rejected(endless.url("/rpc")).await;
     assert!(matches!(only_error(&err), ProbeError::BodyTooLarge), "{err}");
     // The response was dropped half-read, which closes its connection rather than pooling it.
-    wait_until("the client closed the endless connection", || async { endless.closed_by_client() == 1 })
-        .await;
+    wait_until("the client closed the endless connection", || async { endless.abandoned() == 1 }).await;
 }
 
 #[tokio::test]
 async fn provider_that_never_answers_times_out_and_the_others_publish() {
-    let hanging = RawServer::start(Mode::Hang).await;
-    let err = rejected_by(monitor_for(hanging.url_with("/rpc"), Duration::from_secs(1)).await).await;
+    let hanging = hanging().await;
+    let err = rejected_by(monitor_for(hanging.url("/rpc"), Duration::from_secs(1)).await).await;
     assert!(matches!(only_error(&err), ProbeError::Timeout), "{err}");
     assert!(err.to_string().contains("probe timeout"), "{err}");
-    wait_until("the timed-out connection was closed", || async { hanging.closed_by_client() == 1 }).await;
+    wait_until("the timed-out connection was closed", || async { hanging.abandoned() == 1 }).await;
 }
 
 #[tokio::test]
 async fn refused_connection_is_a_transport_error_without_url() {
-    let err = rejected(refused_url().await).await;
+    let err = rejected(refused_url("/rpc")).await;
     match only_error(&err) {
         ProbeError::Transport(e) => {
             assert!(e.url().is_none());

@@ -21,8 +21,8 @@ use reqwest::{Request, Response};
 use reqwest_middleware::{ClientBuilder, ClientWithMiddleware, Middleware, Next};
 
 use crate::support::events::*;
-use crate::support::raw::{Behaviour, RawServer, refused_url};
 use crate::support::*;
+use failnext_loopback::{Action, Server, refused_url};
 
 const MIN: Duration = Duration::from_secs(60);
 const HOUR: Duration = Duration::from_secs(3600);
@@ -203,9 +203,9 @@ async fn builtin_trigger_is_recorded_with_no_later_candidate() {
 // C67
 #[tokio::test(start_paused = true)]
 async fn transport_failure_is_recorded_when_continuation_is_denied() {
-    let closing = RawServer::start(Behaviour::Close).await;
+    let closing = Server::always(Action::Close).await;
     let healthy = status(200).await;
-    let failover = builder([("e1", closing.url.clone()), ("e2", healthy.url())])
+    let failover = builder([("e1", closing.url("/rpc")), ("e2", healthy.url())])
         .cooldown(Cooldown::new(1, HOUR))
         .build()
         .unwrap();
@@ -241,7 +241,7 @@ async fn all_cooling_before_the_first_attempt_is_no_usable_endpoint() {
 // C70, C82
 #[tokio::test(start_paused = true)]
 async fn cooldown_is_checked_live_at_each_candidates_turn() {
-    let e1 = refused_url().await;
+    let e1 = refused_url("/rpc");
     let (e2, e3) = (Scripted::start(&[503, 200]).await, status(200).await);
     let rec = Recorder::new();
     let failover = builder([("e1", e1.clone()), ("e2", e2.url()), ("e3", e3.url())])
@@ -275,7 +275,7 @@ async fn cooldown_is_checked_live_at_each_candidates_turn() {
 // C71, C82
 #[tokio::test(start_paused = true)]
 async fn cooldown_that_expires_before_the_candidates_turn_admits_it() {
-    let e1 = refused_url().await;
+    let e1 = refused_url("/rpc");
     let e2 = Scripted::start(&[503, 200]).await;
     let rec = Recorder::new();
     let failover = builder([("e1", e1.clone()), ("e2", e2.url())])
@@ -296,14 +296,14 @@ async fn cooldown_that_expires_before_the_candidates_turn_admits_it() {
 #[tokio::test(start_paused = true)]
 async fn passed_endpoints_are_never_revisited_even_after_expiry() {
     let e2 = Scripted::start(&[503, 200]).await;
-    let closing = RawServer::start(Behaviour::Close).await;
+    let closing = Server::always(Action::Close).await;
     let rec = Recorder::new();
-    let failover = builder([("e1", refused_url().await), ("e2", e2.url()), ("e3", closing.url.clone())])
+    let failover = builder([("e1", refused_url("/rpc")), ("e2", e2.url()), ("e3", closing.url("/rpc"))])
         .cooldown(Cooldown::new(1, HOUR))
         .on_event(rec.hook())
         .build()
         .unwrap();
-    let at_e3 = once_at(closing.url.clone(), advance_by(2 * HOUR));
+    let at_e3 = once_at(closing.url("/rpc"), advance_by(2 * HOUR));
     let client = paused_client(failover, Some(PerAttempt::before(at_e3)));
     trip(&client, "e2").await;
     rec.take();
@@ -342,7 +342,7 @@ async fn cooling_later_candidates_leave_the_retained_response() {
 async fn cooling_later_candidates_without_a_response_give_a_failover_error() {
     let e2 = Scripted::start(&[503, 200]).await;
     let rec = Recorder::new();
-    let failover = builder([("e1", refused_url().await), ("e2", e2.url())])
+    let failover = builder([("e1", refused_url("/rpc")), ("e2", e2.url())])
         .cooldown(Cooldown::new(1, HOUR))
         .on_event(rec.hook())
         .build()
@@ -383,7 +383,7 @@ async fn disabled_cooldown_never_skips() {
 async fn skip_does_not_consume_an_attempt_number() {
     let (e2, e3) = (Scripted::start(&[503, 200]).await, status(200).await);
     let rec = Recorder::new();
-    let failover = builder([("e1", refused_url().await), ("e2", e2.url()), ("e3", e3.url())])
+    let failover = builder([("e1", refused_url("/rpc")), ("e2", e2.url()), ("e3", e3.url())])
         .cooldown(Cooldown::new(1, HOUR))
         .on_event(rec.hook())
         .build()

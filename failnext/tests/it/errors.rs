@@ -17,8 +17,8 @@ use http::{Extensions, StatusCode};
 use reqwest::{Request, Response};
 use reqwest_middleware::{ClientBuilder, Middleware, Next};
 
-use crate::support::raw::{Behaviour, RawServer, refused_url};
 use crate::support::*;
+use failnext_loopback::{Action, Server, refused_url};
 
 const OK_URL: &str = "http://127.0.0.1:8545/rpc";
 
@@ -342,10 +342,10 @@ fn validate_endpoints_applies_the_build_rules() {
 // C107
 #[tokio::test]
 async fn failover_error_lists_failed_attempts_in_order() {
-    let refused = refused_url().await;
-    let closing = RawServer::start(Behaviour::Close).await;
-    let resetting = RawServer::start(Behaviour::Reset).await;
-    let failover = builder([("e1", refused), ("e2", closing.url.clone()), ("e3", resetting.url.clone())])
+    let refused = refused_url("/rpc");
+    let closing = Server::always(Action::Close).await;
+    let resetting = Server::always(Action::Reset).await;
+    let failover = builder([("e1", refused), ("e2", closing.url("/rpc")), ("e3", resetting.url("/rpc"))])
         .build()
         .unwrap();
     let err = client(failover).get("http://127.0.0.1:9/").send().await.unwrap_err();
@@ -360,9 +360,9 @@ async fn failover_error_lists_failed_attempts_in_order() {
 // C107, C108: `source()` is the very error of the last attempt.
 #[tokio::test]
 async fn source_is_the_last_attempts_error() {
-    let closing = RawServer::start(Behaviour::Close).await;
-    let refused = refused_url().await;
-    let failover = builder([("first", closing.url.clone()), ("second", refused)]).build().unwrap();
+    let closing = Server::always(Action::Close).await;
+    let refused = refused_url("/rpc");
+    let failover = builder([("first", closing.url("/rpc")), ("second", refused)]).build().unwrap();
     let err = client(failover).get("http://127.0.0.1:9/").send().await.unwrap_err();
     let fe = failnext_error(&err);
     let last = fe.attempts().last().unwrap().error();
@@ -376,7 +376,7 @@ async fn source_is_the_last_attempts_error() {
 // C61, §4.1: one failed attempt is still reported as a failover error naming the endpoint.
 #[tokio::test]
 async fn single_failed_attempt_is_still_a_failover_error() {
-    let failover = builder([("only", refused_url().await)]).build().unwrap();
+    let failover = builder([("only", refused_url("/rpc"))]).build().unwrap();
     let err = client(failover).get("http://127.0.0.1:9/").send().await.unwrap_err();
     let fe = failnext_error(&err);
     assert!(fe.is_failover());
@@ -388,7 +388,7 @@ async fn single_failed_attempt_is_still_a_failover_error() {
 #[tokio::test]
 async fn denied_continuation_reports_its_one_failed_attempt() {
     let healthy = status(200).await;
-    let failover = builder([("e1", refused_url().await), ("e2", healthy.url())]).build().unwrap();
+    let failover = builder([("e1", refused_url("/rpc")), ("e2", healthy.url())]).build().unwrap();
     let err = client(failover).post("http://127.0.0.1:9/").body("{}").send().await.unwrap_err();
     let fe = failnext_error(&err);
     assert_eq!(ids(fe), ["e1"]);
@@ -401,14 +401,14 @@ async fn denied_continuation_reports_its_one_failed_attempt() {
 async fn failover_error_only_arises_without_an_http_response() {
     let unavailable = status(503).await;
     let failover =
-        builder([("e1", refused_url().await), ("e2", unavailable.url()), ("e3", refused_url().await)])
+        builder([("e1", refused_url("/rpc")), ("e2", unavailable.url()), ("e3", refused_url("/rpc"))])
             .build()
             .unwrap();
     let resp = client(failover).get("http://127.0.0.1:9/").send().await.unwrap();
     assert_eq!((resp.status().as_u16(), served_by(&resp)), (503, Some("e2")));
 
-    let closing = RawServer::start(Behaviour::Close).await;
-    let failover = builder([("e1", refused_url().await), ("e2", closing.url.clone())]).build().unwrap();
+    let closing = Server::always(Action::Close).await;
+    let failover = builder([("e1", refused_url("/rpc")), ("e2", closing.url("/rpc"))]).build().unwrap();
     let err = client(failover).get("http://127.0.0.1:9/").send().await.unwrap_err();
     let fe = failnext_error(&err);
     assert!(!fe.attempts().is_empty());
@@ -454,8 +454,8 @@ async fn unknown_endpoint_error_names_the_id() {
 // the last endpoint; the cause is not repeated (it is the source).
 #[tokio::test]
 async fn failover_error_display_counts_attempts_and_names_the_last_endpoint() {
-    let closing = RawServer::start(Behaviour::Close).await;
-    let failover = builder([("e1", refused_url().await), ("e2", closing.url.clone())]).build().unwrap();
+    let closing = Server::always(Action::Close).await;
+    let failover = builder([("e1", refused_url("/rpc")), ("e2", closing.url("/rpc"))]).build().unwrap();
     let err = client(failover).get("http://127.0.0.1:9/").send().await.unwrap_err();
     let fe = failnext_error(&err);
     let text = fe.to_string();
@@ -463,7 +463,7 @@ async fn failover_error_display_counts_attempts_and_names_the_last_endpoint() {
     assert!(text.contains("2 failed attempts") && text.contains("\"e2\""), "{text}");
     assert!(!text.contains(&fe.source().unwrap().to_string()), "{text}");
 
-    let failover = builder([("solo", refused_url().await)]).build().unwrap();
+    let failover = builder([("solo", refused_url("/rpc"))]).build().unwrap();
     let err = client(failover).get("http://127.0.0.1:9/").send().await.unwrap_err();
     let text = failnext_error(&err).to_string();
     assert!(text.contains("1 failed attempt,") && text.contains("\"solo\""), "{text}");
@@ -472,7 +472,7 @@ async fn failover_error_display_counts_attempts_and_names_the_last_endpoint() {
 // The error reaches the caller as `reqwest_middleware::Error::Middleware`.
 #[tokio::test]
 async fn failnext_errors_are_middleware_errors() {
-    let failover = builder([("e1", refused_url().await)]).build().unwrap();
+    let failover = builder([("e1", refused_url("/rpc"))]).build().unwrap();
     let err = client(failover).get("http://127.0.0.1:9/").send().await.unwrap_err();
     assert!(err.is_middleware(), "{err:?}");
     fn assert_error<E: StdError + Send + Sync + 'static>() {}
@@ -534,9 +534,9 @@ impl Middleware for AddContext {
 // C114
 #[tokio::test]
 async fn from_middleware_finds_the_error_under_wrapping_middlewares() {
-    let closing = RawServer::start(Behaviour::Close).await;
+    let closing = Server::always(Action::Close).await;
     let failover =
-        builder([("primary", refused_url().await), ("backup", closing.url.clone())]).build().unwrap();
+        builder([("primary", refused_url("/rpc")), ("backup", closing.url("/rpc"))]).build().unwrap();
     let client = ClientBuilder::new(reqwest::Client::new())
         .with(AddContext)
         .with(WrapErrors)
@@ -557,6 +557,6 @@ async fn from_middleware_finds_the_error_under_wrapping_middlewares() {
 #[tokio::test]
 async fn from_middleware_ignores_other_errors() {
     let plain = ClientBuilder::new(reqwest::Client::new()).build();
-    let err = plain.get(refused_url().await).send().await.unwrap_err();
+    let err = plain.get(refused_url("/rpc")).send().await.unwrap_err();
     assert!(failnext::Error::from_middleware(&err).is_none());
 }

@@ -16,8 +16,8 @@ use failnext::{Cooldown, EndpointId, Event, Failover, RequestBuilderExt, ResultO
 use futures::FutureExt;
 
 use crate::support::events::*;
-use crate::support::raw::{hang_reporting_heads, refused_url};
 use crate::support::*;
+use failnext_loopback::{Action, Server, refused_url};
 
 const BOUND: Duration = Duration::from_secs(20);
 const HOUR: Duration = Duration::from_secs(3600);
@@ -32,7 +32,7 @@ async fn first_attempt_success_emits_attempt_then_result() {
     let healthy = status(200).await;
     let rec = Recorder::new();
     let failover =
-        builder([("e1", healthy.url()), ("e2", refused_url().await)]).on_event(rec.hook()).build().unwrap();
+        builder([("e1", healthy.url()), ("e2", refused_url("/rpc"))]).on_event(rec.hook()).build().unwrap();
     bounded(client(failover).get("http://127.0.0.1:9/").send()).await.unwrap();
     assert_eq!(rec.shapes(), [attempt("e1", 1, 200), result("e1", 200)]);
 }
@@ -43,7 +43,7 @@ async fn transport_failure_then_success_emits_an_error_attempt() {
     let healthy = status(200).await;
     let rec = Recorder::new();
     let failover =
-        builder([("e1", refused_url().await), ("e2", healthy.url())]).on_event(rec.hook()).build().unwrap();
+        builder([("e1", refused_url("/rpc")), ("e2", healthy.url())]).on_event(rec.hook()).build().unwrap();
     bounded(client(failover).get("http://127.0.0.1:9/").send()).await.unwrap();
     assert_eq!(rec.shapes(), [attempt_err("e1", 1), attempt("e2", 2, 200), result("e2", 200)]);
 }
@@ -69,7 +69,7 @@ fn assert_one_result_last(events: &[Ev], path: &str) {
 #[tokio::test]
 async fn exactly_one_result_and_it_is_last_in_every_path() {
     let (healthy, unavailable) = (status(200).await, status(503).await);
-    let (refused, refused2) = (refused_url().await, refused_url().await);
+    let (refused, refused2) = (refused_url("/rpc"), refused_url("/rpc"));
     let rec = Recorder::new();
     let eligible_all = Arc::new(AtomicBool::new(true));
     let flag = eligible_all.clone();
@@ -130,7 +130,7 @@ async fn exactly_one_result_and_it_is_last_in_every_path() {
 async fn result_event_carries_the_error_returned_to_the_caller() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = seen.clone();
-    let failover = builder([("e1", refused_url().await), ("e2", refused_url().await)])
+    let failover = builder([("e1", refused_url("/rpc")), ("e2", refused_url("/rpc"))])
         .on_event(move |ev: &Event<'_>| {
             if let Event::Result { endpoint, outcome: ResultOutcome::Error(err) } = ev {
                 assert!(endpoint.is_none());
@@ -369,8 +369,8 @@ async fn panic_in_result_hook_reaches_the_caller() {
     let (healthy, unavailable) = (status(200).await, status(503).await);
     let cases = [
         ("success", vec![("e1", healthy.url())], true, result("e1", 200)),
-        ("retained", vec![("e1", unavailable.url()), ("e2", refused_url().await)], true, result("e1", 503)),
-        ("error", vec![("e1", refused_url().await)], true, result_err()),
+        ("retained", vec![("e1", unavailable.url()), ("e2", refused_url("/rpc"))], true, result("e1", 503)),
+        ("error", vec![("e1", refused_url("/rpc"))], true, result_err()),
         ("all ineligible", vec![("e1", healthy.url()), ("e2", healthy.url())], false, result_err()),
     ];
     for (path, endpoints, eligible, last) in cases {
@@ -398,15 +398,12 @@ async fn panic_in_result_hook_reaches_the_caller() {
 }
 
 /// Sends a GET and drops it once the hanging server has read its head.
-async fn send_and_drop_mid_attempt(
-    c: &reqwest_middleware::ClientWithMiddleware,
-    heads: &mut tokio::sync::mpsc::UnboundedReceiver<()>,
-) {
+async fn send_and_drop_mid_attempt(c: &reqwest_middleware::ClientWithMiddleware, hanging: &Server) {
     let send = c.get("http://127.0.0.1:9/").send();
     bounded(async {
         tokio::select! {
             res = send => panic!("the hanging endpoint answered: {res:?}"),
-            _ = heads.recv() => {}
+            _ = hanging.wait_for_requests(1) => {}
         }
     })
     .await;
@@ -416,16 +413,16 @@ async fn send_and_drop_mid_attempt(
 // `Result { endpoint: None, outcome: Cancelled }` and records no cooldown.
 #[tokio::test]
 async fn dropped_request_emits_one_cancelled_result_and_records_no_cooldown() {
-    let (hanging, mut heads) = hang_reporting_heads().await;
+    let hanging = Server::always(Action::Hang).await;
     let healthy = status(200).await;
     let rec = Recorder::new();
-    let failover = builder([("hang", hanging), ("ok", healthy.url())])
+    let failover = builder([("hang", hanging.url("/rpc")), ("ok", healthy.url())])
         .cooldown(Cooldown::new(1, HOUR))
         .on_event(rec.hook())
         .build()
         .unwrap();
     let c = client(failover.clone());
-    send_and_drop_mid_attempt(&c, &mut heads).await;
+    send_and_drop_mid_attempt(&c, &hanging).await;
     assert_eq!(rec.take(), [Ev::Result(None, Res::Cancelled)]);
     assert!(!failover.is_cooling_down("hang"));
     assert_eq!(healthy.hits(), 0);
@@ -438,14 +435,14 @@ async fn dropped_request_emits_one_cancelled_result_and_records_no_cooldown() {
 // C68 mapped: attempts completed before the drop keep their cooldown evidence.
 #[tokio::test]
 async fn dropped_request_keeps_the_evidence_of_completed_attempts() {
-    let (hanging, mut heads) = hang_reporting_heads().await;
+    let hanging = Server::always(Action::Hang).await;
     let rec = Recorder::new();
-    let failover = builder([("down", refused_url().await), ("hang", hanging)])
+    let failover = builder([("down", refused_url("/rpc")), ("hang", hanging.url("/rpc"))])
         .cooldown(Cooldown::new(1, HOUR))
         .on_event(rec.hook())
         .build()
         .unwrap();
-    send_and_drop_mid_attempt(&client(failover.clone()), &mut heads).await;
+    send_and_drop_mid_attempt(&client(failover.clone()), &hanging).await;
     assert_eq!(rec.shapes(), [attempt_err("down", 1), Ev::Result(None, Res::Cancelled)]);
     assert!(failover.is_cooling_down("down"));
     assert!(!failover.is_cooling_down("hang"));

@@ -15,8 +15,8 @@ use http::header::HOST;
 use reqwest::{Request, Response};
 use reqwest_middleware::{ClientBuilder, ClientWithMiddleware, Middleware, Next};
 
-use crate::support::raw::refused_url;
 use crate::support::*;
+use failnext_loopback::refused_url;
 
 const BOUND: Duration = Duration::from_secs(20);
 
@@ -95,7 +95,7 @@ async fn absent_host_stays_absent_on_every_attempt() {
 async fn custom_host_is_preserved_on_every_attempt() {
     let (primary, backup) = (status(503).await, status(200).await);
     let failover =
-        builder([("down", refused_url().await), ("primary", primary.url()), ("backup", backup.url())])
+        builder([("down", refused_url("/rpc")), ("primary", primary.url()), ("backup", backup.url())])
             .build()
             .unwrap();
     let (c, spy) = spied_client(failover);

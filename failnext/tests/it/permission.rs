@@ -10,23 +10,23 @@ use http::header::HOST;
 use reqwest_middleware::{ClientBuilder, ClientWithMiddleware, Extension};
 
 use crate::support::events::*;
-use crate::support::raw::{Behaviour, RawServer};
 use crate::support::*;
+use failnext_loopback::{Action, Server};
 
 /// E1 fails with a transport error (counting requests), E2 answers 200.
 struct Pair {
-    e1: RawServer,
+    e1: Server,
     e2: Scripted,
 }
 
 impl Pair {
     async fn start() -> Pair {
-        Pair { e1: RawServer::start(Behaviour::Close).await, e2: status(200).await }
+        Pair { e1: Server::always(Action::Close).await, e2: status(200).await }
     }
 
     /// A builder over E1, E2 with cooldown off, so repeated failures never skip E1.
     fn builder(&self) -> FailoverBuilder {
-        builder([("e1", self.e1.url.clone()), ("e2", self.e2.url())]).cooldown(Cooldown::disabled())
+        builder([("e1", self.e1.url("/rpc")), ("e2", self.e2.url())]).cooldown(Cooldown::disabled())
     }
 
     fn calls(&self) -> (usize, usize) {
@@ -160,11 +160,11 @@ async fn policy_decides_when_request_makes_no_choice() {
 // C43: the policy is called at most once per request, however many endpoints are tried.
 #[tokio::test]
 async fn policy_called_at_most_once_per_request() {
-    let e1 = RawServer::start(Behaviour::Close).await;
-    let e2 = RawServer::start(Behaviour::Close).await;
+    let e1 = Server::always(Action::Close).await;
+    let e2 = Server::always(Action::Close).await;
     let e3 = status(200).await;
     let (policy, calls) = counting_policy(Permission::Allow);
-    let failover = builder([("e1", e1.url.clone()), ("e2", e2.url.clone()), ("e3", e3.url())])
+    let failover = builder([("e1", e1.url("/rpc")), ("e2", e2.url("/rpc")), ("e3", e3.url())])
         .permission_policy(policy)
         .build()
         .unwrap();
@@ -183,7 +183,7 @@ async fn policy_not_called_when_no_second_endpoint_could_be_tried() {
     let (policy, calls) = counting_policy(Permission::Allow);
 
     let single = client(
-        builder([("e1", pair.e1.url.clone())])
+        builder([("e1", pair.e1.url("/rpc"))])
             .cooldown(Cooldown::disabled())
             .permission_policy(policy.clone())
             .build()

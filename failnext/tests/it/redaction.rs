@@ -16,8 +16,8 @@ use http::header::AUTHORIZATION;
 use reqwest::{Request, Response};
 use reqwest_middleware::{ClientBuilder, ClientWithMiddleware, Middleware, Next};
 
-use crate::support::raw::{Behaviour, RawServer, refused_url};
 use crate::support::*;
+use failnext_loopback::{Action, Server, refused_url};
 
 const SECRETS: [&str; 5] = ["KEYUSER", "KEYPASS", "KEYPATH", "KEYQUERY", "KEYFRAG"];
 const BOUND: Duration = Duration::from_secs(20);
@@ -100,14 +100,14 @@ fn assert_config_clean(failover: &Failover) {
 #[tokio::test]
 async fn no_key_appears_in_any_output_on_any_failure_path() {
     let unavailable = status(503).await;
-    let closing = RawServer::start(Behaviour::Close).await;
-    let resetting = RawServer::start(Behaviour::Reset).await;
-    let refused = refused_url().await;
+    let closing = Server::always(Action::Close).await;
+    let resetting = Server::always(Action::Reset).await;
+    let refused = refused_url("/rpc");
     let events = EventText::default();
     let builder = builder([
         ("refused", keyed(&refused)),
-        ("closed", keyed(&closing.url)),
-        ("reset", keyed(&resetting.url)),
+        ("closed", keyed(&closing.url("/rpc"))),
+        ("reset", keyed(&resetting.url("/rpc"))),
         ("busy", keyed(&unavailable.url())),
     ])
     .cooldown(Cooldown::new(1, Duration::from_secs(3600)))
@@ -155,7 +155,7 @@ async fn no_key_appears_in_any_output_on_any_failure_path() {
 async fn no_key_appears_when_a_retained_503_survives_a_later_failure() {
     let unavailable = status(503).await;
     let events = EventText::default();
-    let failover = builder([("busy", keyed(&unavailable.url())), ("refused", keyed(&refused_url().await))])
+    let failover = builder([("busy", keyed(&unavailable.url())), ("refused", keyed(&refused_url("/rpc")))])
         .on_event(events.hook())
         .build()
         .unwrap();
@@ -167,10 +167,8 @@ async fn no_key_appears_when_a_retained_503_survives_a_later_failure() {
 #[tokio::test]
 async fn no_key_appears_in_a_single_denied_attempt_error() {
     let events = EventText::default();
-    let failover = builder([("closed", keyed(&RawServer::start(Behaviour::Close).await.url))])
-        .on_event(events.hook())
-        .build()
-        .unwrap();
+    let closed = Server::always(Action::Close).await;
+    let failover = builder([("closed", keyed(&closed.url("/rpc")))]).on_event(events.hook()).build().unwrap();
     let err = client(failover).post("http://127.0.0.1:9/").body("{}").send().await.unwrap_err();
     assert_clean("single attempt error", &error_text(&err));
     assert_events_clean(&events, "single attempt");
@@ -181,7 +179,7 @@ async fn no_key_appears_in_a_single_denied_attempt_error() {
 async fn no_key_appears_when_a_streaming_body_stops_failover() {
     let healthy = status(200).await;
     let events = EventText::default();
-    let failover = builder([("refused", keyed(&refused_url().await)), ("ok", keyed(&healthy.url()))])
+    let failover = builder([("refused", keyed(&refused_url("/rpc"))), ("ok", keyed(&healthy.url()))])
         .on_event(events.hook())
         .build()
         .unwrap();
@@ -200,9 +198,9 @@ async fn no_key_appears_when_a_streaming_body_stops_failover() {
 // The attempt timeout path, under paused time (the hanging server runs on this runtime).
 #[tokio::test(start_paused = true)]
 async fn no_key_appears_in_a_timeout_error() {
-    let hanging = RawServer::start(Behaviour::Hang).await;
+    let hanging = Server::always(Action::Hang).await;
     let events = EventText::default();
-    let failover = builder([("hang", keyed(&hanging.url))])
+    let failover = builder([("hang", keyed(&hanging.url("/rpc")))])
         .attempt_timeout(Duration::from_secs(5))
         .on_event(events.hook())
         .build()

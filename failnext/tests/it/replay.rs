@@ -16,8 +16,8 @@ use reqwest::{Request, Response};
 use reqwest_middleware::{ClientBuilder, ClientWithMiddleware, Middleware, Next};
 
 use crate::support::events::*;
-use crate::support::raw::{Behaviour, RawServer};
 use crate::support::*;
+use failnext_loopback::{Action, Server};
 
 const HOUR: Duration = Duration::from_secs(3600);
 
@@ -113,9 +113,9 @@ fn probed(failover: failnext::Failover, probe: &Probe) -> ClientWithMiddleware {
 // C83: a request without a body may fail over.
 #[tokio::test]
 async fn bodyless_request_may_fail_over() {
-    let e1 = RawServer::start(Behaviour::Close).await;
+    let e1 = Server::always(Action::Close).await;
     let e2 = status(200).await;
-    let failover = builder([("e1", e1.url.clone()), ("e2", e2.url())]).build().unwrap();
+    let failover = builder([("e1", e1.url("/rpc")), ("e2", e2.url())]).build().unwrap();
     let resp = client(failover).post("http://127.0.0.1:9/").allow_failover().send().await.unwrap();
     assert_eq!(resp.status(), 200);
     assert_eq!((e1.requests(), e2.hits()), (1, 1));
@@ -180,10 +180,10 @@ async fn bytes_body_is_replayed_on_later_attempts() {
 // with a failover error listing that one attempt, and NotReplayable names the candidate.
 #[tokio::test]
 async fn streaming_body_stops_failover_with_not_replayable_event() {
-    let e1 = RawServer::start(Behaviour::Close).await;
+    let e1 = Server::always(Action::Close).await;
     let e2 = status(200).await;
     let rec = Recorder::new();
-    let failover = builder([("e1", e1.url.clone()), ("e2", e2.url())]).on_event(rec.hook()).build().unwrap();
+    let failover = builder([("e1", e1.url("/rpc")), ("e2", e2.url())]).on_event(rec.hook()).build().unwrap();
     let (body, tracked) = streaming(&["one-shot"]);
     let err =
         client(failover).post("http://127.0.0.1:9/").body(body).allow_failover().send().await.unwrap_err();
@@ -218,12 +218,12 @@ async fn streaming_body_after_trigger_returns_the_retained_response() {
 // all receive the whole body.
 #[tokio::test]
 async fn cooling_candidate_does_not_consume_the_replay() {
-    let e1 = RawServer::start(Behaviour::Close).await;
+    let e1 = Server::always(Action::Close).await;
     let e2 = status(503).await;
     let e3 = status(503).await;
     let e4 = status(200).await;
     let rec = Recorder::new();
-    let failover = builder([("e1", e1.url.clone()), ("e2", e2.url()), ("e3", e3.url()), ("e4", e4.url())])
+    let failover = builder([("e1", e1.url("/rpc")), ("e2", e2.url()), ("e3", e3.url()), ("e4", e4.url())])
         .cooldown(Cooldown::new(1, HOUR))
         .on_event(rec.hook())
         .build()
@@ -391,11 +391,11 @@ async fn empty_body_is_replayed_as_empty_body() {
 // come before the NotReplayable event, which names the admitted candidate.
 #[tokio::test]
 async fn cooldown_skips_precede_not_replayable() {
-    let e1 = RawServer::start(Behaviour::Close).await;
+    let e1 = Server::always(Action::Close).await;
     let e2 = status(503).await;
     let e3 = status(200).await;
     let rec = Recorder::new();
-    let failover = builder([("e1", e1.url.clone()), ("e2", e2.url()), ("e3", e3.url())])
+    let failover = builder([("e1", e1.url("/rpc")), ("e2", e2.url()), ("e3", e3.url())])
         .cooldown(Cooldown::new(1, HOUR))
         .on_event(rec.hook())
         .build()
@@ -420,14 +420,14 @@ async fn cooldown_skips_precede_not_replayable() {
 // only endpoint failed, and not when every later candidate is cooling.
 #[tokio::test]
 async fn not_replayable_only_when_a_candidate_is_admitted_for_another_attempt() {
-    let closing = RawServer::start(Behaviour::Close).await;
+    let closing = Server::always(Action::Close).await;
     let error_500 = status(500).await;
     let unavailable = status(503).await;
     let unavailable_2 = status(503).await;
     let healthy = status(200).await;
     let rec = Recorder::new();
     let failover = builder([
-        ("closing", closing.url.clone()),
+        ("closing", closing.url("/rpc")),
         ("error-500", error_500.url()),
         ("unavailable", unavailable.url()),
         ("unavailable-2", unavailable_2.url()),

@@ -10,12 +10,10 @@ use std::time::Duration;
 
 use failnext::{Cooldown, ServedBy};
 use reqwest::Response;
-use tokio::io::AsyncReadExt;
-use tokio::net::TcpListener;
 
 use crate::support::events::*;
-use crate::support::raw::{Behaviour, RawServer, hang_reporting_heads, refused_url};
 use crate::support::*;
+use failnext_loopback::{Action, Reply, Server, refused_url};
 
 const BOUND: Duration = Duration::from_secs(20);
 
@@ -48,7 +46,7 @@ async fn trigger_response_is_superseded_by_a_later_success() {
 async fn retained_503_survives_later_connect_error() {
     let unavailable = status(503).await;
     let rec = Recorder::new();
-    let failover = builder([("e1", unavailable.url()), ("e2", refused_url().await)])
+    let failover = builder([("e1", unavailable.url()), ("e2", refused_url("/rpc"))])
         .on_event(rec.hook())
         .build()
         .unwrap();
@@ -60,11 +58,11 @@ async fn retained_503_survives_later_connect_error() {
 // C99, C102: a closed or reset connection after a trigger response leaves the response.
 #[tokio::test]
 async fn retained_503_survives_later_closed_or_reset_connection() {
-    for behaviour in [Behaviour::Close, Behaviour::Reset] {
+    for behaviour in [Action::Close, Action::Reset] {
         let unavailable = status(503).await;
-        let broken = RawServer::start(behaviour).await;
+        let broken = Server::always(behaviour.clone()).await;
         let rec = Recorder::new();
-        let failover = builder([("e1", unavailable.url()), ("e2", broken.url.clone())])
+        let failover = builder([("e1", unavailable.url()), ("e2", broken.url("/rpc"))])
             .on_event(rec.hook())
             .build()
             .unwrap();
@@ -83,7 +81,7 @@ async fn retained_503_survives_later_closed_or_reset_connection() {
 #[tokio::test]
 async fn later_http_response_outranks_an_earlier_transport_error() {
     let unavailable = status(503).await;
-    let failover = builder([("e1", refused_url().await), ("e2", unavailable.url())]).build().unwrap();
+    let failover = builder([("e1", refused_url("/rpc")), ("e2", unavailable.url())]).build().unwrap();
     let resp = client(failover).get("http://127.0.0.1:9/").send().await.unwrap();
     assert_eq!(received(resp).await, (503, "e2".into(), first_body(503)));
 }
@@ -101,9 +99,9 @@ async fn newer_trigger_response_replaces_the_older_one() {
 #[tokio::test]
 async fn latest_trigger_response_survives_a_later_transport_error() {
     let (first, second) = (status(503).await, status(504).await);
-    let closing = RawServer::start(Behaviour::Close).await;
+    let closing = Server::always(Action::Close).await;
     let rec = Recorder::new();
-    let failover = builder([("e1", first.url()), ("e2", second.url()), ("e3", closing.url.clone())])
+    let failover = builder([("e1", first.url()), ("e2", second.url()), ("e3", closing.url("/rpc"))])
         .on_event(rec.hook())
         .build()
         .unwrap();
@@ -142,7 +140,7 @@ async fn result_for_a_retained_response_names_the_endpoint_that_produced_it() {
     let unavailable = status(503).await;
     let rec = Recorder::new();
     let failover =
-        builder([("e1", refused_url().await), ("e2", unavailable.url()), ("e3", refused_url().await)])
+        builder([("e1", refused_url("/rpc")), ("e2", unavailable.url()), ("e3", refused_url("/rpc"))])
             .on_event(rec.hook())
             .build()
             .unwrap();
@@ -158,7 +156,7 @@ async fn result_for_a_retained_response_names_the_endpoint_that_produced_it() {
 #[tokio::test]
 async fn retained_additional_trigger_response_is_returned_when_the_rest_fail() {
     let limited = status(429).await;
-    let failover = builder([("e1", limited.url()), ("e2", refused_url().await)])
+    let failover = builder([("e1", limited.url()), ("e2", refused_url("/rpc"))])
         .additional_trigger_status_codes([http::StatusCode::TOO_MANY_REQUESTS])
         .build()
         .unwrap();
@@ -181,9 +179,9 @@ async fn trigger_response_is_returned_when_continuation_is_denied() {
 #[tokio::test]
 async fn dropping_the_request_discards_the_retained_response() {
     let unavailable = status(503).await;
-    let (hanging, mut heads) = hang_reporting_heads().await;
+    let hanging = Server::always(Action::Hang).await;
     let rec = Recorder::new();
-    let failover = builder([("e1", unavailable.url()), ("e2", hanging)])
+    let failover = builder([("e1", unavailable.url()), ("e2", hanging.url("/rpc"))])
         .cooldown(Cooldown::new(1, Duration::from_secs(3600)))
         .on_event(rec.hook())
         .build()
@@ -193,7 +191,7 @@ async fn dropping_the_request_discards_the_retained_response() {
     tokio::time::timeout(BOUND, async {
         tokio::select! {
             res = send => panic!("the hanging endpoint answered: {res:?}"),
-            _ = heads.recv() => {}
+            _ = hanging.wait_for_requests(1) => {}
         }
     })
     .await
@@ -203,44 +201,11 @@ async fn dropping_the_request_discards_the_retained_response() {
     assert!(!failover.is_cooling_down("e2"), "the interrupted attempt recorded nothing");
 }
 
-/// A keep-alive server answering every request with a small 503; counts connections.
-async fn keep_alive_503() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use tokio::io::AsyncWriteExt;
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/rpc", listener.local_addr().unwrap());
-    let connections = std::sync::Arc::new(AtomicUsize::new(0));
-    let counter = connections.clone();
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            counter.fetch_add(1, Ordering::SeqCst);
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                loop {
-                    let Ok(n) = stream.read(&mut chunk).await else { return };
-                    if n == 0 {
-                        return;
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
-                    while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                        buf.drain(..end + 4);
-                        // Headers and body in separate writes, as a proxy in front of a
-                        // provider often sends them.
-                        let head = b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 2048\r\n\r\n";
-                        if stream.write_all(head).await.is_err() || stream.flush().await.is_err() {
-                            return;
-                        }
-                        tokio::time::sleep(Duration::from_millis(2)).await;
-                        if stream.write_all(&[b'x'; 2048]).await.is_err() {
-                            return;
-                        }
-                    }
-                }
-            });
-        }
-    });
-    (url, connections)
+/// A keep-alive server answering every request with a small 503 whose body follows its
+/// headers 2 ms later (separate writes, as a proxy in front of a provider often sends them).
+async fn keep_alive_503() -> Server {
+    let reply = Reply::new(503).length(2048).pause(Duration::from_millis(2)).send(vec![b'x'; 2048]);
+    Server::always(Action::Reply(reply)).await
 }
 
 // Beyond the reference: a superseded trigger response with a small body is read to its end
@@ -248,10 +213,12 @@ async fn keep_alive_503() -> (String, std::sync::Arc<std::sync::atomic::AtomicUs
 // back to the pool instead of closing.
 #[tokio::test]
 async fn superseded_503_keeps_its_connection_alive() {
-    let (primary, connections) = keep_alive_503().await;
+    let primary = keep_alive_503().await;
     let healthy = status(200).await;
-    let failover =
-        builder([("e1", primary), ("e2", healthy.url())]).cooldown(Cooldown::disabled()).build().unwrap();
+    let failover = builder([("e1", primary.url("/rpc")), ("e2", healthy.url())])
+        .cooldown(Cooldown::disabled())
+        .build()
+        .unwrap();
     let client = client(failover);
     for _ in 0..20 {
         let resp =
@@ -262,6 +229,6 @@ async fn superseded_503_keeps_its_connection_alive() {
         // every request opens a new connection, whatever the pause.)
         tokio::time::sleep(Duration::from_millis(30)).await;
     }
-    let opened = connections.load(std::sync::atomic::Ordering::SeqCst);
+    let opened = primary.connections();
     assert!(opened <= 2, "20 requests opened {opened} connections to the 503 endpoint");
 }

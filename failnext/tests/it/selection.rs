@@ -13,8 +13,8 @@ use reqwest_middleware::{ClientBuilder, ClientWithMiddleware, Middleware, Next};
 use wiremock::{Mock, MockServer, Respond, ResponseTemplate};
 
 use crate::support::events::*;
-use crate::support::raw::{Behaviour, RawServer};
 use crate::support::*;
+use failnext_loopback::{Action, Server};
 
 const HOUR: Duration = Duration::from_secs(3600);
 
@@ -93,11 +93,11 @@ impl Rendezvous {
 // C1: configured order is the priority, whatever the ids sort as and whatever the request URL.
 #[tokio::test]
 async fn configured_order_is_priority_regardless_of_ids_and_request_url() {
-    let z = RawServer::start(Behaviour::Close).await;
+    let z = Server::always(Action::Close).await;
     let a = status(200).await;
     let rec = Recorder::new();
     let failover =
-        builder([("z-id", z.url.clone()), ("a-id", a.url())]).on_event(rec.hook()).build().unwrap();
+        builder([("z-id", z.url("/rpc")), ("a-id", a.url())]).on_event(rec.hook()).build().unwrap();
     let resp = client(failover).post(a.url()).body("{}").allow_failover().send().await.unwrap();
     assert_eq!(resp.status(), 200);
     assert_eq!((z.requests(), a.hits()), (1, 1));
@@ -122,11 +122,11 @@ async fn first_attempt_success_is_returned_without_trying_others() {
 // C3: failover walks the whole list in order.
 #[tokio::test]
 async fn failover_walks_the_whole_list_in_order() {
-    let e1 = RawServer::start(Behaviour::Close).await;
-    let e2 = RawServer::start(Behaviour::Close).await;
+    let e1 = Server::always(Action::Close).await;
+    let e2 = Server::always(Action::Close).await;
     let e3 = status(200).await;
     let rec = Recorder::new();
-    let failover = builder([("e1", e1.url.clone()), ("e2", e2.url.clone()), ("e3", e3.url())])
+    let failover = builder([("e1", e1.url("/rpc")), ("e2", e2.url("/rpc")), ("e3", e3.url())])
         .on_event(rec.hook())
         .build()
         .unwrap();
@@ -187,9 +187,9 @@ async fn callers_request_is_not_mutated() {
 // C6: each endpoint is attempted at most once per request; there is no second pass.
 #[tokio::test]
 async fn each_endpoint_is_attempted_at_most_once_per_request() {
-    let e1 = RawServer::start(Behaviour::Close).await;
-    let e2 = RawServer::start(Behaviour::Close).await;
-    let failover = builder([("e1", e1.url.clone()), ("e2", e2.url.clone())]).build().unwrap();
+    let e1 = Server::always(Action::Close).await;
+    let e2 = Server::always(Action::Close).await;
+    let failover = builder([("e1", e1.url("/rpc")), ("e2", e2.url("/rpc"))]).build().unwrap();
     let err = client(failover).get("http://127.0.0.1:9/").send().await.unwrap_err();
     let e = failnext_error(&err);
     assert!(e.is_failover());
@@ -229,10 +229,10 @@ async fn every_attempt_uses_a_fresh_copy_of_the_request() {
 // C139: one Failover serves many concurrent requests independently.
 #[tokio::test]
 async fn concurrent_requests_each_fail_over_independently() {
-    let e1 = RawServer::start(Behaviour::Close).await;
+    let e1 = Server::always(Action::Close).await;
     let e2 = status(200).await;
     let failover =
-        builder([("e1", e1.url.clone()), ("e2", e2.url())]).cooldown(Cooldown::disabled()).build().unwrap();
+        builder([("e1", e1.url("/rpc")), ("e2", e2.url())]).cooldown(Cooldown::disabled()).build().unwrap();
     let client = client(failover);
     let sends = (0..32).map(|_| client.get("http://127.0.0.1:9/").allow_failover().send());
     let results = tokio::time::timeout(Duration::from_secs(30), futures::future::join_all(sends))
@@ -250,12 +250,12 @@ async fn concurrent_requests_each_fail_over_independently() {
 #[tokio::test]
 async fn eligibility_filter_preserves_configured_order() {
     let e1 = status(200).await;
-    let e2 = RawServer::start(Behaviour::Close).await;
+    let e2 = Server::always(Action::Close).await;
     let e3 = status(200).await;
     let e4 = status(200).await;
     let rec = Recorder::new();
     let (predicate, _) = eligibility(&["e2", "e4"]);
-    let failover = builder([("e1", e1.url()), ("e2", e2.url.clone()), ("e3", e3.url()), ("e4", e4.url())])
+    let failover = builder([("e1", e1.url()), ("e2", e2.url("/rpc")), ("e3", e3.url()), ("e4", e4.url())])
         .eligible(predicate)
         .on_event(rec.hook())
         .build()
@@ -438,11 +438,11 @@ async fn excluded_endpoint_is_not_attempted() {
 #[tokio::test]
 async fn several_exclusions_keep_configured_order() {
     let e1 = status(200).await;
-    let e2 = RawServer::start(Behaviour::Close).await;
+    let e2 = Server::always(Action::Close).await;
     let e3 = status(200).await;
     let e4 = status(200).await;
     let rec = Recorder::new();
-    let failover = builder([("e1", e1.url()), ("e2", e2.url.clone()), ("e3", e3.url()), ("e4", e4.url())])
+    let failover = builder([("e1", e1.url()), ("e2", e2.url("/rpc")), ("e3", e3.url()), ("e4", e4.url())])
         .on_event(rec.hook())
         .build()
         .unwrap();
@@ -550,11 +550,11 @@ async fn excluding_every_endpoint_is_no_usable_endpoint_error() {
 #[tokio::test]
 async fn exclusion_and_eligibility_filter_independently() {
     let e1 = status(200).await;
-    let e2 = RawServer::start(Behaviour::Close).await;
+    let e2 = Server::always(Action::Close).await;
     let e3 = status(200).await;
     let e4 = status(200).await;
     let (predicate, log) = eligibility(&["e2", "e4"]);
-    let failover = builder([("e1", e1.url()), ("e2", e2.url.clone()), ("e3", e3.url()), ("e4", e4.url())])
+    let failover = builder([("e1", e1.url()), ("e2", e2.url("/rpc")), ("e3", e3.url()), ("e4", e4.url())])
         .eligible(predicate)
         .build()
         .unwrap();
@@ -567,11 +567,11 @@ async fn exclusion_and_eligibility_filter_independently() {
 // C22: a preferred endpoint that is also excluded stays excluded, without an error.
 #[tokio::test]
 async fn excluded_preferred_endpoint_stays_excluded() {
-    let e1 = RawServer::start(Behaviour::Close).await;
+    let e1 = Server::always(Action::Close).await;
     let e2 = status(200).await;
     let e3 = status(200).await;
     let rec = Recorder::new();
-    let failover = builder([("e1", e1.url.clone()), ("e2", e2.url()), ("e3", e3.url())])
+    let failover = builder([("e1", e1.url("/rpc")), ("e2", e2.url()), ("e3", e3.url())])
         .on_event(rec.hook())
         .build()
         .unwrap();
@@ -592,9 +592,9 @@ async fn excluded_preferred_endpoint_stays_excluded() {
 #[tokio::test]
 async fn exclusion_does_not_grant_permission() {
     let e1 = status(200).await;
-    let e2 = RawServer::start(Behaviour::Close).await;
+    let e2 = Server::always(Action::Close).await;
     let e3 = status(200).await;
-    let failover = builder([("e1", e1.url()), ("e2", e2.url.clone()), ("e3", e3.url())])
+    let failover = builder([("e1", e1.url()), ("e2", e2.url("/rpc")), ("e3", e3.url())])
         .cooldown(Cooldown::disabled())
         .build()
         .unwrap();
@@ -618,10 +618,10 @@ async fn exclusion_does_not_grant_permission() {
 #[tokio::test]
 async fn exclusion_does_not_grant_replayability() {
     let e1 = status(200).await;
-    let e2 = RawServer::start(Behaviour::Close).await;
+    let e2 = Server::always(Action::Close).await;
     let e3 = status(200).await;
     let rec = Recorder::new();
-    let failover = builder([("e1", e1.url()), ("e2", e2.url.clone()), ("e3", e3.url())])
+    let failover = builder([("e1", e1.url()), ("e2", e2.url("/rpc")), ("e3", e3.url())])
         .on_event(rec.hook())
         .build()
         .unwrap();
@@ -716,11 +716,11 @@ async fn first_unknown_excluded_id_is_reported_before_an_unknown_preference() {
 // C28: the preferred endpoint goes first; the others keep their configured order.
 #[tokio::test]
 async fn preferred_endpoint_is_tried_first_and_others_keep_order() {
-    let e1 = RawServer::start(Behaviour::Close).await;
+    let e1 = Server::always(Action::Close).await;
     let e2 = status(200).await;
-    let e3 = RawServer::start(Behaviour::Close).await;
+    let e3 = Server::always(Action::Close).await;
     let rec = Recorder::new();
-    let failover = builder([("e1", e1.url.clone()), ("e2", e2.url()), ("e3", e3.url.clone())])
+    let failover = builder([("e1", e1.url("/rpc")), ("e2", e2.url()), ("e3", e3.url("/rpc"))])
         .on_event(rec.hook())
         .build()
         .unwrap();
@@ -736,11 +736,11 @@ async fn preferred_endpoint_is_tried_first_and_others_keep_order() {
 // C29: preferring the endpoint that is already first changes nothing.
 #[tokio::test]
 async fn preferring_the_first_endpoint_keeps_configured_order() {
-    let e1 = RawServer::start(Behaviour::Close).await;
-    let e2 = RawServer::start(Behaviour::Close).await;
+    let e1 = Server::always(Action::Close).await;
+    let e2 = Server::always(Action::Close).await;
     let e3 = status(200).await;
     let rec = Recorder::new();
-    let failover = builder([("e1", e1.url.clone()), ("e2", e2.url.clone()), ("e3", e3.url())])
+    let failover = builder([("e1", e1.url("/rpc")), ("e2", e2.url("/rpc")), ("e3", e3.url())])
         .on_event(rec.hook())
         .build()
         .unwrap();
@@ -755,10 +755,10 @@ async fn preferring_the_first_endpoint_keeps_configured_order() {
 // C30: an ineligible preferred endpoint is silently ignored.
 #[tokio::test]
 async fn ineligible_preferred_endpoint_is_silently_ignored() {
-    let e1 = RawServer::start(Behaviour::Close).await;
+    let e1 = Server::always(Action::Close).await;
     let e2 = status(200).await;
     let e3 = status(200).await;
-    let failover = builder([("e1", e1.url.clone()), ("e2", e2.url()), ("e3", e3.url())])
+    let failover = builder([("e1", e1.url("/rpc")), ("e2", e2.url()), ("e3", e3.url())])
         .eligible(|id: &EndpointId| id.as_str() != "e3")
         .build()
         .unwrap();
@@ -794,8 +794,8 @@ async fn unknown_preferred_id_fails_before_any_attempt() {
 async fn preference_does_not_grant_permission() {
     let e1 = status(200).await;
     let e2 = status(200).await;
-    let e3 = RawServer::start(Behaviour::Close).await;
-    let failover = builder([("e1", e1.url()), ("e2", e2.url()), ("e3", e3.url.clone())]).build().unwrap();
+    let e3 = Server::always(Action::Close).await;
+    let failover = builder([("e1", e1.url()), ("e2", e2.url()), ("e3", e3.url("/rpc"))]).build().unwrap();
     let err = client(failover).post("http://127.0.0.1:9/").prefer_endpoint("e3").send().await.unwrap_err();
     let e = failnext_error(&err);
     assert!(e.is_failover());
@@ -809,9 +809,9 @@ async fn preference_does_not_grant_permission() {
 async fn preference_and_eligibility_do_not_grant_replayability() {
     let e1 = status(200).await;
     let e2 = status(200).await;
-    let e3 = RawServer::start(Behaviour::Close).await;
+    let e3 = Server::always(Action::Close).await;
     let rec = Recorder::new();
-    let failover = builder([("e1", e1.url()), ("e2", e2.url()), ("e3", e3.url.clone())])
+    let failover = builder([("e1", e1.url()), ("e2", e2.url()), ("e3", e3.url("/rpc"))])
         .eligible(|id: &EndpointId| id.as_str() != "e1")
         .on_event(rec.hook())
         .build()
@@ -837,13 +837,13 @@ async fn preference_and_eligibility_do_not_grant_replayability() {
 #[tokio::test]
 async fn preference_uses_eligibility_captured_at_request_start() {
     let e3_ok = Arc::new(AtomicBool::new(true));
-    let e1 = RawServer::start(Behaviour::Close).await;
+    let e1 = Server::always(Action::Close).await;
     let e2 = clearing(e3_ok.clone(), 503).await;
     let e3 = status(200).await;
     let asked_ids = Arc::new(Mutex::new(Vec::new()));
     let (flag, log) = (e3_ok.clone(), asked_ids.clone());
     let rec = Recorder::new();
-    let failover = builder([("e1", e1.url.clone()), ("e2", format!("{}/rpc", e2.uri())), ("e3", e3.url())])
+    let failover = builder([("e1", e1.url("/rpc")), ("e2", format!("{}/rpc", e2.uri())), ("e3", e3.url())])
         .eligible(move |id: &EndpointId| {
             log.lock().unwrap().push(id.to_string());
             id.as_str() != "e3" || flag.load(Ordering::SeqCst)
@@ -866,9 +866,9 @@ async fn preference_uses_eligibility_captured_at_request_start() {
 async fn preference_does_not_bypass_cooldown() {
     let e1 = status(200).await;
     let e2 = status(200).await;
-    let e3 = RawServer::start(Behaviour::Close).await;
+    let e3 = Server::always(Action::Close).await;
     let rec = Recorder::new();
-    let failover = builder([("e1", e1.url()), ("e2", e2.url()), ("e3", e3.url.clone())])
+    let failover = builder([("e1", e1.url()), ("e2", e2.url()), ("e3", e3.url("/rpc"))])
         .cooldown(Cooldown::new(1, HOUR))
         .on_event(rec.hook())
         .build()

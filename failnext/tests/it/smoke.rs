@@ -1,11 +1,11 @@
 use crate::support::events::*;
-use crate::support::raw::{Behaviour, RawServer, refused_url};
 use crate::support::*;
 use failnext::{RequestBuilderExt, ServedBy};
+use failnext_loopback::{Action, Server, refused_url};
 
 #[tokio::test]
 async fn refused_then_503_then_healthy_reaches_healthy_with_one_attempt_each() {
-    let refused = refused_url().await;
+    let refused = refused_url("/rpc");
     let unavailable = status(503).await;
     let healthy = status(200).await;
     let rec = Recorder::new();
@@ -32,9 +32,9 @@ async fn refused_then_503_then_healthy_reaches_healthy_with_one_attempt_each() {
 
 #[tokio::test]
 async fn closed_connection_is_a_transport_error_that_fails_over() {
-    let closing = RawServer::start(Behaviour::Close).await;
+    let closing = Server::always(Action::Close).await;
     let healthy = status(200).await;
-    let failover = builder([("closing", closing.url.clone()), ("healthy", healthy.url())]).build().unwrap();
+    let failover = builder([("closing", closing.url("/rpc")), ("healthy", healthy.url())]).build().unwrap();
     let resp = client(failover).get("http://127.0.0.1:9/").send().await.unwrap();
     assert_eq!(resp.status(), 200);
     assert_eq!(closing.requests(), 1);

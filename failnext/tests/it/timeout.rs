@@ -4,25 +4,27 @@
 //! timeout, which fails one attempt with a timeout error, and cancellation is dropping the
 //! future (pinned in `events.rs`). These tests run under paused tokio time, so a hanging
 //! endpoint costs no real time: the runtime jumps to the next timer once it is idle. All
-//! servers run on the test's own runtime (raw loopback listeners), so the runtime is never idle
-//! while a healthy server is about to answer.
+//! servers run on the test's own runtime (the loopback toolkit's servers), so the runtime is
+//! never idle while a healthy server is about to answer.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use failnext::{AttemptOutcome, Cooldown, Event, Failover, ServedBy};
 use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 use tokio::time::Instant;
 
-use crate::support::raw::{Behaviour, RawServer};
 use crate::support::*;
+use failnext_loopback::{Action, End, Reply, Server};
 
 /// Far beyond every timeout under test, so it only fires if an attempt is never bounded.
 const BOUND: Duration = Duration::from_secs(24 * 3600);
 const SECOND: Duration = Duration::from_secs(1);
-const OK_200: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok";
+
+/// A server answering every request with a small 200, then closing.
+async fn ok_200() -> Server {
+    Server::always(Action::Reply(Reply::new(200).send("ok").closing())).await
+}
 
 /// A client without a connection pool (whose idle timer would make paused time jump).
 fn paused_client(failover: Failover) -> ClientWithMiddleware {
@@ -60,10 +62,10 @@ async fn bounded<F: std::future::Future>(fut: F) -> F::Output {
 // The hanging primary costs the attempt timeout; the backup then answers.
 #[tokio::test(start_paused = true)]
 async fn attempt_timeout_moves_a_hanging_endpoint_to_the_next() {
-    let hanging = RawServer::start(Behaviour::Hang).await;
-    let healthy = RawServer::start(Behaviour::Reply(OK_200)).await;
+    let hanging = Server::always(Action::Hang).await;
+    let healthy = ok_200().await;
     let seen = TimedOut::default();
-    let failover = builder([("hang", hanging.url.clone()), ("ok", healthy.url.clone())])
+    let failover = builder([("hang", hanging.url("/rpc")), ("ok", healthy.url("/rpc"))])
         .attempt_timeout(5 * SECOND)
         .on_event(seen.hook())
         .build()
@@ -82,11 +84,11 @@ async fn attempt_timeout_moves_a_hanging_endpoint_to_the_next() {
 // The limit applies to every attempt separately, not to the request as a whole.
 #[tokio::test(start_paused = true)]
 async fn attempt_timeout_bounds_each_attempt_not_the_whole_request() {
-    let (first, second) = (RawServer::start(Behaviour::Hang).await, RawServer::start(Behaviour::Hang).await);
-    let healthy = RawServer::start(Behaviour::Reply(OK_200)).await;
+    let (first, second) = (Server::always(Action::Hang).await, Server::always(Action::Hang).await);
+    let healthy = ok_200().await;
     let seen = TimedOut::default();
     let failover =
-        builder([("h1", first.url.clone()), ("h2", second.url.clone()), ("ok", healthy.url.clone())])
+        builder([("h1", first.url("/rpc")), ("h2", second.url("/rpc")), ("ok", healthy.url("/rpc"))])
             .attempt_timeout(5 * SECOND)
             .on_event(seen.hook())
             .build()
@@ -102,8 +104,8 @@ async fn attempt_timeout_bounds_each_attempt_not_the_whole_request() {
 // A lone hanging endpoint ends in a failover error whose attempt (and cause) is a timeout.
 #[tokio::test(start_paused = true)]
 async fn hanging_single_endpoint_fails_with_a_timeout_attempt() {
-    let hanging = RawServer::start(Behaviour::Hang).await;
-    let failover = builder([("hang", hanging.url.clone())]).attempt_timeout(5 * SECOND).build().unwrap();
+    let hanging = Server::always(Action::Hang).await;
+    let failover = builder([("hang", hanging.url("/rpc"))]).attempt_timeout(5 * SECOND).build().unwrap();
     let err = bounded(paused_client(failover).get("http://127.0.0.1:9/").send()).await.unwrap_err();
     let fe = failnext_error(&err);
     assert!(fe.is_failover());
@@ -116,8 +118,8 @@ async fn hanging_single_endpoint_fails_with_a_timeout_attempt() {
 
 /// How long a lone hanging endpoint takes to fail with these two limits.
 async fn time_to_fail(attempt_timeout: Duration, request_timeout: Duration) -> Duration {
-    let hanging = RawServer::start(Behaviour::Hang).await;
-    let failover = builder([("hang", hanging.url.clone())]).attempt_timeout(attempt_timeout).build().unwrap();
+    let hanging = Server::always(Action::Hang).await;
+    let failover = builder([("hang", hanging.url("/rpc"))]).attempt_timeout(attempt_timeout).build().unwrap();
     let started = Instant::now();
     let req = paused_client(failover).get("http://127.0.0.1:9/").timeout(request_timeout);
     let err = bounded(req.send()).await.unwrap_err();
@@ -142,9 +144,9 @@ async fn attempt_timeout_wins_over_a_longer_request_timeout() {
 // A timed-out attempt is a transport failure for cooldown like any other.
 #[tokio::test(start_paused = true)]
 async fn timed_out_attempt_counts_as_a_cooldown_failure() {
-    let hanging = RawServer::start(Behaviour::Hang).await;
-    let healthy = RawServer::start(Behaviour::Reply(OK_200)).await;
-    let failover = builder([("hang", hanging.url.clone()), ("ok", healthy.url.clone())])
+    let hanging = Server::always(Action::Hang).await;
+    let healthy = ok_200().await;
+    let failover = builder([("hang", hanging.url("/rpc")), ("ok", healthy.url("/rpc"))])
         .attempt_timeout(5 * SECOND)
         .cooldown(Cooldown::new(1, Duration::from_secs(3600)))
         .build()
@@ -160,33 +162,16 @@ async fn timed_out_attempt_counts_as_a_cooldown_failure() {
 }
 
 /// A server that sends headers promising 100 bytes, then 10 bytes, then never more.
-async fn stalling_body() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/rpc", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut chunk = [0u8; 1024];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match stream.read(&mut chunk).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => head.extend_from_slice(&chunk[..n]),
-                    }
-                }
-                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n0123456789").await;
-                std::future::pending::<()>().await;
-            });
-        }
-    });
-    url
+async fn stalling_body() -> Server {
+    Server::always(Action::Reply(Reply::new(200).length(100).send("0123456789").end(End::Stall))).await
 }
 
 // Documented: like reqwest's own timeout, the attempt timeout also bounds reading the body of
 // the response the caller gets.
 #[tokio::test(start_paused = true)]
 async fn attempt_timeout_also_bounds_reading_the_returned_body() {
-    let failover = builder([("stall", stalling_body().await)]).attempt_timeout(5 * SECOND).build().unwrap();
+    let stalling = stalling_body().await;
+    let failover = builder([("stall", stalling.url("/rpc"))]).attempt_timeout(5 * SECOND).build().unwrap();
     let started = Instant::now();
     let resp = bounded(paused_client(failover).get("http://127.0.0.1:9/").send()).await.unwrap();
     assert_eq!(resp.status(), 200);

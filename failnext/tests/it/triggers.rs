@@ -8,8 +8,8 @@ use reqwest_middleware::{ClientBuilder, Middleware, Next};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::support::events::*;
-use crate::support::raw::{Behaviour, RawServer, refused_url};
 use crate::support::*;
+use failnext_loopback::{Action, Server, refused_url};
 
 fn served_by(resp: &Response) -> Option<&str> {
     resp.extensions().get::<ServedBy>().map(|s| s.0.as_str())
@@ -160,11 +160,11 @@ async fn http_200_with_jsonrpc_error_is_a_success() {
 // when permitted.
 #[tokio::test]
 async fn transport_error_triggers_failover_when_permitted() {
-    let closing = RawServer::start(Behaviour::Close).await;
-    let refused = refused_url().await;
+    let closing = Server::always(Action::Close).await;
+    let refused = refused_url("/rpc");
     let e3 = status(200).await;
     let rec = Recorder::new();
-    let failover = builder([("closing", closing.url.clone()), ("refused", refused), ("e3", e3.url())])
+    let failover = builder([("closing", closing.url("/rpc")), ("refused", refused), ("e3", e3.url())])
         .on_event(rec.hook())
         .build()
         .unwrap();
@@ -228,7 +228,7 @@ async fn error_from_a_later_middleware_fails_over_like_a_transport_error() {
 // never the bare error; its source is that attempt's error.
 #[tokio::test]
 async fn single_endpoint_transport_error_is_failover_error_with_one_attempt() {
-    let failover = builder([("only", refused_url().await)]).cooldown(Cooldown::disabled()).build().unwrap();
+    let failover = builder([("only", refused_url("/rpc"))]).cooldown(Cooldown::disabled()).build().unwrap();
     let err = client(failover).get("http://127.0.0.1:9/").send().await.unwrap_err();
     assert!(err.is_middleware(), "{err:?}");
     let e = failnext_error(&err);

@@ -1,9 +1,10 @@
-//! Shared test support: loopback servers, a client builder and an event recorder.
+//! Shared test support: wiremock providers, a client builder and an event recorder. Servers
+//! wiremock cannot be (closed, reset, hanging, refused, truncated) are the loopback toolkit's
+//! (`failnext_loopback`).
 
 #![allow(dead_code, unreachable_pub, reason = "each test module uses a different subset")]
 
 pub mod events;
-pub mod raw;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
