@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use failnext::Permission;
 use failnext::{RequestBuilderExt, ResponseExt};
-use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use http::header::CONTENT_TYPE;
 
 use crate::soak::Ctx;
 use crate::soak::checks::{BodyEnd, Finished, Outcome, TypedError};
@@ -98,11 +98,9 @@ fn build(ctx: &Ctx, spec: &RequestSpec) -> reqwest_middleware::RequestBuilder {
         Kind::Read => b.body(read_body(spec.id)),
         Kind::WriteDenied | Kind::WriteDefault => b.body(write_body(ctx.seed, spec.id)),
         Kind::Stream => {
+            // No length: the stream goes out chunked, as a caller's stream usually does.
             let body = stream_body(spec.id).into_bytes();
-            let len = body.len();
-            // The simulator reads `Content-Length` bodies only; hyper keeps a length set by
-            // the caller and sends the stream with it.
-            b.header(CONTENT_LENGTH, len).body(streaming(body, spec.chunks, spec.pause_between_chunks))
+            b.body(streaming(body, spec.chunks, spec.pause_between_chunks))
         }
     };
     b = match spec.kind.permission() {
