@@ -141,22 +141,37 @@ async fn attempt(
     let slot = &shared.slots[i];
     slot.destination.retarget(&mut req, host, shared.attempt_timeout);
     let started = shared.events.is_active().then(Instant::now);
-    let result = next.run(req, ext).await.map_err(reqwest_middleware::Error::without_url);
+    // Matched in place, not mapped: the healthy path moves the response no further.
+    match next.run(req, ext).await {
+        Ok(resp) => match observe(shared, i, number, AttemptOutcome::Status(resp.status()), started) {
+            Verdict::Return => Attempted::Return(resp),
+            Verdict::FailOver => Attempted::Retain(resp),
+        },
+        Err(err) => {
+            let err = err.without_url();
+            // An error has no response to return: it always fails over.
+            observe(shared, i, number, AttemptOutcome::Error(&err), started);
+            Attempted::Failed(err)
+        }
+    }
+}
+
+/// What an attempt's outcome means: emits its `Attempt` event, judges it, and tells the
+/// endpoint's health what the judge found.
+fn observe(
+    shared: &Shared,
+    i: usize,
+    number: u32,
+    outcome: AttemptOutcome<'_>,
+    started: Option<Instant>,
+) -> Verdict {
+    let slot = &shared.slots[i];
     let elapsed = started.map(|s| s.elapsed()).unwrap_or_default();
-    let outcome = match &result {
-        Ok(resp) => AttemptOutcome::Status(resp.status()),
-        Err(err) => AttemptOutcome::Error(err),
-    };
     let endpoint = slot.id();
     shared.emit(|| Event::Attempt { endpoint, attempt: number, outcome, elapsed });
     let judgement = judge(&shared.triggers, outcome);
     slot.health.record(judgement.evidence);
-    match (result, judgement.verdict) {
-        (Ok(resp), Verdict::Return) => Attempted::Return(resp),
-        (Ok(resp), Verdict::FailOver) => Attempted::Retain(resp),
-        // An error has no response to return: it always fails over.
-        (Err(err), _) => Attempted::Failed(err),
-    }
+    judgement.verdict
 }
 
 /// Marks the response with the endpoint that produced it and emits the request's `Result`.
