@@ -353,6 +353,7 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 mod builder;
+mod classify;
 mod config_error;
 mod cooldown;
 mod destination;
@@ -375,6 +376,7 @@ mod url_rules;
 mod validate;
 
 pub use builder::FailoverBuilder;
+pub use classify::{Class, Classified, Classifier, Evidence, Judgement, Verdict};
 pub use config_error::ConfigError;
 pub use cooldown::Cooldown;
 pub use eligibility::Eligibility;

@@ -1,0 +1,114 @@
+//! Judging, public side: the [`Classifier`] trait and what a judgement says.
+//!
+//! Every attempt's outcome is judged in one place (`judge.rs`): a transport error always fails
+//! over; a response whose status is a trigger (502, 503, 504 and the added codes) fails over
+//! without its body being read; any other response goes to the configured classifier, if one
+//! is set, and is otherwise returned (the 0.1 rule).
+
+use std::time::Duration;
+
+use reqwest::Response;
+
+/// What to do with an attempt's outcome.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Return this response to the caller: no other endpoint is tried.
+    Return,
+    /// Try the next endpoint, if the request may fail over. The response is kept meanwhile: if
+    /// every later attempt errors, the caller gets it. `cool_for` asks the endpoint's health to
+    /// keep the endpoint out of rotation for that long (a provider's hint such as a rate
+    /// limit's back-off); `None` leaves the open time to the breaker.
+    FailOver {
+        /// How long the endpoint should take no traffic, when the answer said so.
+        cool_for: Option<Duration>,
+    },
+}
+
+/// What an attempt's outcome tells the endpoint's health.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Evidence {
+    /// The endpoint failed: counts towards opening its breaker (or cooldown).
+    Failure,
+    /// The endpoint answered well: closes a half-open breaker, resets a failure streak.
+    Success,
+    /// Says nothing about the endpoint (for example a revert: the chain answered, correctly).
+    Neutral,
+}
+
+/// How an outcome was judged, for events, traces and metrics.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Class {
+    /// An answer to return: a success, or any response no rule flags.
+    Answer,
+    /// A definitive error answer (a revert, invalid params, nonce too low, ...): returned at
+    /// once, never sent elsewhere.
+    Definitive,
+    /// A status the configuration makes a trigger (502, 503, 504 and the added codes).
+    Trigger,
+    /// The provider is out of capacity (HTTP 429, a JSON-RPC rate-limit error).
+    Capacity,
+    /// The provider lacks the data asked for (unknown block, missing trie node).
+    Stale,
+    /// The provider is broken: an internal error, a malformed or truncated body, a wrong id.
+    Broken,
+    /// The attempt ended without an HTTP response (connect, timeout, reset, ...).
+    Transport,
+}
+
+/// The verdict on an attempt, what it tells the endpoint's health, and its class.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Judgement {
+    /// Return it, or fail over.
+    pub verdict: Verdict,
+    /// What it tells the endpoint's health.
+    pub evidence: Evidence,
+    /// How it was judged.
+    pub class: Class,
+}
+
+impl Judgement {
+    /// A judgement from its three parts.
+    pub const fn new(verdict: Verdict, evidence: Evidence, class: Class) -> Judgement {
+        Judgement { verdict, evidence, class }
+    }
+
+    /// Return the response; the endpoint answered well.
+    pub const fn answer() -> Judgement {
+        Judgement::new(Verdict::Return, Evidence::Success, Class::Answer)
+    }
+}
+
+/// What a classifier hands back: the response (rebuilt from the same bytes when it read the
+/// body) or, when reading the body failed, the error; and the judgement.
+#[derive(Debug)]
+pub enum Classified {
+    /// The response to return or retain, with its judgement.
+    Response(Response, Judgement),
+    /// Reading the body failed (it ended early, the connection reset, ...): there is no
+    /// response left to return. The attempt counts as a failed one and fails over.
+    Failed(reqwest_middleware::Error, Judgement),
+}
+
+/// Judges a response that no status rule settled.
+///
+/// Called for every response whose status is not a trigger, when one is configured with
+/// [`FailoverBuilder::classifier`](crate::FailoverBuilder::classifier). It may read the body
+/// (up to a cap it chooses) and must then hand back a response rebuilt from the same bytes,
+/// without copying them. A classifier that panics loses no request: the attempt counts as
+/// failed (its error says the classifier panicked) and failover goes on as for any error.
+#[async_trait::async_trait]
+pub trait Classifier: Send + Sync + 'static {
+    /// Judges `response`, an answer of the endpoint `endpoint`.
+    async fn classify(&self, endpoint: &crate::EndpointId, response: Response) -> Classified;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn _object_safe(_: Box<dyn Classifier>) {}
+}
