@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use http::StatusCode;
 
+use crate::classify::Classifier;
 use crate::config_error::{ConfigError, ConfigErrorKind};
 use crate::cooldown::Cooldown;
 use crate::eligibility::Eligibility;
@@ -17,6 +18,9 @@ use crate::permission::{Permission, PolicyFn};
 use crate::shared::Shared;
 use crate::slot::Slot;
 use crate::validate::validate_endpoints;
+
+/// The attempt timeout when none is configured; see [`FailoverBuilder::attempt_timeout`].
+const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Failover {
     /// Starts configuring a `Failover` over `endpoints`, in priority order. The endpoints are
@@ -34,6 +38,7 @@ pub struct FailoverBuilder {
     eligible: Option<Arc<dyn Eligibility>>,
     policy: Option<PolicyFn>,
     additional: Vec<StatusCode>,
+    classifier: Option<Box<dyn Classifier>>,
     cooldown: Cooldown,
     attempt_timeout: Option<Duration>,
     hook: Option<HookFn>,
@@ -46,8 +51,9 @@ impl FailoverBuilder {
             eligible: None,
             policy: None,
             additional: Vec::new(),
+            classifier: None,
             cooldown: Cooldown::default(),
-            attempt_timeout: None,
+            attempt_timeout: Some(DEFAULT_ATTEMPT_TIMEOUT),
             hook: None,
         }
     }
@@ -105,6 +111,25 @@ impl FailoverBuilder {
         self
     }
 
+    /// Judges every response whose status is not a trigger, for example to fail over from an
+    /// HTTP 200 that carries a JSON-RPC rate-limit error; see [`Classifier`].
+    ///
+    /// Transport errors and trigger statuses (502, 503, 504 and the
+    /// [added](FailoverBuilder::additional_trigger_status_codes) ones) are judged before it and
+    /// never reach it. A response it flags ([`Verdict::FailOver`](crate::Verdict::FailOver)) is
+    /// retained like a trigger response: if every later attempt errors, or the request may not
+    /// fail over, the caller gets it. A classifier that hands back
+    /// [`Classified::Failed`](crate::Classified::Failed), or panics, makes the attempt a failed
+    /// one (listed in [`Error::attempts`](crate::Error::attempts)), which fails over; see the
+    /// crate documentation's "Judging" section.
+    ///
+    /// Default is none: a response whose status is not a trigger is returned at once, body
+    /// untouched (0.1's rule).
+    pub fn classifier(mut self, classifier: impl Classifier) -> Self {
+        self.classifier = Some(Box::new(classifier));
+        self
+    }
+
     /// Sets the cooldown rule; see [`Cooldown`].
     ///
     /// Default is [`Cooldown::default()`]: 3 consecutive failures, 30 seconds.
@@ -120,11 +145,29 @@ impl FailoverBuilder {
     /// the request has its own), so a late attempt fails with a reqwest timeout error
     /// (`is_timeout()` is true), which triggers failover like any other error. As with
     /// reqwest's own timeout, it runs until the response body has been read, so it also bounds
-    /// reading the body of the response you get back.
+    /// reading the body of the response you get back (and a classifier's reading of it).
     ///
-    /// Default is none: an attempt lasts as long as the client lets it.
+    /// Raise it for calls that take long on a healthy provider (a wide `eth_getLogs`, a heavy
+    /// `debug_traceTransaction`); a request's own shorter `RequestBuilder::timeout` still wins
+    /// for that request. [`no_attempt_timeout`](FailoverBuilder::no_attempt_timeout) removes
+    /// the bound.
+    ///
+    /// Default is 10 seconds: well above a heavy `eth_call` or a typical `eth_getLogs` on a
+    /// healthy provider (tens to hundreds of milliseconds, a few seconds at worst), and well
+    /// below the patience of a bot, which would rather hear from the next provider than wait
+    /// on a hung one (a provider stopped mid-answer, or one whose kernel accepts connections
+    /// while nothing answers, would otherwise hold the request forever).
     pub fn attempt_timeout(mut self, timeout: Duration) -> Self {
         self.attempt_timeout = Some(timeout);
+        self
+    }
+
+    /// Removes the attempt timeout: an attempt then lasts as long as the client (or the
+    /// request's own timeout) lets it, which for a hung provider may be forever. 0.1's default.
+    ///
+    /// Default is a 10 second [`attempt_timeout`](FailoverBuilder::attempt_timeout).
+    pub fn no_attempt_timeout(mut self) -> Self {
+        self.attempt_timeout = None;
         self
     }
 
@@ -169,6 +212,7 @@ impl FailoverBuilder {
             eligible: self.eligible,
             policy: self.policy,
             triggers: Triggers::new(self.additional),
+            classifier: self.classifier,
             cooldown: self.cooldown,
             attempt_timeout: self.attempt_timeout,
             events: Emitter::new(self.hook),
@@ -183,6 +227,7 @@ impl fmt::Debug for FailoverBuilder {
             .field("eligible", &self.eligible.as_ref().map(|_| "<fn>"))
             .field("permission_policy", &self.policy.as_ref().map(|_| "<fn>"))
             .field("additional_trigger_status_codes", &self.additional)
+            .field("classifier", &self.classifier.as_ref().map(|_| "<classifier>"))
             .field("cooldown", &self.cooldown)
             .field("attempt_timeout", &self.attempt_timeout)
             .field("on_event", &self.hook.as_ref().map(|_| "<fn>"))

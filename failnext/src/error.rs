@@ -72,6 +72,12 @@ pub struct Attempt {
     error: reqwest_middleware::Error,
 }
 
+/// The error of an attempt whose response the configured classifier panicked on: the
+/// response went with the panic.
+#[derive(Debug, thiserror::Error)]
+#[error("the classifier panicked while judging the response; the response was dropped")]
+pub(crate) struct ClassifierPanicked;
+
 // ===== impl Error =====
 
 impl Error {

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use http::StatusCode;
 
+use crate::classify::{Class, Evidence, Verdict};
 use crate::endpoint::EndpointId;
 
 /// Something that happened while failnext handled one request.
@@ -13,6 +14,15 @@ use crate::endpoint::EndpointId;
 /// task that runs the request, in causal order: the request does not go on until the hook
 /// returns, so keep the hook short. Hooks of different requests may run at the same time.
 /// Each request produces exactly one [`Event::Result`], and it is the last event of the request.
+///
+/// Within a request: every attempt produces an [`Event::Attempt`] when its response's headers
+/// (or its error) arrive, then, right after it (after the configured classifier, if any, has
+/// read the response), an [`Event::Judged`] with the same endpoint and attempt number, saying
+/// how the outcome was judged; then the endpoint's health learns from it. Skips
+/// ([`Event::CooldownSkip`]) come before the attempt they make way for, and
+/// [`Event::NotReplayable`] ends the attempts. A request whose future is dropped while its
+/// attempt is in flight has an `Attempt` for every completed attempt only (each followed by
+/// its `Judged`), then its `Result`.
 ///
 /// The hook runs on the task that polls the request's future, inside that poll, as does the
 /// [`Eligibility`](crate::Eligibility) hook: a `tokio::task_local!` set around the request is
@@ -35,6 +45,25 @@ pub enum Event<'a> {
         /// From handing the request to the rest of the chain until it returned a response's
         /// headers or an error; reading the body later is not included.
         elapsed: Duration,
+    },
+    /// How the outcome of attempt `attempt` to `endpoint` was judged: always right after that
+    /// attempt's [`Event::Attempt`].
+    #[non_exhaustive]
+    Judged {
+        /// The endpoint attempted.
+        endpoint: &'a EndpointId,
+        /// The attempt's number, as in its [`Event::Attempt`].
+        attempt: u32,
+        /// How the outcome was judged: [`Class::Transport`] for an error, [`Class::Trigger`]
+        /// for a trigger status, the classifier's class otherwise ([`Class::Answer`] when no
+        /// classifier is configured).
+        class: Class,
+        /// Returned, or failed over (when the request may). A
+        /// [`Classified::Failed`](crate::Classified::Failed) or a panicking classifier is
+        /// always [`Verdict::FailOver`].
+        verdict: Verdict,
+        /// What the endpoint's health was told.
+        evidence: Evidence,
     },
     /// `endpoint` was passed over because it is cooling down; it is not revisited in this
     /// request.
@@ -145,6 +174,16 @@ fn trace(event: &Event<'_>) {
                 error_kind = error_kind(e),
                 elapsed_us,
                 "failnext attempt failed"
+            );
+        }
+        Event::Judged { endpoint, attempt, class, verdict, evidence } => {
+            tracing::debug!(
+                endpoint = endpoint.as_str(),
+                attempt,
+                class = ?class,
+                verdict = ?verdict,
+                evidence = ?evidence,
+                "failnext judged attempt"
             );
         }
         Event::CooldownSkip { endpoint } => {

@@ -7,16 +7,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::classify::Evidence;
 use crate::cooldown::Cooldown;
-
-/// What one attempt's outcome says about its endpoint's health.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Evidence {
-    /// The endpoint failed: the streak grows, and may start a cooldown.
-    Failure,
-    /// The endpoint answered: the streak restarts (an active cooldown is not ended).
-    Success,
-}
 
 /// The cooldown state of one endpoint, shared by every request of one `Failover`, with the
 /// rule that drives it.
@@ -63,12 +55,14 @@ impl Health {
         cooling
     }
 
-    /// Learns from an attempt that completed just now.
-    pub(crate) fn record(&self, evidence: Evidence) {
+    /// Learns from an attempt that completed just now. `Neutral` changes nothing; the
+    /// reference rule ignores the `hint` (how long the endpoint asked to take no traffic).
+    pub(crate) fn record(&self, evidence: Evidence, _hint: Option<Duration>) {
         let Some((threshold, duration)) = self.rule else { return };
         match evidence {
             Evidence::Failure => self.record_failure(threshold, duration),
             Evidence::Success => self.record_success(),
+            Evidence::Neutral => {}
         }
     }
 
@@ -137,9 +131,9 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn trips_at_threshold_and_expires_exactly_at_deadline() {
         let h = health(2);
-        h.record(Evidence::Failure);
+        h.record(Evidence::Failure, None);
         assert!(!is_cooling(&h));
-        h.record(Evidence::Failure);
+        h.record(Evidence::Failure, None);
         assert_eq!(h.cooling_until(), Some(Instant::now() + MIN));
         tokio::time::advance(MIN - Duration::from_millis(1)).await;
         assert!(is_cooling(&h));
@@ -150,13 +144,13 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn success_resets_streak_but_not_active_cooldown() {
         let h = health(2);
-        h.record(Evidence::Failure);
-        h.record(Evidence::Success);
-        h.record(Evidence::Failure);
+        h.record(Evidence::Failure, None);
+        h.record(Evidence::Success, None);
+        h.record(Evidence::Failure, None);
         assert!(!is_cooling(&h));
-        h.record(Evidence::Failure);
+        h.record(Evidence::Failure, None);
         assert!(is_cooling(&h));
-        h.record(Evidence::Success);
+        h.record(Evidence::Success, None);
         assert!(is_cooling(&h));
     }
 
@@ -164,14 +158,14 @@ mod tests {
     async fn failures_while_cooling_do_not_extend_and_are_discarded_at_expiry() {
         let h = health(3);
         for _ in 0..3 {
-            h.record(Evidence::Failure);
+            h.record(Evidence::Failure, None);
         }
         tokio::time::advance(Duration::from_secs(30)).await;
-        h.record(Evidence::Failure);
-        h.record(Evidence::Failure);
+        h.record(Evidence::Failure, None);
+        h.record(Evidence::Failure, None);
         tokio::time::advance(Duration::from_secs(30)).await;
         assert!(!is_cooling(&h), "not extended by failures while cooling");
-        h.record(Evidence::Failure);
+        h.record(Evidence::Failure, None);
         assert!(!is_cooling(&h), "fresh streak after expiry: the two failures while cooling are gone");
     }
 
@@ -179,7 +173,7 @@ mod tests {
     async fn disabled_records_nothing() {
         let h = Health::new(Cooldown::disabled());
         for _ in 0..10 {
-            h.record(Evidence::Failure);
+            h.record(Evidence::Failure, None);
         }
         assert!(!is_cooling(&h));
         assert!(!h.dirty.load(Ordering::Acquire));

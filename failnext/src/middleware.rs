@@ -2,17 +2,23 @@
 //! `permission`, `replay` and `judge`.
 
 use std::fmt;
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Instant;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use http::Extensions;
 use reqwest::{Request, Response};
 use reqwest_middleware::{Middleware, Next};
 
+use crate::classify::{Class, Classified, Classifier, Evidence, Judgement, Verdict};
 use crate::destination::HostRule;
-use crate::endpoint::Endpoint;
+use crate::endpoint::{Endpoint, EndpointId};
+use crate::error::ClassifierPanicked;
 use crate::event::{AttemptOutcome, Emitter, Event, ResultOutcome};
-use crate::judge::{Verdict, judge};
+use crate::judge;
 use crate::options::ServedBy;
 use crate::session::{Outcome, Session, Step};
 use crate::shared::Shared;
@@ -46,11 +52,13 @@ pub struct Failover {
 
 /// What one attempt produced, as judged.
 enum Attempted {
-    /// Not a trigger: the response to return.
+    /// Judged `Return`: the response to return.
     Return(Response),
-    /// A trigger response, kept while the next endpoint is tried.
+    /// Judged `FailOver` (a trigger status, or flagged by the classifier): kept while the next
+    /// endpoint is tried.
     Retain(Response),
-    /// No response; the error has no URL.
+    /// No response (a transport error, a classifier's `Failed`, a classifier panic); the error
+    /// has no URL.
     Failed(reqwest_middleware::Error),
 }
 
@@ -88,6 +96,7 @@ impl fmt::Debug for Failover {
             .field("eligible", &shared.eligible.as_ref().map(|_| "<fn>"))
             .field("permission_policy", &shared.policy.as_ref().map(|_| "<fn>"))
             .field("additional_trigger_status_codes", &shared.triggers)
+            .field("classifier", &shared.classifier.as_ref().map(|_| "<classifier>"))
             .field("cooldown", &shared.cooldown.setting())
             .field("attempt_timeout", &shared.attempt_timeout)
             .field("on_event", &shared.events.has_hook().then_some("<fn>"))
@@ -127,8 +136,11 @@ async fn run(shared: &Shared, req: Request, ext: &mut Extensions, next: Next<'_>
     }
 }
 
-/// Sends attempt `number` to endpoint `i` and learns from its outcome: the event, the
-/// health evidence and the verdict.
+/// Sends attempt `number` to endpoint `i` and learns from its outcome: the events, the
+/// judgement and the health evidence.
+///
+/// With no classifier configured nothing here is boxed or allocated: the classifier's future
+/// (boxed by `async_trait`) exists only for a response that reaches a configured classifier.
 async fn attempt(
     shared: &Shared,
     i: usize,
@@ -143,35 +155,101 @@ async fn attempt(
     let started = shared.events.is_active().then(Instant::now);
     // Matched in place, not mapped: the healthy path moves the response no further.
     match next.run(req, ext).await {
-        Ok(resp) => match observe(shared, i, number, AttemptOutcome::Status(resp.status()), started) {
-            Verdict::Return => Attempted::Return(resp),
-            Verdict::FailOver => Attempted::Retain(resp),
-        },
+        Ok(resp) => {
+            let status = resp.status();
+            emit_attempt(shared, i, number, AttemptOutcome::Status(status), started);
+            // Read before a classifier takes the response; one comparison for other statuses.
+            let retry_after = judge::retry_after(status, resp.headers());
+            let classified = match (judge::by_status(&shared.triggers, status), &shared.classifier) {
+                (Some(judgement), _) => Classified::Response(resp, judgement),
+                (None, None) => Classified::Response(resp, Judgement::answer()),
+                (None, Some(classifier)) => classify(&**classifier, slot.id(), resp).await,
+            };
+            match classified {
+                Classified::Response(resp, judgement) => {
+                    conclude(shared, i, number, judgement, retry_after);
+                    match judgement.verdict {
+                        Verdict::Return => Attempted::Return(resp),
+                        Verdict::FailOver { .. } => Attempted::Retain(resp),
+                    }
+                }
+                Classified::Failed(err, judgement) => {
+                    // No response is left to return: this attempt fails over, whatever the
+                    // classifier's verdict said.
+                    let verdict = match judgement.verdict {
+                        Verdict::FailOver { cool_for } => Verdict::FailOver { cool_for },
+                        Verdict::Return => Verdict::FailOver { cool_for: None },
+                    };
+                    conclude(shared, i, number, Judgement { verdict, ..judgement }, retry_after);
+                    Attempted::Failed(err.without_url())
+                }
+            }
+        }
         Err(err) => {
             let err = err.without_url();
+            emit_attempt(shared, i, number, AttemptOutcome::Error(&err), started);
             // An error has no response to return: it always fails over.
-            observe(shared, i, number, AttemptOutcome::Error(&err), started);
+            conclude(shared, i, number, judge::TRANSPORT, None);
             Attempted::Failed(err)
         }
     }
 }
 
-/// What an attempt's outcome means: emits its `Attempt` event, judges it, and tells the
-/// endpoint's health what the judge found.
-fn observe(
+/// Emits the `Attempt` event of attempt `number` to endpoint `i`.
+fn emit_attempt(
     shared: &Shared,
     i: usize,
     number: u32,
     outcome: AttemptOutcome<'_>,
     started: Option<Instant>,
-) -> Verdict {
-    let slot = &shared.slots[i];
+) {
     let elapsed = started.map(|s| s.elapsed()).unwrap_or_default();
-    let endpoint = slot.id();
+    let endpoint = shared.slots[i].id();
     shared.emit(|| Event::Attempt { endpoint, attempt: number, outcome, elapsed });
-    let judgement = judge(&shared.triggers, outcome);
-    slot.health.record(judgement.evidence);
-    judgement.verdict
+}
+
+/// After the judgement: emits its `Judged` event, then tells endpoint `i`'s health the
+/// evidence, with the hint (the verdict's `cool_for`, else the `Retry-After` read).
+fn conclude(shared: &Shared, i: usize, number: u32, judgement: Judgement, retry_after: Option<Duration>) {
+    let slot = &shared.slots[i];
+    let endpoint = slot.id();
+    let Judgement { verdict, evidence, class } = judgement;
+    shared.emit(|| Event::Judged { endpoint, attempt: number, class, verdict, evidence });
+    slot.health.record(evidence, judge::hint(verdict, retry_after));
+}
+
+/// What a classifier that panicked is judged: the response is gone with the panic, so the
+/// attempt failed; a classifier's bug says nothing about the endpoint.
+const PANICKED: Judgement =
+    Judgement::new(Verdict::FailOver { cool_for: None }, Evidence::Neutral, Class::Broken);
+
+/// Asks the classifier; a panic (in the call or while its future runs) becomes a failed
+/// attempt whose error says the classifier panicked. The panic's message is not kept: it
+/// could carry the response's URL.
+async fn classify(classifier: &dyn Classifier, endpoint: &EndpointId, resp: Response) -> Classified {
+    let panicked = || Classified::Failed(reqwest_middleware::Error::middleware(ClassifierPanicked), PANICKED);
+    let Ok(judging) = catch_unwind(AssertUnwindSafe(|| classifier.classify(endpoint, resp))) else {
+        return panicked();
+    };
+    CatchUnwind(judging).await.unwrap_or_else(|_payload| panicked())
+}
+
+/// A future that turns a panic while polling `F` into `Err` (failnext has no `futures`
+/// dependency for `FutureExt::catch_unwind`). After a panic the inner future is not polled
+/// again; the caller drops it.
+struct CatchUnwind<F>(F);
+
+impl<F: Future + Unpin> Future for CatchUnwind<F> {
+    type Output = std::thread::Result<F::Output>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let inner = Pin::new(&mut self.0);
+        match catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(out)) => Poll::Ready(Ok(out)),
+            Err(payload) => Poll::Ready(Err(payload)),
+        }
+    }
 }
 
 /// Marks the response with the endpoint that produced it and emits the request's `Result`.

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::classify::Classifier;
 use crate::cooldown::Cooldown;
 use crate::eligibility::Eligibility;
 use crate::endpoint::Endpoint;
@@ -20,8 +21,11 @@ pub(crate) struct Shared {
     pub(crate) eligible: Option<Arc<dyn Eligibility>>,
     pub(crate) policy: Option<PolicyFn>,
     pub(crate) triggers: Triggers,
+    /// Judges responses no status settles; `None` is 0.1's rule (return them).
+    pub(crate) classifier: Option<Box<dyn Classifier>>,
     /// The rule each slot's health applies; kept here only to be shown by `Debug`.
     pub(crate) cooldown: Cooldown,
+    /// `None` only after `no_attempt_timeout()`.
     pub(crate) attempt_timeout: Option<Duration>,
     pub(crate) events: Emitter,
 }

@@ -1,5 +1,6 @@
 //! With the `tracing` feature, every attempt, skip and result is a `tracing` event carrying the
-//! endpoint id, attempt number, status or error kind and elapsed time, and never a URL.
+//! endpoint id, attempt number, status or error kind and elapsed time, and never a URL; each
+//! attempt's event is followed by one saying how it was judged.
 #![cfg(feature = "tracing")]
 
 use std::fmt::Debug;
@@ -65,8 +66,28 @@ async fn one_tracing_event_per_attempt_and_result_without_urls() {
     let resp = client.post("http://127.0.0.1:9/").body("{}").allow_failover().send().await.unwrap();
     assert_eq!(resp.status(), 200);
 
-    let lines: Vec<String> =
+    let all_lines: Vec<String> =
         capture.0.lock().unwrap().iter().filter(|l| l.contains("failnext")).cloned().collect();
+    assert_eq!(all_lines.len(), 5, "{all_lines:#?}");
+    // Right after each attempt's event, how it was judged.
+    assert!(all_lines[1].starts_with("failnext judged attempt"), "{all_lines:#?}");
+    assert!(
+        all_lines[1].contains("endpoint=\"down\"") && all_lines[1].contains("class=Transport"),
+        "{}",
+        all_lines[1]
+    );
+    assert!(all_lines[3].starts_with("failnext judged attempt"), "{all_lines:#?}");
+    assert!(
+        all_lines[3].contains("endpoint=\"backup\"") && all_lines[3].contains("class=Answer"),
+        "{}",
+        all_lines[3]
+    );
+    assert!(
+        all_lines[3].contains("verdict=Return") && all_lines[3].contains("attempt=2"),
+        "{}",
+        all_lines[3]
+    );
+    let lines: Vec<String> = all_lines.into_iter().filter(|l| !l.contains("judged")).collect();
     assert_eq!(lines.len(), 3, "{lines:#?}");
     assert!(lines[0].contains("endpoint=\"down\"") && lines[0].contains("attempt=1"), "{}", lines[0]);
     assert!(lines[0].contains("error_kind=\"connect\"") && lines[0].contains("elapsed_us="), "{}", lines[0]);

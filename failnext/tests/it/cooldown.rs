@@ -4,7 +4,8 @@
 //! `tokio::time::advance`. The paused runtime would also jump to its next timer whenever it
 //! idles while a wiremock server (on its own thread) answers; these tests therefore use a
 //! client without a connection pool (whose idle timer would be such a timer) and set no
-//! timeouts, so no timer exists and the clock never moves by itself. Every server here answers
+//! timeouts (opting out of the default attempt timeout, 0.1's default, with `builder` below),
+//! so no timer exists and the clock never moves by itself. Every server here answers
 //! at once or refuses, so nothing can hang.
 //!
 //! C68 (cancellation records nothing) is pinned in `events.rs` and `retained.rs` by dropping
@@ -27,6 +28,12 @@ use failnext_loopback::{Action, Server, refused_url};
 const MIN: Duration = Duration::from_secs(60);
 const HOUR: Duration = Duration::from_secs(3600);
 const MS: Duration = Duration::from_millis(1);
+
+/// `support::builder` without the default attempt timeout, whose timer would let the paused
+/// clock move by itself.
+fn builder<'a>(endpoints: impl IntoIterator<Item = (&'a str, String)>) -> failnext::FailoverBuilder {
+    crate::support::builder(endpoints).no_attempt_timeout()
+}
 
 /// A pool-less client (no idle timer), with `failover` and then `per_attempt` middlewares.
 fn paused_client(failover: Failover, per_attempt: Option<PerAttempt>) -> ClientWithMiddleware {
