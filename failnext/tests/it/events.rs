@@ -30,33 +30,51 @@ async fn bounded<F: std::future::Future>(fut: F) -> F::Output {
 #[tokio::test]
 async fn first_attempt_success_emits_attempt_then_result() {
     let healthy = status(200).await;
-    let rec = Recorder::new();
+    let rec = Recorder::with_judged();
     let failover =
         builder([("e1", healthy.url()), ("e2", refused_url("/rpc"))]).on_event(rec.hook()).build().unwrap();
     bounded(client(failover).get("http://127.0.0.1:9/").send()).await.unwrap();
-    assert_eq!(rec.shapes(), [attempt("e1", 1, 200), result("e1", 200)]);
+    assert_eq!(rec.shapes(), [attempt("e1", 1, 200), answered("e1", 1), result("e1", 200)]);
 }
 
 // C116
 #[tokio::test]
 async fn transport_failure_then_success_emits_an_error_attempt() {
     let healthy = status(200).await;
-    let rec = Recorder::new();
+    let rec = Recorder::with_judged();
     let failover =
         builder([("e1", refused_url("/rpc")), ("e2", healthy.url())]).on_event(rec.hook()).build().unwrap();
     bounded(client(failover).get("http://127.0.0.1:9/").send()).await.unwrap();
-    assert_eq!(rec.shapes(), [attempt_err("e1", 1), attempt("e2", 2, 200), result("e2", 200)]);
+    assert_eq!(
+        rec.shapes(),
+        [
+            attempt_err("e1", 1),
+            transport("e1", 1),
+            attempt("e2", 2, 200),
+            answered("e2", 2),
+            result("e2", 200)
+        ]
+    );
 }
 
 // C117: a trigger response is an attempt with a status, not an error.
 #[tokio::test]
 async fn trigger_then_success_emits_a_status_attempt_without_error() {
     let (unavailable, healthy) = (status(503).await, status(200).await);
-    let rec = Recorder::new();
+    let rec = Recorder::with_judged();
     let failover =
         builder([("e1", unavailable.url()), ("e2", healthy.url())]).on_event(rec.hook()).build().unwrap();
     bounded(client(failover).get("http://127.0.0.1:9/").send()).await.unwrap();
-    assert_eq!(rec.take(), [attempt("e1", 1, 503), attempt("e2", 2, 200), result("e2", 200)]);
+    assert_eq!(
+        rec.take(),
+        [
+            attempt("e1", 1, 503),
+            trigger("e1", 1),
+            attempt("e2", 2, 200),
+            answered("e2", 2),
+            result("e2", 200)
+        ]
+    );
 }
 
 fn assert_one_result_last(events: &[Ev], path: &str) {
@@ -70,7 +88,7 @@ fn assert_one_result_last(events: &[Ev], path: &str) {
 async fn exactly_one_result_and_it_is_last_in_every_path() {
     let (healthy, unavailable) = (status(200).await, status(503).await);
     let (refused, refused2) = (refused_url("/rpc"), refused_url("/rpc"));
-    let rec = Recorder::new();
+    let rec = Recorder::with_judged();
     let eligible_all = Arc::new(AtomicBool::new(true));
     let flag = eligible_all.clone();
     let failover = builder([("down", refused), ("busy", unavailable.url()), ("ok", healthy.url())])
@@ -85,17 +103,38 @@ async fn exactly_one_result_and_it_is_last_in_every_path() {
     bounded(c.get(url).send()).await.unwrap();
     assert_eq!(
         rec.shapes(),
-        [attempt_err("down", 1), attempt("busy", 2, 503), attempt("ok", 3, 200), result("ok", 200)]
+        [
+            attempt_err("down", 1),
+            transport("down", 1),
+            attempt("busy", 2, 503),
+            trigger("busy", 2),
+            attempt("ok", 3, 200),
+            answered("ok", 3),
+            result("ok", 200)
+        ]
     );
 
     bounded(c.get(url).exclude_endpoints(["ok"]).send()).await.unwrap();
-    assert_eq!(rec.shapes(), [attempt_err("down", 1), attempt("busy", 2, 503), result("busy", 503)]);
+    assert_eq!(
+        rec.shapes(),
+        [
+            attempt_err("down", 1),
+            transport("down", 1),
+            attempt("busy", 2, 503),
+            trigger("busy", 2),
+            result("busy", 503)
+        ]
+    );
 
     bounded(c.get(url).exclude_endpoints(["busy", "ok"]).send()).await.unwrap_err();
-    assert_eq!(rec.shapes(), [attempt_err("down", 1), result_err()]);
+    assert_eq!(rec.shapes(), [attempt_err("down", 1), transport("down", 1), result_err()]);
 
     bounded(c.post(url).body("{}").send()).await.unwrap_err();
-    assert_eq!(rec.shapes(), [attempt_err("down", 1), result_err()], "denied continuation");
+    assert_eq!(
+        rec.shapes(),
+        [attempt_err("down", 1), transport("down", 1), result_err()],
+        "denied continuation"
+    );
 
     bounded(c.get(url).exclude_endpoints(["down", "busy", "ok"]).send()).await.unwrap_err();
     assert_eq!(rec.shapes(), [result_err()], "all excluded");
@@ -112,7 +151,7 @@ async fn exactly_one_result_and_it_is_last_in_every_path() {
 
     // All cooling: skips, then the one Result.
     let only = status(503).await;
-    let rec = Recorder::new();
+    let rec = Recorder::with_judged();
     let failover = builder([("a", only.url()), ("b", refused2)])
         .cooldown(Cooldown::new(1, HOUR))
         .on_event(rec.hook())
@@ -160,7 +199,7 @@ async fn events_are_delivered_synchronously() {
     let (entered_tx, entered_rx) = mpsc::channel();
     let (release_tx, release_rx) = mpsc::channel();
     let gate = Gate { entered: Mutex::new(entered_tx), release: Mutex::new(release_rx) };
-    let rec = Recorder::new();
+    let rec = Recorder::with_judged();
     let record = rec.hook();
     let failover = builder([("e1", healthy.url())])
         .on_event(move |ev: &Event<'_>| {
@@ -183,7 +222,7 @@ async fn events_are_delivered_synchronously() {
     release_tx.send(()).unwrap();
     let status = bounded(request).await.unwrap().unwrap();
     assert_eq!(status, 200);
-    assert_eq!(rec.shapes(), [attempt("e1", 1, 200), result("e1", 200)]);
+    assert_eq!(rec.shapes(), [attempt("e1", 1, 200), answered("e1", 1), result("e1", 200)]);
 }
 
 /// Counts hooks running at once; each waits (bounded) until `want` have been inside together.
@@ -254,7 +293,7 @@ async fn hook_may_query_cooldown_state_without_deadlock() {
     let this: Arc<OnceLock<Failover>> = Arc::default();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let (cell, sink) = (this.clone(), seen.clone());
-    let rec = Recorder::new();
+    let rec = Recorder::with_judged();
     let record = rec.hook();
     let failover = builder([("only", only.url())])
         .cooldown(Cooldown::new(1, HOUR))
@@ -287,7 +326,10 @@ async fn hook_may_query_cooldown_state_without_deadlock() {
     let second = tokio::spawn(async move { c.get("http://127.0.0.1:9/").send().await.map(|r| r.status()) });
     let err = bounded(second).await.unwrap().unwrap_err();
     assert!(failnext_error(&err).is_no_usable_endpoint());
-    assert_eq!(rec.shapes(), [attempt("only", 1, 503), result("only", 503), skip("only"), result_err()]);
+    assert_eq!(
+        rec.shapes(),
+        [attempt("only", 1, 503), trigger("only", 1), result("only", 503), skip("only"), result_err()]
+    );
     // The attempt event comes before the failure is recorded; the skip sees the cooldown.
     assert_eq!(
         *seen.lock().unwrap(),
@@ -324,7 +366,7 @@ async fn send_expecting_panic(req: reqwest_middleware::RequestBuilder) -> String
 #[tokio::test]
 async fn panic_in_attempt_hook_reaches_the_caller_and_later_requests_work() {
     let (unavailable, healthy) = (status(503).await, status(200).await);
-    let rec = Recorder::new();
+    let rec = Recorder::with_judged();
     let hook = panicking_hook(&rec, |ev| matches!(ev, Event::Attempt { attempt: 2, .. }));
     let failover = builder([("e1", unavailable.url()), ("e2", healthy.url())])
         .cooldown(Cooldown::new(2, HOUR))
@@ -333,12 +375,21 @@ async fn panic_in_attempt_hook_reaches_the_caller_and_later_requests_work() {
         .unwrap();
     let c = client(failover.clone());
     assert_eq!(send_expecting_panic(c.get("http://127.0.0.1:9/")).await, PANIC);
-    assert_eq!(rec.shapes(), [attempt("e1", 1, 503), attempt("e2", 2, 200)]);
+    assert_eq!(rec.shapes(), [attempt("e1", 1, 503), trigger("e1", 1), attempt("e2", 2, 200)]);
     assert_eq!((unavailable.hits(), healthy.hits()), (1, 1));
 
     let resp = bounded(c.get("http://127.0.0.1:9/").send()).await.unwrap();
     assert_eq!(resp.status(), 200);
-    assert_eq!(rec.shapes(), [attempt("e1", 1, 503), attempt("e2", 2, 200), result("e2", 200)]);
+    assert_eq!(
+        rec.shapes(),
+        [
+            attempt("e1", 1, 503),
+            trigger("e1", 1),
+            attempt("e2", 2, 200),
+            answered("e2", 2),
+            result("e2", 200)
+        ]
+    );
     assert!(failover.is_cooling_down("e1"), "cooldown state still works after the panic");
 }
 
@@ -346,7 +397,7 @@ async fn panic_in_attempt_hook_reaches_the_caller_and_later_requests_work() {
 #[tokio::test]
 async fn panic_in_cooldown_skip_hook_reaches_the_caller() {
     let only = status(503).await;
-    let rec = Recorder::new();
+    let rec = Recorder::with_judged();
     let hook = panicking_hook(&rec, |ev| matches!(ev, Event::CooldownSkip { .. }));
     let failover =
         builder([("only", only.url())]).cooldown(Cooldown::new(1, HOUR)).on_event(hook).build().unwrap();
@@ -374,7 +425,7 @@ async fn panic_in_result_hook_reaches_the_caller() {
         ("all ineligible", vec![("e1", healthy.url()), ("e2", healthy.url())], false, result_err()),
     ];
     for (path, endpoints, eligible, last) in cases {
-        let rec = Recorder::new();
+        let rec = Recorder::with_judged();
         let hook = panicking_hook(&rec, |ev| matches!(ev, Event::Result { .. }));
         let failover = builder(endpoints)
             .eligible(move |_: &EndpointId| eligible)
@@ -415,7 +466,7 @@ async fn send_and_drop_mid_attempt(c: &reqwest_middleware::ClientWithMiddleware,
 async fn dropped_request_emits_one_cancelled_result_and_records_no_cooldown() {
     let hanging = Server::always(Action::Hang).await;
     let healthy = status(200).await;
-    let rec = Recorder::new();
+    let rec = Recorder::with_judged();
     let failover = builder([("hang", hanging.url("/rpc")), ("ok", healthy.url())])
         .cooldown(Cooldown::new(1, HOUR))
         .on_event(rec.hook())
@@ -429,21 +480,24 @@ async fn dropped_request_emits_one_cancelled_result_and_records_no_cooldown() {
     // The middleware is not left in a bad state: the next request is served as usual.
     let resp = bounded(c.get("http://127.0.0.1:9/").exclude_endpoints(["hang"]).send()).await.unwrap();
     assert_eq!(resp.status(), 200);
-    assert_eq!(rec.shapes(), [attempt("ok", 1, 200), result("ok", 200)]);
+    assert_eq!(rec.shapes(), [attempt("ok", 1, 200), answered("ok", 1), result("ok", 200)]);
 }
 
 // C68 mapped: attempts completed before the drop keep their cooldown evidence.
 #[tokio::test]
 async fn dropped_request_keeps_the_evidence_of_completed_attempts() {
     let hanging = Server::always(Action::Hang).await;
-    let rec = Recorder::new();
+    let rec = Recorder::with_judged();
     let failover = builder([("down", refused_url("/rpc")), ("hang", hanging.url("/rpc"))])
         .cooldown(Cooldown::new(1, HOUR))
         .on_event(rec.hook())
         .build()
         .unwrap();
     send_and_drop_mid_attempt(&client(failover.clone()), &hanging).await;
-    assert_eq!(rec.shapes(), [attempt_err("down", 1), Ev::Result(None, Res::Cancelled)]);
+    assert_eq!(
+        rec.shapes(),
+        [attempt_err("down", 1), transport("down", 1), Ev::Result(None, Res::Cancelled)]
+    );
     assert!(failover.is_cooling_down("down"));
     assert!(!failover.is_cooling_down("hang"));
 }

@@ -2,13 +2,16 @@
 
 use std::sync::{Arc, Mutex};
 
-use failnext::{AttemptOutcome, Event, ResultOutcome};
+use failnext::{AttemptOutcome, Class, Event, Evidence, ResultOutcome, Verdict};
 
 /// One recorded event.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Ev {
     /// `Attempt(endpoint, number, outcome)`.
     Attempt(String, u32, Out),
+    /// `Judged(endpoint, number, class, verdict, evidence)`; recorded only by
+    /// [`Recorder::with_judged`].
+    Judged(String, u32, Class, Verdict, Evidence),
     Skip(String),
     NotReplayable(String),
     /// `Result(endpoint, outcome)`.
@@ -39,18 +42,31 @@ impl Out {
 #[derive(Clone, Default)]
 pub struct Recorder {
     events: Arc<Mutex<Vec<Ev>>>,
+    /// Whether `Judged` events are recorded too (sequences written before it existed leave it
+    /// out).
+    judged: bool,
 }
 
 impl Recorder {
+    /// A recorder of every event but `Judged`.
     pub fn new() -> Recorder {
         Recorder::default()
+    }
+
+    /// A recorder of every event, `Judged` included.
+    pub fn with_judged() -> Recorder {
+        Recorder { judged: true, ..Recorder::default() }
     }
 
     /// The hook to pass to `FailoverBuilder::on_event`.
     pub fn hook(&self) -> impl Fn(&Event<'_>) + Send + Sync + 'static {
         let events = self.events.clone();
+        let judged = self.judged;
         move |event: &Event<'_>| {
             let ev = match *event {
+                Event::Judged { endpoint, attempt, class, verdict, evidence, .. } if judged => {
+                    Ev::Judged(endpoint.to_string(), attempt, class, verdict, evidence)
+                }
                 Event::Attempt { endpoint, attempt, outcome, .. } => Ev::Attempt(
                     endpoint.to_string(),
                     attempt,
@@ -113,4 +129,20 @@ pub fn result(ep: &str, status: u16) -> Ev {
 
 pub fn result_err() -> Ev {
     Ev::Result(None, Res::Error("err".into()))
+}
+
+/// `Judged` for a response returned as an answer (no classifier, or the classifier's
+/// `Judgement::answer()`).
+pub fn answered(ep: &str, n: u32) -> Ev {
+    Ev::Judged(ep.into(), n, Class::Answer, Verdict::Return, Evidence::Success)
+}
+
+/// `Judged` for a 502, 503 or 504.
+pub fn trigger(ep: &str, n: u32) -> Ev {
+    Ev::Judged(ep.into(), n, Class::Trigger, Verdict::FailOver { cool_for: None }, Evidence::Failure)
+}
+
+/// `Judged` for an attempt that ended without an HTTP response.
+pub fn transport(ep: &str, n: u32) -> Ev {
+    Ev::Judged(ep.into(), n, Class::Transport, Verdict::FailOver { cool_for: None }, Evidence::Failure)
 }
