@@ -9,6 +9,7 @@ mod cooldown;
 mod errors;
 mod events;
 mod host;
+mod judging;
 mod permission;
 mod redaction;
 mod replay;

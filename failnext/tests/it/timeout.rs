@@ -1,4 +1,5 @@
-//! Catalogue §M mapped to Rust: `attempt_timeout` and the request's own timeout.
+//! Catalogue §M mapped to Rust: `attempt_timeout` and the request's own timeout; since 0.2,
+//! the default attempt timeout (10 s) and `no_attempt_timeout()`.
 //!
 //! Go's context deadlines (C136-C138) have no counterpart: a Rust deadline is a reqwest
 //! timeout, which fails one attempt with a timeout error, and cancellation is dropping the
@@ -179,4 +180,40 @@ async fn attempt_timeout_also_bounds_reading_the_returned_body() {
     assert!(err.is_timeout(), "{err:?}");
     let waited = started.elapsed();
     assert!(waited >= 5 * SECOND && waited < 6 * SECOND, "{waited:?}");
+}
+
+// 0.2: with no attempt timeout configured, a hanging provider still costs only the default
+// 10 s before the next is tried.
+#[tokio::test(start_paused = true)]
+async fn default_attempt_timeout_bounds_a_hanging_endpoint_at_ten_seconds() {
+    let hanging = Server::always(Action::Hang).await;
+    let healthy = ok_200().await;
+    let seen = TimedOut::default();
+    let failover = builder([("hang", hanging.url("/rpc")), ("ok", healthy.url("/rpc"))])
+        .on_event(seen.hook())
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let resp = bounded(paused_client(failover).get("http://127.0.0.1:9/").send()).await.unwrap();
+    let waited = started.elapsed();
+    assert_eq!(resp.extensions().get::<ServedBy>().map(|s| s.0.as_str()), Some("ok"));
+    assert_eq!(seen.take(), [timed_out("hang")]);
+    assert!(waited >= 10 * SECOND && waited < 11 * SECOND, "{waited:?}");
+}
+
+// 0.1's behaviour, explicitly: without an attempt timeout a hanging provider holds the
+// request for as long as it hangs.
+#[tokio::test(start_paused = true)]
+async fn no_attempt_timeout_lets_a_hanging_endpoint_hold_the_request() {
+    let hanging = Server::always(Action::Hang).await;
+    let healthy = ok_200().await;
+    let failover = builder([("hang", hanging.url("/rpc")), ("ok", healthy.url("/rpc"))])
+        .attempt_timeout(SECOND)
+        .no_attempt_timeout()
+        .build()
+        .unwrap();
+    let send = paused_client(failover).get("http://127.0.0.1:9/").send();
+    let held = tokio::time::timeout(Duration::from_secs(3600), send).await;
+    assert!(held.is_err(), "the request ended: {held:?}");
+    assert_eq!((hanging.requests(), healthy.requests()), (1, 0));
 }
