@@ -98,8 +98,39 @@ pub enum Classified {
 /// Called for every response whose status is not a trigger, when one is configured with
 /// [`FailoverBuilder::classifier`](crate::FailoverBuilder::classifier). It may read the body
 /// (up to a cap it chooses) and must then hand back a response rebuilt from the same bytes,
-/// without copying them. A classifier that panics loses no request: the attempt counts as
-/// failed (its error says the classifier panicked) and failover goes on as for any error.
+/// without copying them. Transport errors and trigger statuses never reach it.
+///
+/// A classifier that panics loses no request: the panic is caught (around the call and while
+/// its future runs), the response is gone with it, the attempt counts as failed (its error
+/// says the classifier panicked, without the panic's message), the endpoint's health is told
+/// nothing ([`Evidence::Neutral`]), and failover goes on as for any error. With no endpoint
+/// left, the caller gets a failover error listing that attempt. A
+/// [`Classified::Failed`] is a failed attempt likewise, which always fails over (a `Return`
+/// verdict in it is read as `FailOver`), with the judgement's evidence and class.
+///
+/// ```
+/// use failnext::{Class, Classified, Classifier, EndpointId, Evidence, Judgement, Verdict};
+///
+/// /// Fails over from any response that says it is rate limited, without reading the body.
+/// struct RateLimitHeader;
+///
+/// #[async_trait::async_trait]
+/// impl Classifier for RateLimitHeader {
+///     async fn classify(&self, _: &EndpointId, response: reqwest::Response) -> Classified {
+///         if response.headers().contains_key("x-ratelimit-exceeded") {
+///             let flagged = Judgement::new(Verdict::FailOver { cool_for: None }, Evidence::Failure, Class::Capacity);
+///             return Classified::Response(response, flagged);
+///         }
+///         Classified::Response(response, Judgement::answer())
+///     }
+/// }
+///
+/// let failover = failnext::Failover::builder([failnext::Endpoint::new("a", "http://127.0.0.1:1")])
+///     .classifier(RateLimitHeader)
+///     .build()?;
+/// # drop(failover);
+/// # Ok::<(), failnext::ConfigError>(())
+/// ```
 #[async_trait::async_trait]
 pub trait Classifier: Send + Sync + 'static {
     /// Judges `response`, an answer of the endpoint `endpoint`.

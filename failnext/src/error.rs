@@ -18,7 +18,10 @@ use crate::endpoint::EndpointId;
 /// - otherwise a failover error: at least one attempt was made, none produced an HTTP
 ///   response to return, and [`attempts`](Error::attempts) lists the failed attempts in order.
 ///   Even a single failed attempt is reported this way, so the failed endpoint is always named.
-///   [`source`](StdError::source) is the terminal cause, the last attempt's error.
+///   [`source`](StdError::source) is the terminal cause, the last attempt's error. An attempt
+///   whose response the [classifier](crate::Classifier) could not judge (it handed back
+///   [`Classified::Failed`](crate::Classified::Failed), or panicked) is a failed attempt too:
+///   its error is the classifier's, or says "the classifier panicked".
 ///
 /// An HTTP response is never turned into an error: a 503 that could not be failed over is
 /// returned as a response.
@@ -62,7 +65,8 @@ enum Kind {
     Exhausted(Vec<Attempt>),
 }
 
-/// One attempt that ended without an HTTP response.
+/// One attempt that ended without an HTTP response (or whose response the classifier could
+/// not judge).
 ///
 /// The error has had its URL removed, so printing it reveals no key. `Display` prints the
 /// endpoint and the error's whole source chain:

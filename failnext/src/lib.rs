@@ -39,6 +39,8 @@
 //!     Endpoint::new("backup", backup_url),
 //! ])
 //! .build()?;
+//! // Each attempt is bounded (10 s by default), so a hung provider costs at most that long
+//! // before the next is tried; raise it with `.attempt_timeout(..)` for heavy calls.
 //!
 //! let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
 //!     .with(failover)
@@ -84,6 +86,9 @@
 //! - Per request, through [`RequestBuilderExt`]: [`Permission`] to fail over,
 //!   [`ExcludedEndpoints`], [`PreferredEndpoint`]. On every response: [`ServedBy`]
 //!   ([`ResponseExt`]).
+//! - [`Classifier`] and what it hands back ([`Classified`], [`Judgement`]: [`Verdict`],
+//!   [`Evidence`], [`Class`]), to judge responses no status rule settles; see
+//!   [Judging](#judging).
 //! - [`Error`] and its [`Attempt`]s when no HTTP response came back; [`Event`]s for
 //!   observation.
 //! - [`Eligibility`] (which endpoints may serve now) and [`Cooldown`] (passive skipping of
@@ -109,10 +114,11 @@
 //! 3. **Does the outcome trigger failover.** Any error from the rest of the middleware chain
 //!    (refused or reset connection, timeout, ...), HTTP 502, 503 or 504, and any status added
 //!    with [`additional_trigger_status_codes`](FailoverBuilder::additional_trigger_status_codes).
-//!    Any other response is returned at once, body untouched, whatever it says: an HTTP 200
-//!    carrying a JSON-RPC error is a success to failnext. Redirects are followed by the
-//!    `reqwest::Client` inside one attempt, so a redirected response is judged by its final
-//!    status.
+//!    Any other response goes to the [classifier](FailoverBuilder::classifier), when one is
+//!    configured (see [Judging](#judging)); without one it is returned at once, body
+//!    untouched, whatever it says: an HTTP 200 carrying a JSON-RPC error is then a success to
+//!    failnext. Redirects are followed by the `reqwest::Client` inside one attempt, so a
+//!    redirected response is judged by its final status.
 //! 4. **Can it be sent again.** The first attempt uses the caller's request itself. Later
 //!    attempts use a copy of it, made exactly when `reqwest::Request::try_clone()` would
 //!    succeed: a body built from bytes or a string is a `Bytes`, shared with every attempt by
@@ -120,7 +126,8 @@
 //!    there ([`Event::NotReplayable`]). failnext never buffers a body to make it replayable,
 //!    and copies nothing when no later attempt is possible (a denied POST, a single candidate).
 //!
-//! **Retained responses.** A trigger response is kept while the next endpoint is tried. A newer
+//! **Retained responses.** A trigger response (or one the classifier flags) is kept while the
+//! next endpoint is tried. A newer
 //! HTTP response replaces it (the older one is dropped); if every later attempt ends in an
 //! error, or failover may not go on, the kept response is returned instead of an error. A
 //! response failnext discards with a small body (declared length up to 64 KiB) is read to its
@@ -142,10 +149,11 @@
 //! `is_timeout()` or `is_connect()` on the outer `reqwest_middleware::Error` is false: ask the
 //! attempts. Their errors have the URL removed. See [`Error`].
 //!
-//! **Events.** [`on_event`](FailoverBuilder::on_event) receives [`Event::Attempt`],
-//! [`Event::CooldownSkip`], [`Event::NotReplayable`] and exactly one [`Event::Result`] per
-//! request, last, synchronously and in causal order; never under a lock. With the `tracing`
-//! feature, the same events are also emitted as `tracing` events.
+//! **Events.** [`on_event`](FailoverBuilder::on_event) receives [`Event::Attempt`], each
+//! followed by its [`Event::Judged`] (how the outcome was judged), [`Event::CooldownSkip`],
+//! [`Event::NotReplayable`] and exactly one [`Event::Result`] per request, last,
+//! synchronously and in causal order; never under a lock. With the `tracing` feature, the same
+//! events are also emitted as `tracing` events.
 //!
 //! **Which provider answered.** Every response failnext returns carries [`ServedBy`] in its
 //! extensions ([`ResponseExt::served_by`] reads it), so a follow-up can prefer that provider, or
@@ -164,13 +172,55 @@
 //! URL, keys included, so strip it before logging those.
 //!
 //! **Deadlines and cancellation.** [`attempt_timeout`](FailoverBuilder::attempt_timeout)
-//! bounds each attempt, so a provider that hangs costs at most that long before the next is
-//! tried; its timeout is an error like any other, which may fail over. A request's own
+//! bounds each attempt, 10 seconds by default, so a provider that hangs costs at most that
+//! long before the next is tried; its timeout is an error like any other, which may fail
+//! over. Raise it for heavy calls (a wide `eth_getLogs`), or remove it with
+//! [`no_attempt_timeout`](FailoverBuilder::no_attempt_timeout) (0.1's default, under which a
+//! provider that accepts connections and never answers holds the request forever). A request's own
 //! reqwest timeout (`RequestBuilder::timeout`) is carried by every attempt, so it bounds each
 //! attempt too, not the whole request. For a deadline on the whole request, wrap the call in
 //! `tokio::time::timeout`: dropping the future cancels the request cleanly, the attempt in
 //! flight is dropped, no cooldown is recorded for it, and the event hook receives
 //! [`Event::Result`] with [`ResultOutcome::Cancelled`].
+//!
+//! # Judging
+//!
+//! Every attempt's outcome is judged in one place, which decides together the [`Verdict`]
+//! (return it, or fail over, optionally asking that the endpoint take no traffic for a
+//! while), the [`Evidence`] for the endpoint's health (failure, success, neutral) and the
+//! [`Class`] shown in [`Event::Judged`]:
+//!
+//! | outcome | verdict | evidence | class |
+//! |---|---|---|---|
+//! | an error, no HTTP response | fail over | failure | `Transport` |
+//! | 502, 503, 504 (body not read) | fail over | failure | `Trigger` |
+//! | an [added](FailoverBuilder::additional_trigger_status_codes) status (body not read) | fail over | success | `Trigger` |
+//! | any other response, with a [`Classifier`] | the classifier's [`Judgement`] | | |
+//! | any other response, no classifier (the default) | return | success | `Answer` |
+//!
+//! A classifier may read the body (up to a cap it chooses) and hand back a response rebuilt
+//! from the same bytes ([`Classified::Response`]). What it flags ([`Verdict::FailOver`]) is
+//! retained like a trigger response: the newest kept, older ones dropped, and returned if
+//! every later attempt errors or the request may not fail over. A write (a request denied
+//! failover) with a flagged response still reaches exactly one provider and gets that
+//! response; a streaming body is still sent at most once.
+//!
+//! When no response is left to return, the attempt is a failed one, listed in
+//! [`Error::attempts`], and fails over like a transport error: when the classifier hands back
+//! [`Classified::Failed`] (reading the body failed; its error has the URL removed), and when
+//! it panics. A panic is caught around the classifier; the response is gone with it, the
+//! attempt's error says "the classifier panicked" (without the panic's message, which could
+//! carry a URL), and the evidence is neutral: a classifier's bug says nothing about the
+//! endpoint. So a panicking classifier loses no request: the next endpoint is tried, and
+//! with none left the caller gets a failover error naming the panic.
+//!
+//! The endpoint's health is also told how long the endpoint should take no traffic, when
+//! known: the verdict's `cool_for`, else a `Retry-After` header (delta-seconds or an
+//! HTTP-date) on a 429 or 503 response, capped at 5 minutes. [`Cooldown::new`]'s reference
+//! rule ignores it.
+//!
+//! With no classifier configured, judging reads no body, boxes no future and allocates
+//! nothing.
 //!
 //! # Middleware order
 //!
@@ -334,9 +384,9 @@
 //!
 //! # Feature flags
 //!
-//! - `tracing` (off by default): one `tracing` event per attempt, skip, not-replayable stop and
-//!   result, with the endpoint id, attempt number, status or error kind and elapsed time.
-//!   Never a URL.
+//! - `tracing` (off by default): one `tracing` event per attempt, judgement, skip,
+//!   not-replayable stop and result, with the endpoint id, attempt number, status or error
+//!   kind, class and verdict, and elapsed time. Never a URL.
 //!
 //! failnext enables no TLS backend and no tokio runtime of its own: configure reqwest as you
 //! need.
