@@ -20,9 +20,10 @@ use crate::endpoint::EndpointId;
 /// read the response), an [`Event::Judged`] with the same endpoint and attempt number, saying
 /// how the outcome was judged; then the endpoint's health learns from it. Skips
 /// ([`Event::CooldownSkip`]) come before the attempt they make way for, and
-/// [`Event::NotReplayable`] ends the attempts. A request whose future is dropped while its
-/// attempt is in flight has an `Attempt` for every completed attempt only (each followed by
-/// its `Judged`), then its `Result`.
+/// [`Event::NotReplayable`] ends the attempts. A request whose future is dropped while an
+/// attempt is in flight has an `Attempt` and a `Judged` for every attempt completed before,
+/// then its `Result` (`Cancelled`); dropped while the classifier reads a response, that
+/// attempt has its `Attempt` but no `Judged`, and its endpoint's health learns nothing.
 ///
 /// The hook runs on the task that polls the request's future, inside that poll, as does the
 /// [`Eligibility`](crate::Eligibility) hook: a `tokio::task_local!` set around the request is

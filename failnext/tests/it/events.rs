@@ -6,6 +6,9 @@
 //! values dropped while the panic unwinds, which Rust guarantees; these tests pin that the panic
 //! reaches the caller, that no `Cancelled` result is emitted while unwinding, and that the
 //! middleware keeps working afterwards.
+//!
+//! Since 0.2 every `Attempt` event is followed by its `Judged` event; the exact sequences here
+//! record it (`Recorder::with_judged`), the claims are those of 0.1.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};

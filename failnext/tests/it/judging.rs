@@ -339,6 +339,38 @@ async fn a_returned_failed_verdict_still_fails_over() {
     );
 }
 
+#[tokio::test]
+async fn dropping_the_request_while_the_classifier_reads_records_nothing_for_that_attempt() {
+    let (down, answering) = (refused_url("/rpc"), Server::replying(200, RESULT).await);
+    let rec = Recorder::with_judged();
+    let entered = Arc::new(tokio::sync::Notify::new());
+    let failover = builder([("down", down), ("slow", answering.url("/rpc"))])
+        .classifier(Hangs(entered.clone()))
+        .cooldown(Cooldown::new(1, HOUR))
+        .on_event(rec.hook())
+        .build()
+        .unwrap();
+    let send = client(failover.clone()).get("http://127.0.0.1:9/").send();
+    bounded(async {
+        tokio::select! {
+            res = send => panic!("the classifier answered: {res:?}"),
+            () = entered.notified() => {}
+        }
+    })
+    .await;
+    assert_eq!(
+        rec.shapes(),
+        [
+            attempt_err("down", 1),
+            transport("down", 1),
+            attempt("slow", 2, 200),
+            Ev::Result(None, Res::Cancelled)
+        ]
+    );
+    assert!(failover.is_cooling_down("down"), "the completed attempt was recorded");
+    assert!(!failover.is_cooling_down("slow"), "the attempt being judged recorded nothing");
+}
+
 // ===== test classifiers =====
 
 const FAIL_OVER: Verdict = Verdict::FailOver { cool_for: None };
@@ -428,6 +460,17 @@ impl Classifier for PanicOn {
             }
             Classified::Response(response, Judgement::answer())
         })
+    }
+}
+
+/// Never finishes judging; says when it has started.
+struct Hangs(Arc<tokio::sync::Notify>);
+
+#[async_trait::async_trait]
+impl Classifier for Hangs {
+    async fn classify(&self, _: &EndpointId, _: Response) -> Classified {
+        self.0.notify_one();
+        std::future::pending().await
     }
 }
 
