@@ -160,29 +160,19 @@ async fn attempt(
             emit_attempt(shared, i, number, AttemptOutcome::Status(status), started);
             // Read before a classifier takes the response; one comparison for other statuses.
             let retry_after = judge::retry_after(status, resp.headers());
-            let classified = match (judge::by_status(&shared.triggers, status), &shared.classifier) {
-                (Some(judgement), _) => Classified::Response(resp, judgement),
-                (None, None) => Classified::Response(resp, Judgement::answer()),
-                (None, Some(classifier)) => classify(&**classifier, slot.id(), resp).await,
+            let judgement = match (judge::by_status(&shared.triggers, status), &shared.classifier) {
+                (Some(judgement), _) => judgement,
+                (None, None) => Judgement::answer(),
+                (None, Some(classifier)) => {
+                    let classified = classify(&**classifier, slot.id(), resp).await;
+                    return classified_attempt(shared, i, number, classified, retry_after);
+                }
             };
-            match classified {
-                Classified::Response(resp, judgement) => {
-                    conclude(shared, i, number, judgement, retry_after);
-                    match judgement.verdict {
-                        Verdict::Return => Attempted::Return(resp),
-                        Verdict::FailOver { .. } => Attempted::Retain(resp),
-                    }
-                }
-                Classified::Failed(err, judgement) => {
-                    // No response is left to return: this attempt fails over, whatever the
-                    // classifier's verdict said.
-                    let verdict = match judgement.verdict {
-                        Verdict::FailOver { cool_for } => Verdict::FailOver { cool_for },
-                        Verdict::Return => Verdict::FailOver { cool_for: None },
-                    };
-                    conclude(shared, i, number, Judgement { verdict, ..judgement }, retry_after);
-                    Attempted::Failed(err.without_url())
-                }
+            // Without a classifier the response stays where it is until it is handed on.
+            conclude(shared, i, number, judgement, retry_after);
+            match judgement.verdict {
+                Verdict::Return => Attempted::Return(resp),
+                Verdict::FailOver { .. } => Attempted::Retain(resp),
             }
         }
         Err(err) => {
@@ -191,6 +181,34 @@ async fn attempt(
             // An error has no response to return: it always fails over.
             conclude(shared, i, number, judge::TRANSPORT, None);
             Attempted::Failed(err)
+        }
+    }
+}
+
+/// What the classifier's answer on attempt `number` to endpoint `i` makes of the attempt.
+fn classified_attempt(
+    shared: &Shared,
+    i: usize,
+    number: u32,
+    classified: Classified,
+    retry_after: Option<Duration>,
+) -> Attempted {
+    match classified {
+        Classified::Response(resp, judgement) => {
+            conclude(shared, i, number, judgement, retry_after);
+            match judgement.verdict {
+                Verdict::Return => Attempted::Return(resp),
+                Verdict::FailOver { .. } => Attempted::Retain(resp),
+            }
+        }
+        Classified::Failed(err, judgement) => {
+            // No response is left to return: the attempt fails over, whatever the verdict.
+            let verdict = match judgement.verdict {
+                Verdict::FailOver { cool_for } => Verdict::FailOver { cool_for },
+                Verdict::Return => Verdict::FailOver { cool_for: None },
+            };
+            conclude(shared, i, number, Judgement { verdict, ..judgement }, retry_after);
+            Attempted::Failed(err.without_url())
         }
     }
 }

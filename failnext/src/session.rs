@@ -69,7 +69,8 @@ pub(crate) struct Session<'a> {
 struct Tally {
     /// Attempts that ended in an error, in order.
     failed: Vec<Attempt>,
-    /// The latest trigger response and its endpoint, returned if nothing better comes.
+    /// The latest response judged `FailOver` (a trigger status, or flagged by the classifier)
+    /// and its endpoint, returned if nothing better comes.
     retained: Option<(Response, usize)>,
 }
 
@@ -162,14 +163,16 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// A trigger response from endpoint `i`: it replaces (and drops) any older one.
+    /// A response from endpoint `i` judged `FailOver` (a trigger status, or flagged by the
+    /// classifier): it replaces (and drops) any older one.
     pub(crate) fn retain(&mut self, i: usize, resp: Response) {
         if let Some((old, _)) = self.tally().retained.replace((resp, i)) {
             discard(old);
         }
     }
 
-    /// An attempt to endpoint `i` that ended in `error` (without its URL).
+    /// An attempt to endpoint `i` that ended in `error` (without its URL): a transport error,
+    /// or a response the classifier could not judge.
     pub(crate) fn fail(&mut self, i: usize, error: reqwest_middleware::Error) {
         let attempt = Attempt::new(self.shared.slots[i].id().clone(), error);
         self.tally().failed.push(attempt);
