@@ -62,6 +62,15 @@ enum Attempted {
     Failed(reqwest_middleware::Error),
 }
 
+/// What sending an attempt produced: settled already, or a response the classifier is now
+/// judging (its future, `None` when the call itself panicked, and the response's
+/// `Retry-After`). `run` awaits the classifier, so that no future holds a response across an
+/// await.
+enum Sent<'a> {
+    Settled(Attempted),
+    Judging(Option<Judging<'a>>, Option<Duration>),
+}
+
 // ===== impl Failover =====
 
 impl Failover {
@@ -128,7 +137,16 @@ async fn run(shared: &Shared, req: Request, ext: &mut Extensions, next: Next<'_>
             Step::Send(i, req) => (i, req),
             Step::Stop(reason) => return session.stop(reason),
         };
-        match attempt(shared, i, session.sent, req, session.host, ext, next.clone()).await {
+        let attempted = 'judged: {
+            // A statement of its own: the sent value is gone before the classifier is awaited.
+            let (judging, retry_after) =
+                match attempt(shared, i, session.sent, req, session.host, ext, next.clone()).await {
+                    Sent::Settled(attempted) => break 'judged attempted,
+                    Sent::Judging(judging, retry_after) => (judging, retry_after),
+                };
+            classified_attempt(shared, i, session.sent, classify(judging).await, retry_after)
+        };
+        match attempted {
             Attempted::Return(resp) => return Ok(session.returned(i, resp)),
             Attempted::Retain(resp) => session.retain(i, resp),
             Attempted::Failed(err) => session.fail(i, err),
@@ -137,19 +155,20 @@ async fn run(shared: &Shared, req: Request, ext: &mut Extensions, next: Next<'_>
 }
 
 /// Sends attempt `number` to endpoint `i` and learns from its outcome: the events, the
-/// judgement and the health evidence.
+/// judgement and the health evidence. A response that goes on to the classifier comes back as
+/// [`Sent::Judging`]; `run` awaits the classifier and [`classified_attempt`] finishes the job.
 ///
 /// With no classifier configured nothing here is boxed or allocated: the classifier's future
 /// (boxed by `async_trait`) exists only for a response that reaches a configured classifier.
-async fn attempt(
-    shared: &Shared,
+async fn attempt<'a>(
+    shared: &'a Shared,
     i: usize,
     number: u32,
     mut req: Request,
     host: HostRule,
     ext: &mut Extensions,
     next: Next<'_>,
-) -> Attempted {
+) -> Sent<'a> {
     let slot = &shared.slots[i];
     slot.destination.retarget(&mut req, host, shared.attempt_timeout);
     let started = shared.events.is_active().then(Instant::now);
@@ -164,23 +183,22 @@ async fn attempt(
                 (Some(judgement), _) => judgement,
                 (None, None) => Judgement::answer(),
                 (None, Some(classifier)) => {
-                    let classified = classify(&**classifier, slot.id(), resp).await;
-                    return classified_attempt(shared, i, number, classified, retry_after);
+                    return Sent::Judging(start_classifying(&**classifier, slot.id(), resp), retry_after);
                 }
             };
             // Without a classifier the response stays where it is until it is handed on.
             conclude(shared, i, number, judgement, retry_after);
-            match judgement.verdict {
+            Sent::Settled(match judgement.verdict {
                 Verdict::Return => Attempted::Return(resp),
                 Verdict::FailOver { .. } => Attempted::Retain(resp),
-            }
+            })
         }
         Err(err) => {
             let err = err.without_url();
             emit_attempt(shared, i, number, AttemptOutcome::Error(&err), started);
             // An error has no response to return: it always fails over.
             conclude(shared, i, number, judge::TRANSPORT, None);
-            Attempted::Failed(err)
+            Sent::Settled(Attempted::Failed(err))
         }
     }
 }
@@ -241,15 +259,32 @@ fn conclude(shared: &Shared, i: usize, number: u32, judgement: Judgement, retry_
 const PANICKED: Judgement =
     Judgement::new(Verdict::FailOver { cool_for: None }, Evidence::Neutral, Class::Broken);
 
-/// Asks the classifier; a panic (in the call or while its future runs) becomes a failed
-/// attempt whose error says the classifier panicked. The panic's message is not kept: it
-/// could carry the response's URL.
-async fn classify(classifier: &dyn Classifier, endpoint: &EndpointId, resp: Response) -> Classified {
-    let panicked = || Classified::Failed(reqwest_middleware::Error::middleware(ClassifierPanicked), PANICKED);
-    let Ok(judging) = catch_unwind(AssertUnwindSafe(|| classifier.classify(endpoint, resp))) else {
-        return panicked();
-    };
-    CatchUnwind(judging).await.unwrap_or_else(|_payload| panicked())
+/// The classifier's future on one response, boxed by `async_trait`.
+type Judging<'a> = Pin<Box<dyn Future<Output = Classified> + Send + 'a>>;
+
+/// Calls the classifier on `resp`; `None` when the call itself panicked (a panic while its
+/// future runs is caught by [`CatchUnwind`]).
+fn start_classifying<'a>(
+    classifier: &'a dyn Classifier,
+    endpoint: &'a EndpointId,
+    resp: Response,
+) -> Option<Judging<'a>> {
+    catch_unwind(AssertUnwindSafe(|| classifier.classify(endpoint, resp))).ok()
+}
+
+/// The classifier's answer; a panic while its future runs (or, `None`, in the call) becomes
+/// [`panicked`].
+async fn classify(judging: Option<Judging<'_>>) -> Classified {
+    match judging {
+        Some(judging) => CatchUnwind(judging).await.unwrap_or_else(|_payload| panicked()),
+        None => panicked(),
+    }
+}
+
+/// What an attempt whose classifier panicked ends with: an error saying so, judged
+/// [`PANICKED`]. The panic's message is not kept: it could carry the response's URL.
+fn panicked() -> Classified {
+    Classified::Failed(reqwest_middleware::Error::middleware(ClassifierPanicked), PANICKED)
 }
 
 /// A future that turns a panic while polling `F` into `Err` (failnext has no `futures`
