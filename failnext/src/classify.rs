@@ -100,8 +100,9 @@ pub enum Classified {
 /// (up to a cap it chooses) and must then hand back a response rebuilt from the same bytes,
 /// without copying them. Transport errors and trigger statuses never reach it.
 ///
-/// A classifier that panics loses no request: the panic is caught (around the call and while
-/// its future runs), the response is gone with it, the attempt counts as failed (its error
+/// A classifier that panics loses no request (unless panics abort the process): the panic is
+/// caught (around the call and while its future runs; the panic hook still runs and, by
+/// default, prints it), the response is gone with it, the attempt counts as failed (its error
 /// says the classifier panicked, without the panic's message), the endpoint's health is told
 /// nothing ([`Evidence::Neutral`]), and failover goes on as for any error. With no endpoint
 /// left, the caller gets a failover error listing that attempt. A
