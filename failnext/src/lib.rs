@@ -363,6 +363,8 @@ mod endpoint;
 mod error;
 mod event;
 mod health;
+#[cfg(feature = "jsonrpc")]
+pub mod jsonrpc;
 mod judge;
 mod middleware;
 mod options;
