@@ -49,7 +49,7 @@
 //! | # | Answer | Class, verdict, evidence | Sources |
 //! |---|--------|--------------------------|---------|
 //! | 1 | code `3`, or "revert", "vm execution error", "vm exception" | `Definitive`: `Return`, `Neutral` | geth (`3` = revert with data, "execution reverted"), Alchemy ("Reverted 0x.."), eRPC `JsonRpcErrorEvmReverted` |
-//! | 2 | code `-32005`, `-32007`, `429`; `-32012` with "credit"; `data.rate.backoff_seconds`; "rate limit", "rate exceeded", "too many requests", "credits limited", "request limit", "requests limited to", "daily request count exceeded", "exceeded the quota", "reached the quota", "under too much load", "compute units per second", "capacity limit", "reached the free tier" | `Capacity`: `FailOver { cool_for: hint }`, `Failure` | Infura (`-32005` "project ID request rate exceeded", "daily request count exceeded, request rate limited", `data.rate.backoff_seconds`), Alchemy (`429` code, `-32016` "rate limit", "compute units per second"), QuickNode (`-32007` "request limit reached", `-32012` "credits limited to .."), alloy `ErrorPayload::is_retry_err` and `RpcErrorExt::backoff_hint`, eRPC `ErrEndpointCapacityExceeded` / billing |
+//! | 2 | code `-32005`, `-32007`, `429`; `-32012` with "credit"; `data.rate.backoff_seconds`; "rate limit", "rate exceeded", "too many requests", "credits limited", "request limit", "requests limited to", "daily request count exceeded", "exceeded the quota", "reached the quota", "under too much load", "compute units per second", "capacity limit", "reached the free tier" | `Capacity`: `FailOver { cool_for: hint }`, `Failure` | Infura (`-32005` "project ID request rate exceeded", "daily request count exceeded, request rate limited", `data.rate.backoff_seconds`), Alchemy (`429` code, `-32016` "rate limit", "compute units per second"), QuickNode (`-32007` "request limit reached", `-32012` "credits limited to .."), alloy `ErrorPayload::is_retry_err` and `RpcErrorExt::backoff_hint` (used by its `RateLimitRetryPolicy`), eRPC `ErrEndpointCapacityExceeded` / billing |
 //! | 3 | "header not found", "missing trie node", "unknown block", "block not found", "could not find block", "historical state", "cannot query unfinalized", "height is not available" | `Stale`: `FailOver { cool_for: None }`, `Neutral` | geth, Infura's load balancer ("header not found": alloy retries it), eRPC `IsMissingDataError` |
 //! | 4 | code `-32602` (invalid params), `-32600` (invalid request), `-32700` (parse error); "nonce too low", "nonce too high", "insufficient funds", "insufficient balance", "already known", "known transaction", "transaction underpriced" (and "replacement transaction underpriced"), "gas too low" (and "intrinsic gas too low"), "out of gas", "exceeds block gas limit", "less than block base fee", "exceeds the configured cap", "gas required exceeds allowance", "invalid sender", "invalid argument", "invalid params" | `Definitive`: `Return`, `Neutral` | JSON-RPC 2.0, geth's txpool and API errors, eRPC `ErrEndpointClientSideException` |
 //! | 5 | code `-32601`; "method not found", "unsupported method", "method is not whitelisted", "is not included in your current plan" | `Stale` (the provider lacks what was asked): `FailOver { cool_for: None }`, `Neutral` | JSON-RPC 2.0, eRPC `ErrEndpointUnsupported` |
@@ -99,6 +99,9 @@
 //!   provider that answers another request's id is not caught.
 //! - **Non-JSON answers are not judged**, whatever their status (a 500 with an HTML page is
 //!   returned, as in 0.1), except 429.
+//! - **An empty JSON body is broken**: a JSON-RPC answer is never empty. The classifier does
+//!   not see the request, so it is meant for JSON-RPC endpoints (an answer to `HEAD` with a
+//!   JSON content type would be judged broken too).
 //!
 //! # Example
 //!

@@ -553,3 +553,77 @@ async fn a_real_response_keeps_its_url_and_remote_address() {
     assert_eq!(rebuilt.content_length(), Some(body.len() as u64));
     assert_eq!(rebuilt.text().await.unwrap(), body);
 }
+
+// ===== over real connections (the loopback toolkit) =====
+
+mod loopback {
+    use failnext_loopback::{Action, End, Reply, Server};
+
+    use super::*;
+
+    async fn fetch(reply: Reply) -> (Server, Response) {
+        let server = Server::always(Action::Reply(reply)).await;
+        let response =
+            reqwest::Client::new().post(server.url("/v3/SECRETKEY?k=SECRETQUERY")).send().await.unwrap();
+        (server, response)
+    }
+
+    #[tokio::test]
+    async fn a_body_shorter_than_its_length_fails_over_as_broken_without_the_url() {
+        let reply = Reply::new(200).json(&br#"{"jsonrpc":"2.0","id":1,"res"#[..]).length(400).end(End::Close);
+        let (_server, response) = fetch(reply).await;
+        let Classified::Failed(error, judgement) = classify(response).await else {
+            panic!("truncated must fail")
+        };
+        assert_eq!(judgement, broken());
+        let shown = format!("{error} {error:?}");
+        assert!(!shown.contains("SECRET"), "{shown}");
+    }
+
+    #[tokio::test]
+    async fn a_body_reset_mid_way_fails_over_as_broken() {
+        let reply =
+            Reply::new(200).json(&br#"{"jsonrpc":"2.0","id":1,"result":["#[..]).chunked().end(End::Reset);
+        let (_server, response) = fetch(reply).await;
+        let Classified::Failed(_, judgement) = classify(response).await else { panic!("reset must fail") };
+        assert_eq!(judgement, broken());
+    }
+
+    #[tokio::test]
+    async fn a_chunked_body_over_the_cap_reaches_the_caller_whole() {
+        let piece = format!(r#"{{"n":"{}"}},"#, "7".repeat(1000));
+        let mut reply = Reply::new(200)
+            .content_type("application/json")
+            .chunked()
+            .send(&br#"{"jsonrpc":"2.0","id":1,"result":["#[..]);
+        let mut expected = String::from(r#"{"jsonrpc":"2.0","id":1,"result":["#);
+        for _ in 0..64 {
+            reply = reply.send(piece.clone()).pause(Duration::from_millis(1));
+            expected.push_str(&piece);
+        }
+        reply = reply.send(&b"null]}"[..]);
+        expected.push_str("null]}");
+        let (_server, response) = fetch(reply).await;
+        let url = response.url().clone();
+        let classifier = JsonRpcClassifier::new().max_body(4 * 1024);
+        let Classified::Response(rebuilt, judgement) = classify_with(&classifier, response).await else {
+            panic!("over the cap is returned")
+        };
+        assert_eq!(judgement, Judgement::answer());
+        assert_eq!(rebuilt.url(), &url);
+        assert_eq!(rebuilt.text().await.unwrap(), expected);
+    }
+
+    #[tokio::test]
+    async fn a_chunked_answer_within_the_cap_is_judged_and_returned_whole() {
+        let reply = Reply::new(200)
+            .content_type("application/json")
+            .chunked()
+            .send(&br#"{"jsonrpc":"2.0","id":1,"#[..])
+            .pause(Duration::from_millis(5))
+            .send(&br#""error":{"code":-32005,"message":"limit"}}"#[..]);
+        let (_server, response) = fetch(reply).await;
+        let body = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"limit"}}"#;
+        assert_eq!(expect_response(classify(response).await, body).await, capacity(None));
+    }
+}
