@@ -17,7 +17,7 @@ use url::Url;
 
 /// What reading a body gave.
 #[derive(Debug)]
-pub(crate) enum Read {
+pub(crate) enum Outcome {
     /// The whole body, within the cap: the response's parts and its chunks, in order.
     Complete(Parts, Vec<Bytes>),
     /// The body is larger than the cap: the response, rebuilt from what was read so far
@@ -53,10 +53,10 @@ impl Parts {
 
 /// Reads `response`'s body up to `cap` bytes. A `content-length` above the cap returns the
 /// response untouched, unread.
-pub(crate) async fn read(mut response: Response, cap: usize) -> Read {
+pub(crate) async fn read(mut response: Response, cap: usize) -> Outcome {
     let cap64 = u64::try_from(cap).unwrap_or(u64::MAX);
     if response.content_length().is_some_and(|n| n > cap64) {
-        return Read::OverCap(response);
+        return Outcome::OverCap(response);
     }
     let mut chunks = Vec::new();
     let mut total = 0usize;
@@ -68,11 +68,11 @@ pub(crate) async fn read(mut response: Response, cap: usize) -> Read {
                 if total > cap {
                     let parts = Parts::take(&mut response);
                     let rest = reqwest::Body::from(response);
-                    return Read::OverCap(rebuild(parts, chunks, Some(rest)));
+                    return Outcome::OverCap(rebuild(parts, chunks, Some(rest)));
                 }
             }
-            Ok(None) => return Read::Complete(Parts::take(&mut response), chunks),
-            Err(error) => return Read::Failed(error),
+            Ok(None) => return Outcome::Complete(Parts::take(&mut response), chunks),
+            Err(error) => return Outcome::Failed(error),
         }
     }
 }

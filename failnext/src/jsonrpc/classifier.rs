@@ -6,9 +6,9 @@ use http::HeaderMap;
 use http::header::{CONTENT_TYPE, RETRY_AFTER};
 use reqwest::{Response, StatusCode};
 
-use super::body::{self, Read};
+use super::body::{self, Outcome};
 use super::parse::{self, Tally};
-use super::table::MAX_HINT;
+use super::table::{Kind, MAX_HINT};
 use crate::{Class, Classified, Classifier, EndpointId, Evidence, Judgement, Verdict};
 
 /// Judges JSON-RPC answers by their body: rate limits, internal errors, missing data,
@@ -52,7 +52,7 @@ impl JsonRpcClassifier {
     /// Judges bodies of at most `bytes` bytes. A larger body (by its `content-length`, or
     /// once more than `bytes` have arrived) is returned unjudged as an answer: its body is
     /// rebuilt from the bytes read so far followed by the rest of the stream, nothing lost
-    /// or copied. `0` judges no body (then only HTTP 429 fails over).
+    /// or copied. `0` reads no body at all (then only HTTP 429 fails over).
     pub const fn max_body(self, bytes: usize) -> JsonRpcClassifier {
         JsonRpcClassifier { max_body: bytes }
     }
@@ -73,23 +73,23 @@ impl Default for JsonRpcClassifier {
 impl Classifier for JsonRpcClassifier {
     async fn classify(&self, _endpoint: &EndpointId, response: Response) -> Classified {
         let status = response.status();
-        if status == StatusCode::NO_CONTENT || !is_json(response.headers()) {
+        if self.max_body == 0 || status == StatusCode::NO_CONTENT || !is_json(response.headers()) {
             let judgement = by_status(status, response.headers());
             return Classified::Response(response, judgement);
         }
         match body::read(response, self.max_body).await {
-            Read::OverCap(response) => {
+            Outcome::OverCap(response) => {
                 let judgement = by_status(status, response.headers());
                 Classified::Response(response, judgement)
             }
-            Read::Failed(error) => Classified::Failed(
+            Outcome::Failed(error) => Classified::Failed(
                 reqwest_middleware::Error::Reqwest(error.without_url()),
                 Judgement::new(Verdict::FailOver { cool_for: None }, Evidence::Failure, Class::Broken),
             ),
-            Read::Complete(parts, chunks) => {
+            Outcome::Complete(parts, chunks) => {
                 let mut tally = parse::tally(&chunks);
                 if status == StatusCode::TOO_MANY_REQUESTS {
-                    tally.add(super::table::Kind::Capacity(None));
+                    tally.add(Kind::Capacity(None));
                 }
                 let response = body::rebuild(parts, chunks, None);
                 let judgement = with_retry_after(tally, response.headers());
@@ -104,7 +104,7 @@ impl Classifier for JsonRpcClassifier {
 fn by_status(status: StatusCode, headers: &HeaderMap) -> Judgement {
     if status == StatusCode::TOO_MANY_REQUESTS {
         let mut tally = Tally::default();
-        tally.add(super::table::Kind::Capacity(None));
+        tally.add(Kind::Capacity(None));
         return with_retry_after(tally, headers);
     }
     Judgement::answer()

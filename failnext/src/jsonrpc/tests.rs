@@ -522,6 +522,19 @@ async fn the_default_cap_is_4_mib_and_configurable() {
 }
 
 #[tokio::test]
+async fn a_zero_cap_reads_nothing_and_judges_only_the_status() {
+    let classifier = JsonRpcClassifier::new().max_body(0);
+    let body = error(-32005, "rate limited");
+    let reset = response(200, Some("application/json"), &[], Some(io::ErrorKind::ConnectionReset));
+    let Classified::Response(_, judgement) = classify_with(&classifier, reset).await else {
+        panic!("not read")
+    };
+    assert_eq!(judgement, Judgement::answer());
+    let limited = json(429, &[body.as_bytes()]);
+    assert_eq!(expect_response(classify_with(&classifier, limited).await, &body).await, capacity(None));
+}
+
+#[tokio::test]
 async fn a_large_result_in_many_chunks_is_judged_an_answer_byte_for_byte() {
     let mut body = String::from(r#"{"jsonrpc":"2.0","id":7,"result":["#);
     for i in 0..20_000 {
