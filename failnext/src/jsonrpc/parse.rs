@@ -99,34 +99,34 @@ fn parse<'de, R: serde_json::de::Read<'de>>(
 
 // ===== ChunkReader =====
 
-/// `Read` over a list of chunks, in order, without joining them.
+/// `Read` over a list of chunks, in order, without joining them. serde_json reads a byte at
+/// a time, so the chunk being read is kept as a slice: most reads are one bounds check.
 #[derive(Debug)]
 pub(crate) struct ChunkReader<'a> {
-    chunks: &'a [Bytes],
-    at: usize,
+    current: &'a [u8],
+    next: &'a [Bytes],
 }
 
 impl<'a> ChunkReader<'a> {
     pub(crate) fn new(chunks: &'a [Bytes]) -> Self {
-        ChunkReader { chunks, at: 0 }
+        ChunkReader { current: &[], next: chunks }
     }
 }
 
 impl Read for ChunkReader<'_> {
+    #[inline]
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        while let Some((first, rest)) = self.chunks.split_first() {
-            let left = &first[self.at..];
-            if left.is_empty() {
-                self.chunks = rest;
-                self.at = 0;
-                continue;
-            }
-            let n = left.len().min(buf.len());
-            buf[..n].copy_from_slice(&left[..n]);
-            self.at += n;
-            return Ok(n);
+        while self.current.is_empty() {
+            let Some((chunk, rest)) = self.next.split_first() else {
+                return Ok(0);
+            };
+            self.current = chunk;
+            self.next = rest;
         }
-        Ok(0)
+        let n = self.current.len().min(buf.len());
+        buf[..n].copy_from_slice(&self.current[..n]);
+        self.current = &self.current[n..];
+        Ok(n)
     }
 }
 
