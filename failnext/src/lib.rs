@@ -387,6 +387,9 @@
 //! - `tracing` (off by default): one `tracing` event per attempt, judgement, skip,
 //!   not-replayable stop and result, with the endpoint id, attempt number, status or error
 //!   kind, class and verdict, and elapsed time. Never a URL.
+//! - `jsonrpc` (off by default): `failnext::jsonrpc::JsonRpcClassifier`, which judges
+//!   JSON-RPC answers by their body (rate limits, internal errors, missing data, malformed or
+//!   truncated bodies fail over; reverts are returned), with serde_json.
 //!
 //! failnext enables no TLS backend and no tokio runtime of its own: configure reqwest as you
 //! need.
@@ -413,6 +416,8 @@ mod endpoint;
 mod error;
 mod event;
 mod health;
+#[cfg(feature = "jsonrpc")]
+pub mod jsonrpc;
 mod judge;
 mod middleware;
 mod options;

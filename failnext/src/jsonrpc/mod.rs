@@ -1,0 +1,125 @@
+//! JSON-RPC-aware judging (feature `jsonrpc`): [`JsonRpcClassifier`].
+//!
+//! An HTTP 200 can carry a JSON-RPC error (`-32005` rate limit, `-32603` internal error), a
+//! malformed body, or a body cut off mid-way. The status rule returns all of them to the
+//! caller as successes. This classifier reads the body, within a cap, and judges it: it fails
+//! over what another provider could answer and returns at once what every provider would
+//! answer the same (a revert, invalid params, a nonce too low).
+//!
+//! It decides only what an answer says. Whether a request may fail over at all (a write must
+//! not reach a second provider) is the middleware's decision, made as in 0.1 and never
+//! changed by a verdict: a flagged answer to a request that may not fail over is returned to
+//! the caller as it is.
+//!
+//! # The body
+//!
+//! - Only JSON is read: `content-type` `application/json` or a `+json` type (parameters such
+//!   as `charset` allowed). Any other content type, no content type, and 204 are not read:
+//!   returned as an answer ([`Judgement::answer`](crate::Judgement::answer)), except HTTP 429
+//!   (capacity, whatever the body).
+//! - At most [`max_body`](JsonRpcClassifier::max_body) bytes are read (default 4 MiB, see
+//!   [`DEFAULT_MAX_BODY`](JsonRpcClassifier::DEFAULT_MAX_BODY)). A body larger than that,
+//!   by its `content-length` (then nothing is read) or once more bytes have arrived, is
+//!   **returned unjudged** as an answer (HTTP 429 stays capacity): the caller's response
+//!   hands out the bytes read so far and then the rest of the stream. Nothing is lost or
+//!   copied; an error in the rest of the stream reaches the caller as it would without the
+//!   classifier, and is not failed over.
+//! - Within the cap, the body is read once with [`reqwest::Response::chunk`] into a list of
+//!   the chunks the connection delivered, parsed from that list (a single chunk as a slice,
+//!   several through a `Read` over the list: never joined), and handed to the caller in a
+//!   response rebuilt from the same chunks, with the original status, version, headers,
+//!   extensions and [`url`](reqwest::Response::url).
+//! - A body that ends early or resets mid-way fails inside the classifier, so the attempt can
+//!   fail over: [`Classified::Failed`](crate::Classified::Failed) with the read error (its URL
+//!   removed: no secret in errors) and `FailOver { cool_for: None }`, `Failure`, `Broken`.
+//!
+//! **Allocations.** Judging allocates, beside the body's own buffers: the list of chunks (a
+//! 32-byte handle per chunk: 0.4 % of a body delivered in 8 KiB chunks, at most twice that
+//! while the list grows), the error's message and a `data` string of at most 512 bytes (each
+//! lower-cased in place), the parser's scratch buffer (one byte per nesting level of a
+//! skipped value), a copy of the URL and a few small boxes for the rebuilt body. `result` and every
+//! other field are skipped without being copied, however large or deep. So a 1 MiB answer
+//! costs its body plus a few KiB, by construction (no allocation counter checks it here:
+//! the workspace forbids `unsafe`, which a counting allocator needs; the bench measures it).
+//!
+//! # The table
+//!
+//! Each answer (one for a single response, each element for a batch) is judged by the first
+//! rule that matches, in this order. Messages are matched case-insensitively as substrings of
+//! `error.message` and of `error.data` when that is a string of at most 512 bytes.
+//!
+//! | # | Answer | Class, verdict, evidence | Sources |
+//! |---|--------|--------------------------|---------|
+//! | 1 | code `3`, or "revert", "vm execution error", "vm exception" | `Definitive`: `Return`, `Neutral` | geth (`3` = revert with data, "execution reverted"), Alchemy ("Reverted 0x.."), eRPC `JsonRpcErrorEvmReverted` |
+//! | 2 | code `-32005`, `-32007`, `429`; `-32012` with "credit"; `data.rate.backoff_seconds`; "rate limit", "rate exceeded", "too many requests", "credits limited", "request limit", "requests limited to", "daily request count exceeded", "exceeded the quota", "reached the quota", "under too much load", "compute units per second", "capacity limit", "reached the free tier" | `Capacity`: `FailOver { cool_for: hint }`, `Failure` | Infura (`-32005` "project ID request rate exceeded", "daily request count exceeded, request rate limited", `data.rate.backoff_seconds`), Alchemy (`429` code, `-32016` "rate limit", "compute units per second"), QuickNode (`-32007` "request limit reached", `-32012` "credits limited to .."), alloy `ErrorPayload::is_retry_err` and `RpcErrorExt::backoff_hint` (used by its `RateLimitRetryPolicy`), eRPC `ErrEndpointCapacityExceeded` / billing |
+//! | 3 | "header not found", "missing trie node", "unknown block", "block not found", "could not find block", "historical state", "cannot query unfinalized", "height is not available" | `Stale`: `FailOver { cool_for: None }`, `Neutral` | geth, Infura's load balancer ("header not found": alloy retries it), eRPC `IsMissingDataError` |
+//! | 4 | code `-32602` (invalid params), `-32600` (invalid request), `-32700` (parse error); "nonce too low", "nonce too high", "insufficient funds", "insufficient balance", "already known", "known transaction", "transaction underpriced" (and "replacement transaction underpriced"), "gas too low" (and "intrinsic gas too low"), "out of gas", "exceeds block gas limit", "less than block base fee", "exceeds the configured cap", "gas required exceeds allowance", "invalid sender", "invalid argument", "invalid params" | `Definitive`: `Return`, `Neutral` | JSON-RPC 2.0, geth's txpool and API errors, eRPC `ErrEndpointClientSideException` |
+//! | 5 | code `-32601`; "method not found", "unsupported method", "method is not whitelisted", "is not included in your current plan" | `Stale` (the provider lacks what was asked): `FailOver { cool_for: None }`, `Neutral` | JSON-RPC 2.0, eRPC `ErrEndpointUnsupported` |
+//! | 6 | code `-32603` (internal error) | `Broken`: `FailOver { cool_for: None }`, `Failure` | JSON-RPC 2.0; eRPC `ErrEndpointServerSideException` |
+//! | 7 | any other error object | `Answer`: `Return`, `Neutral` | (failnext: an unknown error is returned as in 0.1, and says nothing about the provider) |
+//! | 8 | a `result` (even `null`) | `Answer`: `Return`, `Success` | JSON-RPC 2.0 |
+//! | 9 | not an object, `jsonrpc` not `"2.0"`, neither `result` nor `error`, a malformed `error`; a body that is not JSON, has trailing garbage or is empty | `Broken`: `FailOver { cool_for: None }`, `Failure` | JSON-RPC 2.0 |
+//!
+//! Also: **HTTP 429**, whatever its body, is `Capacity` (the body's hint when it gives one).
+//!
+//! **The hint** of a capacity answer is, first found: Infura's `data.rate.backoff_seconds`;
+//! a time after "try again in", "try again after", "retry after" or "retry in" in the
+//! message or data string (`250ms`, `2 s`, `1.5 seconds`, `2 minutes`; no unit = seconds);
+//! the response's `Retry-After` header in delta-seconds. It is capped at 5 minutes. Without
+//! one, `cool_for` is `None` and the open time is the breaker's (for 429 and 503 the judge
+//! also reads a `Retry-After` HTTP-date).
+//!
+//! **Reverts come first**, so that a contract's revert reason such as "execution reverted:
+//! rate limit exceeded" is returned, never taken for the provider's own rate limit (which
+//! would cool every provider in turn for a correct answer).
+//!
+//! # Batches
+//!
+//! A batch fails over **as a whole** when any of its answers is capacity, stale or broken
+//! (capacity wins, with the longest hint of its answers; then broken; then stale); its
+//! evidence is `Failure` when any answer is capacity or broken. Otherwise it is returned:
+//! `Definitive` when any answer is definitive, else `Answer`; its evidence is `Success` when
+//! any answer is a `result`, else `Neutral`. An empty batch `[]` is returned (`Neutral`).
+//!
+//! # Choices where the issue was silent
+//!
+//! - **Stale is `Neutral`.** Missing data depends on the request (a block just announced, old
+//!   state on a pruned node), not only on the provider: counting it as a failure would open
+//!   the breaker of a good full node for every archive read, and of every provider for a
+//!   block none has yet. The request fails over; the provider's health is untouched. Lag as
+//!   such is the block-height monitor's job (`failnext-blocklag`).
+//! - **Unsupported methods fail over** (`-32601`, as stale, `Neutral`): providers differ in
+//!   the methods they serve (`debug_*`, `trace_*`, `eth_getBlockReceipts`). A misspelt
+//!   method costs one quick attempt per provider.
+//! - **Unknown error objects are returned, `Neutral`**: `-32000` and vendor codes carry many
+//!   request-specific errors; failing them over would repeat them on every provider.
+//! - **`result: null` is an answer** (an unknown transaction, a pending receipt): never
+//!   flagged.
+//! - **The `id` is not checked.** The classifier sees only the response, not the request, so
+//!   it cannot know which id to expect; checking it needs the request's body and belongs to
+//!   a later, request-aware judge. `id` is skipped unparsed. This is a known limitation: a
+//!   provider that answers another request's id is not caught.
+//! - **Non-JSON answers are not judged**, whatever their status (a 500 with an HTML page is
+//!   returned, as in 0.1), except 429.
+//! - **An empty JSON body is broken**: a JSON-RPC answer is never empty. The classifier does
+//!   not see the request, so it is meant for JSON-RPC endpoints (an answer to `HEAD` with a
+//!   JSON content type would be judged broken too).
+//!
+//! # Example
+//!
+//! ```
+//! use failnext::jsonrpc::JsonRpcClassifier;
+//!
+//! let classifier = JsonRpcClassifier::new().max_body(8 << 20);
+//! assert_eq!(classifier.max_body_len(), 8 * 1024 * 1024);
+//! ```
+
+mod body;
+mod classifier;
+mod parse;
+mod table;
+
+pub use classifier::JsonRpcClassifier;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,642 @@
+//! Unit tests of the JSON-RPC classifier: one per row of the table and per body situation.
+
+use std::collections::VecDeque;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body::Frame;
+use reqwest::{Response, ResponseBuilderExt};
+
+use super::JsonRpcClassifier;
+use crate::{Class, Classified, Classifier, EndpointId, Evidence, Judgement, Verdict};
+
+const URL: &str = "http://user:pass@127.0.0.1:9/v3/SECRETKEY?apikey=SECRETQUERY";
+
+// ===== support =====
+
+/// A body that yields its chunks, then optionally an error (a truncated or reset body).
+struct TestBody {
+    chunks: VecDeque<Bytes>,
+    then: Option<io::ErrorKind>,
+}
+
+impl http_body::Body for TestBody {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+        if let Some(chunk) = self.chunks.pop_front() {
+            return Poll::Ready(Some(Ok(Frame::data(chunk))));
+        }
+        Poll::Ready(self.then.take().map(|kind| Err(io::Error::new(kind, "body cut"))))
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Marker(u32);
+
+fn response(
+    status: u16,
+    content_type: Option<&str>,
+    chunks: &[&[u8]],
+    then: Option<io::ErrorKind>,
+) -> Response {
+    let mut builder = http::Response::builder()
+        .status(status)
+        .url(url::Url::parse(URL).unwrap())
+        .header("x-kept", "yes")
+        .extension(Marker(7));
+    if let Some(content_type) = content_type {
+        builder = builder.header("content-type", content_type);
+    }
+    let chunks = chunks.iter().map(|c| Bytes::copy_from_slice(c)).collect();
+    Response::from(builder.body(reqwest::Body::wrap(TestBody { chunks, then })).unwrap())
+}
+
+fn json(status: u16, chunks: &[&[u8]]) -> Response {
+    response(status, Some("application/json"), chunks, None)
+}
+
+async fn classify_with(classifier: &JsonRpcClassifier, response: Response) -> Classified {
+    classifier.classify(&EndpointId::from("p"), response).await
+}
+
+async fn classify(response: Response) -> Classified {
+    classify_with(&JsonRpcClassifier::new(), response).await
+}
+
+/// Judges `body` (status 200) in one chunk and in 3-byte chunks; both must agree, and the
+/// rebuilt response must hand back the same bytes.
+async fn judge(body: &str) -> Judgement {
+    judge_status(200, body).await
+}
+
+async fn judge_status(status: u16, body: &str) -> Judgement {
+    let whole = expect_response(classify(json(status, &[body.as_bytes()])).await, body).await;
+    let pieces: Vec<&[u8]> = body.as_bytes().chunks(3).collect();
+    let split = expect_response(classify(json(status, &pieces)).await, body).await;
+    assert_eq!(whole, split, "one chunk and many chunks judge alike: {body}");
+    whole
+}
+
+async fn expect_response(classified: Classified, body: &str) -> Judgement {
+    match classified {
+        Classified::Response(response, judgement) => {
+            assert_eq!(response.text().await.unwrap(), body);
+            judgement
+        }
+        Classified::Failed(error, judgement) => panic!("failed: {error} {judgement:?}"),
+    }
+}
+
+fn error(code: i64, message: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":1,"error":{{"code":{code},"message":"{message}"}}}}"#)
+}
+
+fn definitive() -> Judgement {
+    Judgement::new(Verdict::Return, Evidence::Neutral, Class::Definitive)
+}
+
+fn capacity(cool_for: Option<Duration>) -> Judgement {
+    Judgement::new(Verdict::FailOver { cool_for }, Evidence::Failure, Class::Capacity)
+}
+
+fn stale() -> Judgement {
+    Judgement::new(Verdict::FailOver { cool_for: None }, Evidence::Neutral, Class::Stale)
+}
+
+fn broken() -> Judgement {
+    Judgement::new(Verdict::FailOver { cool_for: None }, Evidence::Failure, Class::Broken)
+}
+
+fn unrecognised() -> Judgement {
+    Judgement::new(Verdict::Return, Evidence::Neutral, Class::Answer)
+}
+
+// ===== the table, row by row =====
+
+#[tokio::test]
+async fn revert_code_3_is_definitive_and_returned() {
+    let body = r#"{"jsonrpc":"2.0","id":1,"error":{"code":3,"message":"execution reverted: no","data":"0x08c379a0"}}"#;
+    assert_eq!(judge(body).await, definitive());
+}
+
+#[tokio::test]
+async fn execution_reverted_message_is_definitive_whatever_the_code() {
+    assert_eq!(judge(&error(-32000, "execution reverted")).await, definitive());
+    assert_eq!(judge(&error(-32603, "Execution Reverted")).await, definitive());
+    let alchemy = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"x","data":"Reverted 0x"}}"#;
+    assert_eq!(judge(alchemy).await, definitive());
+}
+
+#[tokio::test]
+async fn a_revert_reason_that_says_rate_limit_is_returned_not_failed_over() {
+    assert_eq!(judge(&error(3, "execution reverted: rate limit exceeded")).await, definitive());
+}
+
+#[tokio::test]
+async fn invalid_params_invalid_request_and_parse_error_are_definitive() {
+    for code in [-32602, -32600, -32700] {
+        assert_eq!(judge(&error(code, "bad")).await, definitive(), "{code}");
+    }
+}
+
+#[tokio::test]
+async fn txpool_and_gas_errors_are_definitive() {
+    for message in [
+        "nonce too low",
+        "nonce too high",
+        "insufficient funds for gas * price + value",
+        "already known",
+        "replacement transaction underpriced",
+        "intrinsic gas too low",
+        "max fee per gas less than block base fee",
+        "gas required exceeds allowance (30000000)",
+        "invalid argument 0: hex string has length 3",
+    ] {
+        assert_eq!(judge(&error(-32000, message)).await, definitive(), "{message}");
+    }
+}
+
+#[tokio::test]
+async fn infura_32005_fails_over_as_capacity() {
+    assert_eq!(judge(&error(-32005, "project ID request rate exceeded")).await, capacity(None));
+}
+
+#[tokio::test]
+async fn rate_limit_with_backoff_seconds_fails_over_and_cools_for_the_hint() {
+    let body = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"daily request count exceeded, request rate limited","data":{"see":"https://infura.io","rate":{"allowed_rps":1,"backoff_seconds":30,"current_rps":1.5}}}}"#;
+    assert_eq!(judge(body).await, capacity(Some(Duration::from_secs(30))));
+}
+
+#[tokio::test]
+async fn a_backoff_above_five_minutes_is_capped_at_five_minutes() {
+    let body = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"limit","data":{"rate":{"backoff_seconds":86400}}}}"#;
+    assert_eq!(judge(body).await, capacity(Some(Duration::from_secs(300))));
+}
+
+#[tokio::test]
+async fn quicknode_request_limit_and_credits_are_capacity() {
+    assert_eq!(judge(&error(-32007, "100/second request limit reached")).await, capacity(None));
+    assert_eq!(judge(&error(-32012, "credits limited to 6000/sec")).await, capacity(None));
+}
+
+#[tokio::test]
+async fn alchemy_32016_rate_limit_and_code_429_are_capacity() {
+    assert_eq!(judge(&error(-32016, "Your IP has exceeded its rate limit")).await, capacity(None));
+    assert_eq!(
+        judge(&error(429, "Your app has exceeded its compute units per second capacity")).await,
+        capacity(None)
+    );
+}
+
+#[tokio::test]
+async fn rate_limit_message_with_try_again_in_ms_cools_for_the_hint() {
+    let body = error(-32000, "Too many requests, try again in 250ms");
+    assert_eq!(judge(&body).await, capacity(Some(Duration::from_millis(250))));
+    let body = error(-32099, "rate limit exceeded, retry after 2 s");
+    assert_eq!(judge(&body).await, capacity(Some(Duration::from_secs(2))));
+}
+
+#[tokio::test]
+async fn a_hint_in_a_data_string_is_used_when_the_message_has_none() {
+    let body = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"limit exceeded","data":"try again in 2s"}}"#;
+    assert_eq!(judge(body).await, capacity(Some(Duration::from_secs(2))));
+}
+
+#[tokio::test]
+async fn capacity_error_on_200_with_retry_after_cools_for_it() {
+    let body = error(-32005, "limit exceeded");
+    let mut response = json(200, &[body.as_bytes()]);
+    response.headers_mut().insert("retry-after", "5".parse().unwrap());
+    let judgement = expect_response(classify(response).await, &body).await;
+    assert_eq!(judgement, capacity(Some(Duration::from_secs(5))));
+}
+
+#[tokio::test]
+async fn the_body_hint_wins_over_retry_after() {
+    let body = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"x","data":{"rate":{"backoff_seconds":1}}}}"#;
+    let mut response = json(200, &[body.as_bytes()]);
+    response.headers_mut().insert("retry-after", "9".parse().unwrap());
+    let judgement = expect_response(classify(response).await, body).await;
+    assert_eq!(judgement, capacity(Some(Duration::from_secs(1))));
+}
+
+#[tokio::test]
+async fn http_429_is_capacity_whatever_the_body() {
+    assert_eq!(judge_status(429, r#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#).await, capacity(None));
+    assert_eq!(judge_status(429, "not json at all").await, capacity(None));
+    let text = response(429, Some("text/plain"), &[b"slow down"], None);
+    assert_eq!(expect_response(classify(text).await, "slow down").await, capacity(None));
+    let none = response(429, None, &[b""], None);
+    assert_eq!(expect_response(classify(none).await, "").await, capacity(None));
+}
+
+#[tokio::test]
+async fn http_429_retry_after_seconds_is_the_hint_and_an_http_date_is_left_to_the_judge() {
+    let mut seconds = response(429, Some("text/plain"), &[b"x"], None);
+    seconds.headers_mut().insert("retry-after", "3".parse().unwrap());
+    assert_eq!(expect_response(classify(seconds).await, "x").await, capacity(Some(Duration::from_secs(3))));
+    let mut date = response(429, Some("text/plain"), &[b"x"], None);
+    date.headers_mut().insert("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap());
+    assert_eq!(expect_response(classify(date).await, "x").await, capacity(None));
+    let mut long = response(429, Some("text/plain"), &[b"x"], None);
+    long.headers_mut().insert("retry-after", "3600".parse().unwrap());
+    assert_eq!(expect_response(classify(long).await, "x").await, capacity(Some(Duration::from_secs(300))));
+}
+
+#[tokio::test]
+async fn header_not_found_and_missing_trie_node_fail_over_as_stale_without_blame() {
+    for message in [
+        "header not found",
+        "missing trie node 1a2b (path )",
+        "unknown block",
+        "block not found",
+        "historical state unavailable",
+    ] {
+        assert_eq!(judge(&error(-32000, message)).await, stale(), "{message}");
+    }
+}
+
+#[tokio::test]
+async fn method_not_found_fails_over_as_stale_without_blame() {
+    assert_eq!(
+        judge(&error(-32601, "the method debug_traceCall does not exist/is not available")).await,
+        stale()
+    );
+    assert_eq!(judge(&error(-32000, "Unsupported method: trace_block")).await, stale());
+}
+
+#[tokio::test]
+async fn internal_error_32603_fails_over_as_broken() {
+    assert_eq!(judge(&error(-32603, "internal error")).await, broken());
+}
+
+#[tokio::test]
+async fn an_unrecognised_error_is_returned_and_says_nothing() {
+    assert_eq!(judge(&error(-32000, "something only this call says")).await, unrecognised());
+    assert_eq!(judge(&error(12345, "vendor")).await, unrecognised());
+    let no_code = r#"{"jsonrpc":"2.0","id":1,"error":{"message":"odd"}}"#;
+    assert_eq!(judge(no_code).await, unrecognised());
+}
+
+#[tokio::test]
+async fn a_result_is_an_answer_and_a_success() {
+    let deep = format!(r#"{{"jsonrpc":"2.0","id":"a","result":{}{}}}"#, "[".repeat(300), "]".repeat(300));
+    for body in [
+        r#"{"jsonrpc":"2.0","id":1,"result":"0x2a"}"#,
+        r#"{"id":1,"result":{"a":[1,2,{"b":"c\"d"}]},"jsonrpc":"2.0","extra":true}"#,
+        &deep,
+    ] {
+        assert_eq!(judge(body).await, Judgement::answer(), "{body}");
+    }
+}
+
+#[tokio::test]
+async fn result_null_is_an_answer_not_stale() {
+    assert_eq!(judge(r#"{"jsonrpc":"2.0","id":1,"result":null}"#).await, Judgement::answer());
+    assert_eq!(judge(r#"{"jsonrpc":"2.0","id":1,"result":null,"error":null}"#).await, Judgement::answer());
+}
+
+#[tokio::test]
+async fn malformed_json_trailing_garbage_and_an_empty_body_are_broken() {
+    for body in [
+        r#"{"jsonrpc":"2.0","id":1,"result":"0x2"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":1} x"#,
+        "",
+        "<html>502</html>",
+    ] {
+        assert_eq!(judge(body).await, broken(), "{body:?}");
+    }
+}
+
+#[tokio::test]
+async fn an_answer_that_is_not_json_rpc_2_is_broken() {
+    for body in [
+        r#"{"id":1,"result":"0x1"}"#,
+        r#"{"jsonrpc":"1.0","id":1,"result":"0x1"}"#,
+        r#"{"jsonrpc":"2.0","id":1}"#,
+        r#"{"jsonrpc":"2.0","id":1,"error":"rate limited"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":"x","message":"m"}}"#,
+        r#"{"message":"Internal server error"}"#,
+        r#""ok""#,
+        "42",
+        "null",
+    ] {
+        assert_eq!(judge(body).await, broken(), "{body}");
+    }
+}
+
+// ===== batches =====
+
+const OK: &str = r#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#;
+
+fn batch(items: &[&str]) -> String {
+    format!("[{}]", items.join(","))
+}
+
+#[tokio::test]
+async fn a_batch_of_results_is_an_answer() {
+    assert_eq!(judge(&batch(&[OK, OK, OK])).await, Judgement::answer());
+}
+
+#[tokio::test]
+async fn a_batch_with_one_capacity_item_fails_over_as_a_whole_with_the_longest_hint() {
+    let short = error(-32005, "rate limited, try again in 1s");
+    let long = error(-32005, "rate limited, try again in 4s");
+    let broken_item = error(-32603, "internal error");
+    let body = batch(&[OK, &short, &broken_item, &long]);
+    assert_eq!(judge(&body).await, capacity(Some(Duration::from_secs(4))));
+}
+
+#[tokio::test]
+async fn a_batch_with_a_broken_or_stale_item_fails_over() {
+    assert_eq!(judge(&batch(&[OK, &error(-32603, "boom")])).await, broken());
+    assert_eq!(judge(&batch(&[OK, &error(-32000, "header not found")])).await, stale());
+    assert_eq!(judge(&batch(&[&error(-32000, "header not found"), &error(-32603, "x")])).await, broken());
+}
+
+#[tokio::test]
+async fn a_batch_item_that_is_not_an_object_is_broken() {
+    for item in ["1", r#""x""#, "null", "[1,[2]]", "true"] {
+        assert_eq!(judge(&batch(&[OK, item])).await, broken(), "{item}");
+    }
+}
+
+#[tokio::test]
+async fn a_batch_of_results_and_definitive_errors_is_returned_as_definitive() {
+    let revert = error(3, "execution reverted");
+    let judgement = judge(&batch(&[OK, &revert])).await;
+    assert_eq!(judgement, Judgement::new(Verdict::Return, Evidence::Success, Class::Definitive));
+    assert_eq!(judge(&batch(&[&revert, &error(-32602, "bad")])).await, definitive());
+    assert_eq!(judge(&batch(&[OK, &error(-32000, "odd")])).await, Judgement::answer());
+}
+
+#[tokio::test]
+async fn an_empty_batch_is_returned_neutral() {
+    assert_eq!(judge("[]").await, unrecognised());
+}
+
+// ===== the body =====
+
+#[tokio::test]
+async fn non_json_content_is_returned_unread_as_an_answer() {
+    let body = error(-32005, "rate limited");
+    for content_type in [Some("text/plain"), Some("application/jsonx"), Some("json"), None] {
+        let response = response(200, content_type, &[body.as_bytes()], None);
+        assert_eq!(expect_response(classify(response).await, &body).await, Judgement::answer());
+    }
+}
+
+#[tokio::test]
+async fn json_with_parameters_and_plus_json_types_are_read() {
+    let body = error(-32005, "rate limited");
+    for content_type in ["application/json; charset=utf-8", "Application/JSON", "application/vnd.api+json"] {
+        let response = response(200, Some(content_type), &[body.as_bytes()], None);
+        assert_eq!(expect_response(classify(response).await, &body).await, capacity(None), "{content_type}");
+    }
+}
+
+#[tokio::test]
+async fn the_rebuilt_response_keeps_status_version_headers_extensions_url_and_bytes() {
+    let chunks: [&[u8]; 3] = [br#"{"jsonrpc":"2.0","#, br#""id":1,"result""#, br#":"0x\u00e9"}"#];
+    let original = json(201, &chunks);
+    let (url, version) = (original.url().clone(), original.version());
+    let Classified::Response(rebuilt, judgement) = classify(original).await else { panic!("failed") };
+    assert_eq!(judgement, Judgement::answer());
+    assert_eq!(rebuilt.status(), 201);
+    assert_eq!(rebuilt.version(), version);
+    assert_eq!(rebuilt.url(), &url);
+    assert_eq!(rebuilt.headers()["x-kept"], "yes");
+    assert_eq!(rebuilt.headers()["content-type"], "application/json");
+    assert_eq!(rebuilt.extensions().get::<Marker>().map(|m| m.0), Some(7));
+    assert_eq!(rebuilt.content_length(), Some(chunks.iter().map(|c| c.len() as u64).sum()));
+    assert_eq!(rebuilt.bytes().await.unwrap(), chunks.concat());
+}
+
+#[tokio::test]
+async fn the_rebuilt_body_hands_out_the_same_chunks_without_copying() {
+    let body = Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#);
+    let (first, second) = (body.slice(..10), body.slice(10..));
+    let original = Response::from(
+        http::Response::builder()
+            .header("content-type", "application/json")
+            .body(reqwest::Body::wrap(TestBody {
+                chunks: [first.clone(), second.clone()].into(),
+                then: None,
+            }))
+            .unwrap(),
+    );
+    let Classified::Response(mut rebuilt, _) = classify(original).await else { panic!("failed") };
+    let again = rebuilt.chunk().await.unwrap().unwrap();
+    assert_eq!(again.as_ptr(), first.as_ptr(), "the very bytes read, not a copy");
+    assert_eq!(rebuilt.chunk().await.unwrap().unwrap().as_ptr(), second.as_ptr());
+    assert!(rebuilt.chunk().await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn over_the_cap_the_response_is_returned_unjudged_with_every_byte() {
+    // Judged, this body would fail over (capacity); above the cap it is not judged.
+    let body = error(-32005, "rate limited");
+    let pieces: Vec<&[u8]> = body.as_bytes().chunks(4).collect();
+    let classifier = JsonRpcClassifier::new().max_body(10);
+    let judgement = expect_response(classify_with(&classifier, json(200, &pieces)).await, &body).await;
+    assert_eq!(judgement, Judgement::answer());
+}
+
+#[tokio::test]
+async fn over_the_cap_a_429_stays_capacity() {
+    let body = error(-32005, "rate limited");
+    let classifier = JsonRpcClassifier::new().max_body(4);
+    let judgement =
+        expect_response(classify_with(&classifier, json(429, &[body.as_bytes()])).await, &body).await;
+    assert_eq!(judgement, capacity(None));
+}
+
+#[tokio::test]
+async fn over_the_cap_an_error_later_in_the_stream_reaches_the_caller() {
+    let classifier = JsonRpcClassifier::new().max_body(4);
+    let response = response(
+        200,
+        Some("application/json"),
+        &[b"{\"jsonrpc\"", b":"],
+        Some(io::ErrorKind::ConnectionReset),
+    );
+    let Classified::Response(mut rebuilt, judgement) = classify_with(&classifier, response).await else {
+        panic!("over the cap is returned")
+    };
+    assert_eq!(judgement, Judgement::answer());
+    assert_eq!(rebuilt.chunk().await.unwrap().unwrap(), &b"{\"jsonrpc\""[..]);
+    assert_eq!(rebuilt.chunk().await.unwrap().unwrap(), &b":"[..]);
+    assert!(rebuilt.chunk().await.is_err());
+}
+
+#[tokio::test]
+async fn a_content_length_above_the_cap_is_not_read() {
+    let body = error(-32005, "rate limited");
+    // A body from bytes has an exact size: `content_length()` is known before any read.
+    let original = Response::from(
+        http::Response::builder()
+            .header("content-type", "application/json")
+            .body(reqwest::Body::from(body.clone()))
+            .unwrap(),
+    );
+    assert_eq!(original.content_length(), Some(body.len() as u64));
+    let classifier = JsonRpcClassifier::new().max_body(body.len() - 1);
+    assert_eq!(expect_response(classify_with(&classifier, original).await, &body).await, Judgement::answer());
+}
+
+#[tokio::test]
+async fn a_body_exactly_at_the_cap_is_judged() {
+    let body = error(-32005, "rate limited");
+    let at_the_cap = JsonRpcClassifier::new().max_body(body.len());
+    let response = json(200, &[body.as_bytes()]);
+    assert_eq!(expect_response(classify_with(&at_the_cap, response).await, &body).await, capacity(None));
+}
+
+#[tokio::test]
+async fn a_truncated_body_fails_over_as_broken_without_the_url() {
+    for kind in [io::ErrorKind::UnexpectedEof, io::ErrorKind::ConnectionReset] {
+        let response = response(200, Some("application/json"), &[br#"{"jsonrpc":"2.0","#], Some(kind));
+        let Classified::Failed(error, judgement) = classify(response).await else {
+            panic!("{kind:?} must fail")
+        };
+        assert_eq!(judgement, broken());
+        let shown = format!("{error} {error:?}");
+        assert!(!shown.contains("SECRET") && !shown.contains("pass"), "{shown}");
+        assert!(matches!(&error, reqwest_middleware::Error::Reqwest(e) if e.url().is_none()));
+    }
+}
+
+#[tokio::test]
+async fn the_default_cap_is_4_mib_and_configurable() {
+    assert_eq!(JsonRpcClassifier::new().max_body_len(), 4 << 20);
+    assert_eq!(JsonRpcClassifier::default().max_body_len(), JsonRpcClassifier::DEFAULT_MAX_BODY);
+    assert_eq!(JsonRpcClassifier::new().max_body(1).max_body_len(), 1);
+}
+
+#[tokio::test]
+async fn a_zero_cap_reads_nothing_and_judges_only_the_status() {
+    let classifier = JsonRpcClassifier::new().max_body(0);
+    let body = error(-32005, "rate limited");
+    let reset = response(200, Some("application/json"), &[], Some(io::ErrorKind::ConnectionReset));
+    let Classified::Response(_, judgement) = classify_with(&classifier, reset).await else {
+        panic!("not read")
+    };
+    assert_eq!(judgement, Judgement::answer());
+    let limited = json(429, &[body.as_bytes()]);
+    assert_eq!(expect_response(classify_with(&classifier, limited).await, &body).await, capacity(None));
+}
+
+#[tokio::test]
+async fn a_large_result_in_many_chunks_is_judged_an_answer_byte_for_byte() {
+    let mut body = String::from(r#"{"jsonrpc":"2.0","id":7,"result":["#);
+    for i in 0..20_000 {
+        body.push_str(&format!(r#"{{"blockNumber":"0x{i:x}","data":"0x{}"}},"#, "ab".repeat(16)));
+    }
+    body.push_str(r#"null]}"#);
+    assert!(body.len() > 1 << 20);
+    let pieces: Vec<&[u8]> = body.as_bytes().chunks(8 * 1024).collect();
+    let judgement = expect_response(classify(json(200, &pieces)).await, &body).await;
+    assert_eq!(judgement, Judgement::answer());
+}
+
+#[tokio::test]
+async fn a_real_response_keeps_its_url_and_remote_address() {
+    use wiremock::{Mock, MockServer, ResponseTemplate, matchers::any};
+    let server = MockServer::start().await;
+    let body = error(-32603, "internal error");
+    Mock::given(any())
+        .respond_with(ResponseTemplate::new(200).set_body_raw(body.clone(), "application/json"))
+        .mount(&server)
+        .await;
+    let url = format!("{}/v3/key", server.uri());
+    let original = reqwest::Client::new().post(&url).send().await.unwrap();
+    let (remote, url) = (original.remote_addr(), original.url().clone());
+    let Classified::Response(rebuilt, judgement) = classify(original).await else { panic!("failed") };
+    assert_eq!(judgement, broken());
+    assert_eq!(rebuilt.url(), &url);
+    assert_eq!(rebuilt.remote_addr(), remote);
+    assert_eq!(rebuilt.content_length(), Some(body.len() as u64));
+    assert_eq!(rebuilt.text().await.unwrap(), body);
+}
+
+// ===== over real connections (the loopback toolkit) =====
+
+mod loopback {
+    use failnext_loopback::{Action, End, Reply, Server};
+
+    use super::*;
+
+    async fn fetch(reply: Reply) -> (Server, Response) {
+        let server = Server::always(Action::Reply(reply)).await;
+        let response =
+            reqwest::Client::new().post(server.url("/v3/SECRETKEY?k=SECRETQUERY")).send().await.unwrap();
+        (server, response)
+    }
+
+    #[tokio::test]
+    async fn a_body_shorter_than_its_length_fails_over_as_broken_without_the_url() {
+        let reply = Reply::new(200).json(&br#"{"jsonrpc":"2.0","id":1,"res"#[..]).length(400).end(End::Close);
+        let (_server, response) = fetch(reply).await;
+        let Classified::Failed(error, judgement) = classify(response).await else {
+            panic!("truncated must fail")
+        };
+        assert_eq!(judgement, broken());
+        let shown = format!("{error} {error:?}");
+        assert!(!shown.contains("SECRET"), "{shown}");
+    }
+
+    #[tokio::test]
+    async fn a_body_reset_mid_way_fails_over_as_broken() {
+        let reply =
+            Reply::new(200).json(&br#"{"jsonrpc":"2.0","id":1,"result":["#[..]).chunked().end(End::Reset);
+        let (_server, response) = fetch(reply).await;
+        let Classified::Failed(_, judgement) = classify(response).await else { panic!("reset must fail") };
+        assert_eq!(judgement, broken());
+    }
+
+    #[tokio::test]
+    async fn a_chunked_body_over_the_cap_reaches_the_caller_whole() {
+        let piece = format!(r#"{{"n":"{}"}},"#, "7".repeat(1000));
+        let mut reply = Reply::new(200)
+            .content_type("application/json")
+            .chunked()
+            .send(&br#"{"jsonrpc":"2.0","id":1,"result":["#[..]);
+        let mut expected = String::from(r#"{"jsonrpc":"2.0","id":1,"result":["#);
+        for _ in 0..64 {
+            reply = reply.send(piece.clone()).pause(Duration::from_millis(1));
+            expected.push_str(&piece);
+        }
+        reply = reply.send(&b"null]}"[..]);
+        expected.push_str("null]}");
+        let (_server, response) = fetch(reply).await;
+        let url = response.url().clone();
+        let classifier = JsonRpcClassifier::new().max_body(4 * 1024);
+        let Classified::Response(rebuilt, judgement) = classify_with(&classifier, response).await else {
+            panic!("over the cap is returned")
+        };
+        assert_eq!(judgement, Judgement::answer());
+        assert_eq!(rebuilt.url(), &url);
+        assert_eq!(rebuilt.text().await.unwrap(), expected);
+    }
+
+    #[tokio::test]
+    async fn a_chunked_answer_within_the_cap_is_judged_and_returned_whole() {
+        let reply = Reply::new(200)
+            .content_type("application/json")
+            .chunked()
+            .send(&br#"{"jsonrpc":"2.0","id":1,"#[..])
+            .pause(Duration::from_millis(5))
+            .send(&br#""error":{"code":-32005,"message":"limit"}}"#[..]);
+        let (_server, response) = fetch(reply).await;
+        let body = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"limit"}}"#;
+        assert_eq!(expect_response(classify(response).await, body).await, capacity(None));
+    }
+}
