@@ -3,8 +3,8 @@
 
 use http::StatusCode;
 
+use crate::classify::Evidence;
 use crate::event::AttemptOutcome;
-use crate::health::Evidence;
 
 /// What the request does with an attempt's outcome.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

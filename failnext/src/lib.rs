@@ -383,6 +383,7 @@ pub use eligibility::Eligibility;
 pub use endpoint::{Endpoint, EndpointId};
 pub use error::{Attempt, Error};
 pub use event::{AttemptOutcome, Event, ResultOutcome};
+pub use health::BreakerState;
 pub use middleware::Failover;
 pub use options::{ExcludedEndpoints, PreferredEndpoint, RequestBuilderExt, ResponseExt, ServedBy};
 pub use permission::Permission;

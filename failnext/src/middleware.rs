@@ -170,7 +170,9 @@ fn observe(
     let endpoint = slot.id();
     shared.emit(|| Event::Attempt { endpoint, attempt: number, outcome, elapsed });
     let judgement = judge(&shared.triggers, outcome);
-    slot.health.record(judgement.evidence);
+    if let Some(state) = slot.health.record(judgement.evidence, None) {
+        shared.emit(|| Event::Breaker { endpoint, state });
+    }
     judgement.verdict
 }
 

@@ -8,10 +8,11 @@ use crate::destination::HostRule;
 use crate::drain::discard;
 use crate::error::{Attempt, Error};
 use crate::event::Event;
+use crate::health::{Admit, BreakerState, Permit};
 use crate::options::RequestOptions;
 use crate::permission::{self, Permission, Settled};
 use crate::replay::Replay;
-use crate::select::{self, Plan};
+use crate::select::{self, Plan, Skip};
 use crate::shared::Shared;
 
 /// What a request ends with: a response and the index of the endpoint that produced it.
@@ -59,6 +60,9 @@ pub(crate) struct Session<'a> {
     pub(crate) host: HostRule,
     /// Attempts sent so far; the last one's number.
     pub(crate) sent: u32,
+    /// The trial permit of the attempt in flight, when it is its breaker's trial; dropped when
+    /// the next step is decided, or with the session (a dropped request frees it).
+    trial: Option<Permit<'a>>,
     /// Made when the first attempt does not return, so that the healthy path's future stays
     /// small (the handle future is boxed by `async_trait`, and moved).
     tally: Option<Box<Tally>>,
@@ -93,12 +97,15 @@ impl<'a> Session<'a> {
             permission: None,
             replay: None,
             sent: 0,
+            trial: None,
             tally: None,
         })
     }
 
     /// The one decision point: send to the next usable endpoint, or stop, and why.
     pub(crate) fn next(&mut self) -> Step {
+        // The previous attempt's outcome is recorded: its trial, if it was one, is over.
+        self.trial = None;
         if self.sent > 0 && self.permission.is_some_and(|p| !p.allowed) {
             return Step::Stop(Stop::MayNotFailOver);
         }
@@ -118,20 +125,49 @@ impl<'a> Session<'a> {
         Step::Send(i, req)
     }
 
-    /// The next candidate of the plan not skipped now; skipped ones are never revisited.
+    /// The next candidate of the plan not skipped now; skipped ones are never revisited, except
+    /// by the last resort.
     fn select(&mut self) -> Option<usize> {
         let shared = self.shared;
-        self.plan.by_ref().find(|&i| {
+        while let Some(i) = self.plan.next() {
             let slot = &shared.slots[i];
-            match select::skip_now(slot) {
-                None => true,
-                Some(_cooling) => {
+            match select::admit(slot) {
+                Ok(admit) => return Some(self.admitted(i, admit)),
+                Err(skip) => {
+                    if let Skip::Open { .. } = skip {
+                        self.plan.pass_open(i);
+                    }
                     let endpoint = slot.id();
                     shared.emit(|| Event::CooldownSkip { endpoint });
-                    false
                 }
             }
-        })
+        }
+        self.last_resort()
+    }
+
+    /// The last resort, when the plan's order is exhausted: the candidate passed over as open
+    /// whose open time ends soonest gets its trial now, unless another request holds that
+    /// trial's permit (then the next soonest). Only the adaptive breaker passes candidates over
+    /// as open; under the reference rule there is no last resort. It only chooses where the
+    /// next attempt goes: `next` has already stopped a request that may not fail over.
+    fn last_resort(&mut self) -> Option<usize> {
+        let slots = &self.shared.slots;
+        while let Some(i) = self.plan.soonest_open(|i| slots[i].health.open_until()) {
+            if let Some(admit) = slots[i].health.force_trial() {
+                return Some(self.admitted(i, admit));
+            }
+        }
+        None
+    }
+
+    /// Candidate `i` is sent to; a trial keeps its permit for the attempt.
+    fn admitted(&mut self, i: usize, admit: Admit<'a>) -> usize {
+        if let Admit::Trial(permit) = admit {
+            let endpoint = self.shared.slots[i].id();
+            self.shared.emit(|| Event::Breaker { endpoint, state: BreakerState::HalfOpen });
+            self.trial = Some(permit);
+        }
+        i
     }
 
     /// Before the first attempt: permission is settled once, and only when another endpoint
