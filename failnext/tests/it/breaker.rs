@@ -178,6 +178,18 @@ async fn default_cooldown_is_the_adaptive_breaker() {
     assert_eq!(log.take(), ["e1 HalfOpen", "attempt e1", "e1 Closed"]);
 }
 
+#[test]
+fn a_zero_max_open_is_rejected_and_max_open_leaves_other_rules_alone() {
+    let one = || builder([("e1", "http://127.0.0.1:1/".to_owned())]);
+    let err = one().cooldown(Cooldown::adaptive().max_open(Duration::ZERO)).build().unwrap_err();
+    assert!(err.to_string().contains("duration"), "{err}");
+    assert!(one().cooldown(Cooldown::adaptive().max_open(MS)).build().is_ok());
+    let reference = Cooldown::new(3, CAP);
+    assert_eq!(reference.max_open(HOUR), reference);
+    assert_eq!(Cooldown::disabled().max_open(HOUR), Cooldown::disabled());
+    assert_eq!((Cooldown::adaptive().threshold(), Cooldown::adaptive().duration()), (Some(3), Some(CAP)));
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_refused_provider_gets_only_its_trials_for_60s_at_100_reads_per_second() {
     let (e1, e2) = (Provider::new("e1", true).await, Provider::new("e2", false).await);
