@@ -71,9 +71,9 @@ impl Failover {
         &self.shared.endpoints
     }
 
-    /// Whether the endpoint `id` is cooling down now, so requests skip it. `false` for an
-    /// unknown id and when cooldown is disabled. Takes a short internal lock; safe to call from
-    /// hooks.
+    /// Whether the endpoint `id` is cooling down now (its breaker is open), so requests skip
+    /// it, except the breaker's last resort. `false` when half-open, for an unknown id and when
+    /// cooldown is disabled. Takes a short internal lock; safe to call from hooks.
     pub fn is_cooling_down(&self, id: &str) -> bool {
         let slots = &self.shared.slots;
         position(slots, id).is_some_and(|i| slots[i].health.cooling_until().is_some())
@@ -88,7 +88,7 @@ impl fmt::Debug for Failover {
             .field("eligible", &shared.eligible.as_ref().map(|_| "<fn>"))
             .field("permission_policy", &shared.policy.as_ref().map(|_| "<fn>"))
             .field("additional_trigger_status_codes", &shared.triggers)
-            .field("cooldown", &shared.cooldown.setting())
+            .field("cooldown", &shared.cooldown)
             .field("attempt_timeout", &shared.attempt_timeout)
             .field("on_event", &shared.events.has_hook().then_some("<fn>"))
             .finish()

@@ -328,6 +328,54 @@ mod tests {
         assert_eq!(stopped(session.next()), Stop::NoCandidate);
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn a_trial_permit_is_held_for_the_attempt_and_dropped_at_the_next_step() {
+        let fo = failover(2);
+        let get = || request(reqwest::Method::GET, None);
+        let start = |req| Session::start(fo.shared(), req, &Extensions::new()).unwrap();
+        fo.shared().slots[0]
+            .health
+            .record(crate::Evidence::Failure, Some(std::time::Duration::from_millis(1)));
+        tokio::time::advance(std::time::Duration::from_millis(1)).await;
+        let mut trial = start(get());
+        assert_eq!(sent_to(trial.next()), 0);
+        assert!(trial.trial.is_some(), "the session holds the trial permit");
+        let mut other = start(get());
+        assert_eq!(sent_to(other.next()), 1, "half-open with its trial taken: skipped");
+        assert!(other.trial.is_none());
+        trial.fail(0, error());
+        assert_eq!(sent_to(trial.next()), 1);
+        assert!(trial.trial.is_none(), "dropped when the next step is decided");
+        let mut third = start(get());
+        assert_eq!(sent_to(third.next()), 0, "the permit is free again: the next request is the trial");
+        drop(third);
+        assert_eq!(sent_to(start(get()).next()), 0, "a dropped session frees it too");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_last_resort_settles_permission_for_an_open_candidate_left_behind() {
+        let fo = failover(2);
+        fo.shared().slots[0]
+            .health
+            .record(crate::Evidence::Failure, Some(std::time::Duration::from_secs(60)));
+        let mut session =
+            Session::start(fo.shared(), request(reqwest::Method::POST, None), &Extensions::new()).unwrap();
+        assert_eq!(sent_to(session.next()), 1, "e1 is open: passed over, remembered");
+        assert!(session.permission.is_some_and(|p| !p.allowed), "settled: e1 could still be tried");
+        session.fail(1, error());
+        assert_eq!(
+            stopped(session.next()),
+            Stop::MayNotFailOver,
+            "the last resort never sends a denied request on"
+        );
+        let mut read =
+            Session::start(fo.shared(), request(reqwest::Method::GET, None), &Extensions::new()).unwrap();
+        assert_eq!(sent_to(read.next()), 1);
+        read.fail(1, error());
+        assert_eq!(sent_to(read.next()), 0, "a read that may fail over gets the open e1 as its last resort");
+        assert!(read.trial.is_some());
+    }
+
     #[test]
     fn a_streaming_body_stops_as_not_replayable() {
         let fo = failover(2);
