@@ -100,8 +100,8 @@
 //!    request. A [preferred](RequestBuilderExt::prefer_endpoint) endpoint that survived moves
 //!    to the front; the others keep their order. Cooldown is checked live, when a candidate's
 //!    turn comes; a cooling candidate is skipped ([`Event::CooldownSkip`]) and never revisited
-//!    in that request, except by the breaker's [last resort](#the-breaker). An excluded or preferred id that is not configured fails the request
-//!    before anything is sent or asked.
+//!    in that request, except by the breaker's [last resort](#the-breaker). An excluded or
+//!    preferred id that is not configured fails the request before anything is sent or asked.
 //! 2. **May it fail over.** Request-scoped [`Permission::Allow`] or [`Permission::Deny`], else
 //!    the [`permission_policy`](FailoverBuilder::permission_policy), else `GET` and `HEAD`
 //!    may, else it may not. The policy is called at most once per request, and only when a
@@ -143,9 +143,9 @@
 //! attempts. Their errors have the URL removed. See [`Error`].
 //!
 //! **Events.** [`on_event`](FailoverBuilder::on_event) receives [`Event::Attempt`],
-//! [`Event::CooldownSkip`], [`Event::Breaker`], [`Event::NotReplayable`] and exactly one [`Event::Result`] per
-//! request, last, synchronously and in causal order; never under a lock. With the `tracing`
-//! feature, the same events are also emitted as `tracing` events.
+//! [`Event::CooldownSkip`], [`Event::Breaker`], [`Event::NotReplayable`] and exactly one
+//! [`Event::Result`] per request, last, synchronously and in causal order; never under a lock.
+//! With the `tracing` feature, the same events are also emitted as `tracing` events.
 //!
 //! **Which provider answered.** Every response failnext returns carries [`ServedBy`] in its
 //! extensions ([`ResponseExt::served_by`] reads it), so a follow-up can prefer that provider, or
@@ -381,10 +381,10 @@
 //! # What failnext does not do
 //!
 //! It is failover, not load balancing. It has no active health checks (pair it with
-//! failnext-blocklag for block-height lag), no retry of the same provider, no backoff or
-//! `Retry-After` scheduling, no JSON-RPC parsing, no body buffering, no hard pinning, no
-//! cross-provider consistency (read-after-write, pending state and nonces are the
-//! application's), no base-URL path or query composition, no WebSocket failover, and no
+//! failnext-blocklag for block-height lag), no retry of the same provider, no waiting for a
+//! backoff or a `Retry-After` (a hint only keeps that endpoint's breaker open), no JSON-RPC
+//! parsing, no body buffering, no hard pinning, no cross-provider consistency
+//! (read-after-write, pending state and nonces are the application's), no base-URL path or query composition, no WebSocket failover, and no
 //! rewriting of signatures or other destination-bound headers.
 //!
 //! It keeps failover inside one process, for a small fixed set of providers. When several
