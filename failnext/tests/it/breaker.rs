@@ -435,3 +435,30 @@ async fn breaker_transitions_are_events_of_the_request_that_causes_them() {
     assert_eq!(events[3], "attempt e2");
     let _ = BreakerState::Closed;
 }
+
+/// End to end, this needs the judge to pass a 503's `Retry-After` to `Health::record` as the
+/// hint (issue 10, judge helper); the breaker's side is pinned by the unit test
+/// `health::tests::a_hint_opens_at_once_for_exactly_that_long`.
+#[tokio::test(start_paused = true)]
+#[ignore = "needs the judge's Retry-After hint: run once the judge and the breaker are merged"]
+async fn retry_after_hint_keeps_the_endpoint_open_for_that_long() {
+    let busy = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::any())
+        .respond_with(wiremock::ResponseTemplate::new(503).insert_header("retry-after", "5"))
+        .mount(&busy)
+        .await;
+    let e2 = status(200).await;
+    let failover = builder([("e1", format!("{}/rpc", busy.uri())), ("e2", e2.url())]).build().unwrap();
+    let http = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+    let client = ClientBuilder::new(http).with(failover.clone()).build();
+    let hits = || busy.received_requests();
+    assert_eq!(served_by(&read(&client).await), Some("e2"));
+    assert!(failover.is_cooling_down("e1"), "one answer with a hint opens the breaker at once");
+    tokio::time::advance(Duration::from_secs(5) - MS).await;
+    assert_eq!(served_by(&read(&client).await), Some("e2"));
+    assert_eq!(hits().await.map(|r| r.len()), Some(1), "no request for 5 s");
+    tokio::time::advance(MS).await;
+    assert!(!failover.is_cooling_down("e1"));
+    read(&client).await;
+    assert_eq!(hits().await.map(|r| r.len()), Some(2), "its trial, exactly 5 s later");
+}
