@@ -115,12 +115,18 @@ impl<'a> Session<'a> {
             None => match self.replay(i) {
                 Some(req) => req,
                 None => {
+                    // Not sent: a trial permit taken for it is freed at once.
+                    self.trial = None;
                     let endpoint = self.shared.slots[i].id();
                     self.shared.emit(|| Event::NotReplayable { endpoint });
                     return Step::Stop(Stop::NotReplayable);
                 }
             },
         };
+        if self.trial.is_some() {
+            let endpoint = self.shared.slots[i].id();
+            self.shared.emit(|| Event::Breaker { endpoint, state: BreakerState::HalfOpen });
+        }
         self.sent += 1;
         Step::Send(i, req)
     }
@@ -160,11 +166,9 @@ impl<'a> Session<'a> {
         None
     }
 
-    /// Candidate `i` is sent to; a trial keeps its permit for the attempt.
+    /// Candidate `i` is chosen; a trial keeps its permit for the attempt.
     fn admitted(&mut self, i: usize, admit: Admit<'a>) -> usize {
         if let Admit::Trial(permit) = admit {
-            let endpoint = self.shared.slots[i].id();
-            self.shared.emit(|| Event::Breaker { endpoint, state: BreakerState::HalfOpen });
             self.trial = Some(permit);
         }
         i
@@ -374,6 +378,24 @@ mod tests {
         read.fail(1, error());
         assert_eq!(sent_to(read.next()), 0, "a read that may fail over gets the open e1 as its last resort");
         assert!(read.trial.is_some());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_trial_that_cannot_be_sent_frees_its_permit_at_once() {
+        let fo = failover(2);
+        let stream = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from_static(b"x"))]);
+        let req = request(reqwest::Method::GET, Some(reqwest::Body::wrap_stream(stream)));
+        let mut session = Session::start(fo.shared(), req, &Extensions::new()).unwrap();
+        assert_eq!(sent_to(session.next()), 0);
+        fo.shared().slots[1].health.record(crate::Evidence::Failure, Some(std::time::Duration::ZERO));
+        session.fail(0, error());
+        assert_eq!(stopped(session.next()), Stop::NotReplayable);
+        assert!(session.trial.is_none());
+        let mut other =
+            Session::start(fo.shared(), request(reqwest::Method::GET, None), &Extensions::new()).unwrap();
+        other.plan.next();
+        assert_eq!(sent_to(other.next()), 1, "e2's trial is free");
+        assert!(other.trial.is_some());
     }
 
     #[test]
