@@ -213,6 +213,7 @@ impl Health {
     ///
     /// Returns the breaker's new state when this outcome changed it, for the request to emit.
     /// `Neutral` changes nothing; the reference rule ignores the hint and reports no state.
+    #[must_use = "a transition is emitted as Event::Breaker by the request that caused it"]
     pub(crate) fn record(&self, evidence: Evidence, hint: Option<Duration>) -> Option<BreakerState> {
         match self.rule {
             Rule::Disabled => None,
@@ -393,6 +394,7 @@ fn deadline(now: Instant, d: Duration) -> Instant {
 }
 
 #[cfg(test)]
+#[allow(unused_must_use, reason = "tests drive Health::record without emitting")]
 mod tests {
     use super::*;
 

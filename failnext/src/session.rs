@@ -247,6 +247,7 @@ fn mw(err: Error) -> reqwest_middleware::Error {
 }
 
 #[cfg(test)]
+#[allow(unused_must_use, reason = "tests drive Health::record without emitting")]
 mod tests {
     use super::*;
     use crate::{Endpoint, ExcludedEndpoints, Failover};
