@@ -132,7 +132,8 @@ impl FailoverBuilder {
 
     /// Sets the cooldown rule; see [`Cooldown`].
     ///
-    /// Default is [`Cooldown::default()`]: 3 consecutive failures, 30 seconds.
+    /// Default is [`Cooldown::default()`], the adaptive breaker; `Cooldown::new(3,
+    /// Duration::from_secs(30))` is 0.1's default.
     pub fn cooldown(mut self, cooldown: Cooldown) -> Self {
         self.cooldown = cooldown;
         self
@@ -189,7 +190,8 @@ impl FailoverBuilder {
     /// - an endpoint breaks a rule of [`validate_endpoints`](crate::validate_endpoints)
     ///   (empty or repeated id; URL not absolute, unparsable, not http(s), without a host,
     ///   with a `#`, with surrounding whitespace or a malformed `%` escape);
-    /// - the cooldown threshold is 0 or its duration is zero (use [`Cooldown::disabled`]);
+    /// - the cooldown threshold is 0 or its duration is zero (use [`Cooldown::disabled`]), or
+    ///   the adaptive breaker's [`max_open`](Cooldown::max_open) is zero;
     /// - the attempt timeout is zero.
     pub fn build(self) -> Result<Failover, ConfigError> {
         let urls = validate_endpoints(&self.endpoints)?;

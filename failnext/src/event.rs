@@ -66,11 +66,22 @@ pub enum Event<'a> {
         /// What the endpoint's health was told.
         evidence: Evidence,
     },
-    /// `endpoint` was passed over because it is cooling down; it is not revisited in this
-    /// request.
+    /// `endpoint` was passed over because it is cooling down (the reference rule) or its
+    /// breaker is open or half-open with its trial taken (the adaptive breaker). It is not
+    /// revisited in this request, except by the breaker's last resort.
     CooldownSkip {
         /// The endpoint skipped.
         endpoint: &'a EndpointId,
+    },
+    /// `endpoint`'s breaker changed state, in the request that changed it: `Open` and `Closed`
+    /// right after the [`Event::Attempt`] whose outcome caused them, `HalfOpen` when the request
+    /// takes the trial permit, before its attempt. Only the adaptive breaker
+    /// ([`Cooldown::adaptive`](crate::Cooldown::adaptive)) emits these.
+    Breaker {
+        /// The endpoint whose breaker changed.
+        endpoint: &'a EndpointId,
+        /// Its new state.
+        state: crate::BreakerState,
     },
     /// Failover wanted to try `endpoint`, but the request body is a stream that cannot be
     /// sent twice, so the request stops there.
@@ -189,6 +200,9 @@ fn trace(event: &Event<'_>) {
         }
         Event::CooldownSkip { endpoint } => {
             tracing::info!(endpoint = endpoint.as_str(), "failnext skipped endpoint in cooldown");
+        }
+        Event::Breaker { endpoint, state } => {
+            tracing::info!(endpoint = endpoint.as_str(), ?state, "failnext breaker");
         }
         Event::NotReplayable { endpoint } => {
             tracing::info!(endpoint = endpoint.as_str(), "failnext cannot replay a streaming body");

@@ -105,8 +105,8 @@
 //!    request. A [preferred](RequestBuilderExt::prefer_endpoint) endpoint that survived moves
 //!    to the front; the others keep their order. Cooldown is checked live, when a candidate's
 //!    turn comes; a cooling candidate is skipped ([`Event::CooldownSkip`]) and never revisited
-//!    in that request. An excluded or preferred id that is not configured fails the request
-//!    before anything is sent or asked.
+//!    in that request, except by the breaker's [last resort](#the-breaker). An excluded or
+//!    preferred id that is not configured fails the request before anything is sent or asked.
 //! 2. **May it fail over.** Request-scoped [`Permission::Allow`] or [`Permission::Deny`], else
 //!    the [`permission_policy`](FailoverBuilder::permission_policy), else `GET` and `HEAD`
 //!    may, else it may not. The policy is called at most once per request, and only when a
@@ -136,9 +136,9 @@
 //! connection.
 //!
 //! **Cooldown.** Per endpoint, shared by every request through one [`Failover`] (and its
-//! clones): errors and 502/503/504 extend a failure streak, any other response resets it;
-//! [`Cooldown::default`] cools an endpoint for 30 s after 3 consecutive failures. See
-//! [`Cooldown`]. It is passive: no probes, no background task.
+//! clones): errors and 502/503/504 are failures, any other response a success. The default,
+//! [`Cooldown::adaptive`], is a breaker: see [The breaker](#the-breaker) below;
+//! [`Cooldown::new`] keeps 0.1's rule. It is passive: no probes, no background task.
 //!
 //! **Errors.** When nothing could be attempted the request fails with
 //! [`is_no_usable_endpoint`](Error::is_no_usable_endpoint); when the request names an unknown
@@ -151,9 +151,9 @@
 //!
 //! **Events.** [`on_event`](FailoverBuilder::on_event) receives [`Event::Attempt`], each
 //! followed by its [`Event::Judged`] (how the outcome was judged), [`Event::CooldownSkip`],
-//! [`Event::NotReplayable`] and exactly one [`Event::Result`] per request, last,
-//! synchronously and in causal order; never under a lock. With the `tracing` feature, the same
-//! events are also emitted as `tracing` events.
+//! [`Event::Breaker`], [`Event::NotReplayable`] and exactly one [`Event::Result`] per request,
+//! last, synchronously and in causal order; never under a lock. With the `tracing` feature, the
+//! same events are also emitted as `tracing` events.
 //!
 //! **Which provider answered.** Every response failnext returns carries [`ServedBy`] in its
 //! extensions ([`ResponseExt::served_by`] reads it), so a follow-up can prefer that provider, or
@@ -221,6 +221,65 @@
 //!
 //! With no classifier configured, judging reads no body, boxes no future and allocates
 //! nothing.
+//!
+//! # The breaker
+//!
+//! Each endpoint has a breaker ([`Cooldown::adaptive`], the default), shared by every request
+//! through one [`Failover`] and its clones: **closed** (full traffic) → **open** (skipped) →
+//! **half-open** (one trial request at a time) → closed. It is passive: no probe and no
+//! background task; every trial is a real request. A primary that refuses connections for a
+//! while, with reads flowing (each open time without a hint has ±20 % jitter):
+//!
+//! ```text
+//! t = 0        3 reads in a row fail on the primary (each fails over to the backup)
+//!              -> Open { 250 ms }: reads skip the primary (CooldownSkip)
+//! t ≈ 0.25 s   open time over: the next read is the primary's trial (HalfOpen), the others
+//!              skip it meanwhile; the trial fails -> Open { 500 ms }
+//! t ≈ 0.75 s   the trial fails -> Open { 1 s }; then 2 s, 4 s, 8 s, 16 s, 30 s, 30 s, ...
+//!              (the cap, Cooldown::max_open): over 60 s, 3 failures and about 8 trials
+//! t = T        the primary is back; its next trial (at most 30 s later) succeeds -> Closed:
+//!              full traffic at once
+//! later        2 more successes in a row forget the growth (the next trip needs 3 failures
+//!              and opens for 250 ms); a failure before that opens it again at once, for the
+//!              next longer time
+//! ```
+//!
+//! A hint opens the breaker at once, for exactly that long: a `Retry-After` on a 429 or 503,
+//! or a [classifier](crate::Classifier)'s [`cool_for`](Verdict::FailOver), capped by the
+//! judge. While the breaker is open, outcomes of attempts admitted before it opened change
+//! nothing (a hint can only lengthen the open time); while a trial is in flight, the next
+//! outcome recorded for the endpoint is the trial's. If the trial's request is dropped before
+//! its outcome, its permit is freed and the next request is the trial. Each transition is an
+//! [`Event::Breaker`] of the request that caused it (and a `tracing` event with the feature).
+//!
+//! **Last resort.** A request that finds an endpoint open passes over it but remembers it.
+//! When the request has no candidate left in its order, it is sent, as that endpoint's trial,
+//! to the remembered endpoint whose open time ends soonest (ties in configured order), even
+//! before that time is over; so a request does not fail with
+//! [`is_no_usable_endpoint`](Error::is_no_usable_endpoint) because every provider is open,
+//! and a request whose candidates all failed gets one more, the soonest to recover. Each
+//! endpoint is still attempted at most once per request, and the last resort only chooses
+//! where the next *permitted* attempt goes: a request that may not fail over, or whose body is
+//! a stream, never reaches a second provider because of it.
+//!
+//! **When `NoUsableEndpoint` still happens:** nothing was sent, because every endpoint was
+//! excluded or ineligible, or every candidate left was half-open or open with its one trial
+//! permit held by another request in flight.
+//!
+//! **The reference behaviour** of failnext 0.1 (a fixed cooldown, no half-open state, no hint,
+//! no last resort: when every candidate is cooling, the request fails with no usable endpoint)
+//! comes back with:
+//!
+//! ```
+//! use std::time::Duration;
+//! use failnext::{Cooldown, Endpoint, Failover};
+//!
+//! let failover = Failover::builder([Endpoint::new("primary", "http://127.0.0.1:8545")])
+//!     .cooldown(Cooldown::new(3, Duration::from_secs(30)))
+//!     .build()?;
+//! # drop(failover);
+//! # Ok::<(), failnext::ConfigError>(())
+//! ```
 //!
 //! # Middleware order
 //!
@@ -372,10 +431,10 @@
 //! # What failnext does not do
 //!
 //! It is failover, not load balancing. It has no active health checks (pair it with
-//! failnext-blocklag for block-height lag), no retry of the same provider, no backoff or
-//! `Retry-After` scheduling, no JSON-RPC parsing, no body buffering, no hard pinning, no
-//! cross-provider consistency (read-after-write, pending state and nonces are the
-//! application's), no base-URL path or query composition, no WebSocket failover, and no
+//! failnext-blocklag for block-height lag), no retry of the same provider, no waiting for a
+//! backoff or a `Retry-After` (a hint only keeps that endpoint's breaker open), no JSON-RPC
+//! parsing, no body buffering, no hard pinning, no cross-provider consistency
+//! (read-after-write, pending state and nonces are the application's), no base-URL path or query composition, no WebSocket failover, and no
 //! rewriting of signatures or other destination-bound headers.
 //!
 //! It keeps failover inside one process, for a small fixed set of providers. When several
@@ -384,9 +443,9 @@
 //!
 //! # Feature flags
 //!
-//! - `tracing` (off by default): one `tracing` event per attempt, judgement, skip,
-//!   not-replayable stop and result, with the endpoint id, attempt number, status or error
-//!   kind, class and verdict, and elapsed time. Never a URL.
+//! - `tracing` (off by default): one `tracing` event per attempt, judgement, skip, breaker
+//!   transition, not-replayable stop and result, with the endpoint id, attempt number, status
+//!   or error kind, class and verdict, and elapsed time. Never a URL.
 //! - `jsonrpc` (off by default): `failnext::jsonrpc::JsonRpcClassifier`, which judges
 //!   JSON-RPC answers by their body (rate limits, internal errors, missing data, malformed or
 //!   truncated bodies fail over; reverts are returned), with serde_json.
@@ -438,6 +497,7 @@ pub use eligibility::Eligibility;
 pub use endpoint::{Endpoint, EndpointId};
 pub use error::{Attempt, Error};
 pub use event::{AttemptOutcome, Event, ResultOutcome};
+pub use health::BreakerState;
 pub use middleware::Failover;
 pub use options::{ExcludedEndpoints, PreferredEndpoint, RequestBuilderExt, ResponseExt, ServedBy};
 pub use permission::Permission;

@@ -88,9 +88,9 @@ impl Failover {
         &self.shared.endpoints
     }
 
-    /// Whether the endpoint `id` is cooling down now, so requests skip it. `false` for an
-    /// unknown id and when cooldown is disabled. Takes a short internal lock; safe to call from
-    /// hooks.
+    /// Whether the endpoint `id` is cooling down now (its breaker is open), so requests skip
+    /// it, except the breaker's last resort. `false` when half-open, for an unknown id and when
+    /// cooldown is disabled. Takes a short internal lock; safe to call from hooks.
     pub fn is_cooling_down(&self, id: &str) -> bool {
         let slots = &self.shared.slots;
         position(slots, id).is_some_and(|i| slots[i].health.cooling_until().is_some())
@@ -106,7 +106,7 @@ impl fmt::Debug for Failover {
             .field("permission_policy", &shared.policy.as_ref().map(|_| "<fn>"))
             .field("additional_trigger_status_codes", &shared.triggers)
             .field("classifier", &shared.classifier.as_ref().map(|_| "<classifier>"))
-            .field("cooldown", &shared.cooldown.setting())
+            .field("cooldown", &shared.cooldown)
             .field("attempt_timeout", &shared.attempt_timeout)
             .field("on_event", &shared.events.has_hook().then_some("<fn>"))
             .finish()
@@ -251,7 +251,9 @@ fn conclude(shared: &Shared, i: usize, number: u32, judgement: Judgement, retry_
     let endpoint = slot.id();
     let Judgement { verdict, evidence, class } = judgement;
     shared.emit(|| Event::Judged { endpoint, attempt: number, class, verdict, evidence });
-    slot.health.record(evidence, judge::hint(verdict, retry_after));
+    if let Some(state) = slot.health.record(evidence, judge::hint(verdict, retry_after)) {
+        shared.emit(|| Event::Breaker { endpoint, state });
+    }
 }
 
 /// What a classifier that panicked is judged: the response is gone with the panic, so the

@@ -1,13 +1,16 @@
 //! Decision 1, which endpoint: the request's consideration order, frozen at request start,
 //! and why each endpoint is passed over.
 //!
-//! No I/O and no locks. Exclusion and eligibility are settled when the plan is made; cooldown
-//! is checked live, when a candidate's turn comes ([`skip_now`]).
+//! No I/O and no locks of its own. Exclusion and eligibility are settled when the plan is made;
+//! cooldown (or the breaker) is checked live, when a candidate's turn comes ([`admit`]); the
+//! plan remembers the candidates it passed over because their breaker was open, for the last
+//! resort ([`Plan::soonest_open`]).
 
 use tokio::time::Instant;
 
 use crate::eligibility::Eligibility;
 use crate::endpoint::EndpointId;
+use crate::health::Admit;
 use crate::options::RequestOptions;
 use crate::slot::{Slot, position};
 
@@ -19,8 +22,16 @@ pub(crate) enum Skip {
     Excluded,
     /// The eligibility hook ruled it out at request start.
     Ineligible,
-    /// Its turn came while it was cooling down, until this instant.
+    /// Its turn came while it was cooling down (the reference rule), until this instant.
     CoolingUntil(Instant),
+    /// Its turn came while its breaker was open, until this instant. It stays a candidate for
+    /// the last resort of this request.
+    Open {
+        /// When its open time ends.
+        until: Instant,
+    },
+    /// Its breaker is half-open and another request holds its one trial permit.
+    HalfOpenBusy,
 }
 
 /// The request's consideration order over `slots`.
@@ -59,9 +70,10 @@ fn skip_at_start(
     }
 }
 
-/// Why a candidate whose turn has come is passed over now, or `None` to send to it.
-pub(crate) fn skip_now(slot: &Slot) -> Option<Skip> {
-    slot.health.cooling_until().map(Skip::CoolingUntil)
+/// Whether a candidate whose turn has come may be sent to now (with a trial permit when it is
+/// its breaker's trial), or why it is passed over.
+pub(crate) fn admit(slot: &Slot) -> Result<Admit<'_>, Skip> {
+    slot.health.admit()
 }
 
 /// The endpoints a request may use, in the order it considers them.
@@ -77,6 +89,9 @@ pub(crate) struct Plan {
     cursor: usize,
     remaining: usize,
     len: usize,
+    /// Candidates passed over because their breaker was open, not attempted since: the last
+    /// resort's choice.
+    passed_open: Mask,
 }
 
 impl Plan {
@@ -92,12 +107,34 @@ impl Plan {
             }
         }
         let preferred = preferred.filter(|&p| p < len && usable.get(p));
-        Plan { usable, preferred, preferred_done: false, cursor: 0, remaining, len }
+        let passed_open = Mask::empty(len);
+        Plan { usable, preferred, preferred_done: false, cursor: 0, remaining, len, passed_open }
     }
 
-    /// Whether any endpoint is left to consider.
+    /// Whether any endpoint is left to consider: in the plan, or for the last resort.
     pub(crate) fn has_more(&self) -> bool {
-        self.remaining > 0
+        self.remaining > 0 || self.passed_open.any()
+    }
+
+    /// Remembers that candidate `i` was passed over because its breaker was open.
+    pub(crate) fn pass_open(&mut self, i: usize) {
+        self.passed_open.set(i);
+    }
+
+    /// The last resort's next choice, taken out of the set: among the candidates passed over as
+    /// open, the one whose open time ends soonest (`None`, closed since, sorts first; ties in
+    /// configured order).
+    pub(crate) fn soonest_open(&mut self, open_until: impl Fn(usize) -> Option<Instant>) -> Option<usize> {
+        let mut best: Option<(usize, Option<Instant>)> = None;
+        for i in (0..self.len).filter(|&i| self.passed_open.get(i)) {
+            let until = open_until(i);
+            if best.is_none_or(|(_, b)| until < b) {
+                best = Some((i, until));
+            }
+        }
+        let (i, _) = best?;
+        self.passed_open.clear(i);
+        Some(i)
     }
 }
 
@@ -134,10 +171,38 @@ impl Mask {
         if len <= 64 { Mask::Word(0) } else { Mask::Words(vec![0; len.div_ceil(64)]) }
     }
 
+    /// An empty set that allocates nothing until an index beyond 63 is set.
+    fn empty(len: usize) -> Mask {
+        if len <= 64 { Mask::Word(0) } else { Mask::Words(Vec::new()) }
+    }
+
     fn set(&mut self, i: usize) {
         match self {
             Mask::Word(w) => *w |= 1 << i,
-            Mask::Words(ws) => ws[i / 64] |= 1 << (i % 64),
+            Mask::Words(ws) => {
+                if ws.len() <= i / 64 {
+                    ws.resize(i / 64 + 1, 0);
+                }
+                ws[i / 64] |= 1 << (i % 64);
+            }
+        }
+    }
+
+    fn clear(&mut self, i: usize) {
+        match self {
+            Mask::Word(w) => *w &= !(1 << i),
+            Mask::Words(ws) => {
+                if let Some(w) = ws.get_mut(i / 64) {
+                    *w &= !(1 << (i % 64));
+                }
+            }
+        }
+    }
+
+    fn any(&self) -> bool {
+        match self {
+            Mask::Word(w) => *w != 0,
+            Mask::Words(ws) => ws.iter().any(|&w| w != 0),
         }
     }
 
@@ -213,6 +278,35 @@ mod tests {
         assert_eq!(plan.next(), Some(0));
         assert!(!plan.has_more());
         assert_eq!(plan.next(), None);
+    }
+
+    #[test]
+    fn the_last_resort_takes_the_soonest_open_candidate_once() {
+        let now = Instant::now();
+        let at = |ms: u64| Some(now + std::time::Duration::from_millis(ms));
+        let mut plan = Plan::new(4, None, |_| None);
+        assert_eq!(plan.by_ref().count(), 4);
+        assert!(!plan.has_more());
+        for i in [0, 1, 3] {
+            plan.pass_open(i);
+        }
+        assert!(plan.has_more() && plan.remaining == 0);
+        let until = |i: usize| [at(300), at(100), None, at(100)][i];
+        assert_eq!(plan.soonest_open(until), Some(1), "soonest, ties in configured order");
+        assert_eq!(plan.soonest_open(until), Some(3));
+        assert_eq!(plan.soonest_open(|_| None), Some(0));
+        assert_eq!(plan.soonest_open(until), None);
+        assert!(!plan.has_more());
+    }
+
+    #[test]
+    fn passed_open_beyond_64_endpoints() {
+        let mut plan = Plan::new(100, None, |_| None);
+        plan.pass_open(99);
+        plan.pass_open(3);
+        assert_eq!(plan.soonest_open(|i| (i == 99).then(Instant::now)), Some(3));
+        assert_eq!(plan.soonest_open(|_| None), Some(99));
+        assert!(!plan.passed_open.any());
     }
 
     #[test]

@@ -8,10 +8,11 @@ use crate::destination::HostRule;
 use crate::drain::discard;
 use crate::error::{Attempt, Error};
 use crate::event::Event;
+use crate::health::{Admit, BreakerState, Permit};
 use crate::options::RequestOptions;
 use crate::permission::{self, Permission, Settled};
 use crate::replay::Replay;
-use crate::select::{self, Plan};
+use crate::select::{self, Plan, Skip};
 use crate::shared::Shared;
 
 /// What a request ends with: a response and the index of the endpoint that produced it.
@@ -59,6 +60,9 @@ pub(crate) struct Session<'a> {
     pub(crate) host: HostRule,
     /// Attempts sent so far; the last one's number.
     pub(crate) sent: u32,
+    /// The trial permit of the attempt in flight, when it is its breaker's trial; dropped when
+    /// the next step is decided, or with the session (a dropped request frees it).
+    trial: Option<Permit<'a>>,
     /// Made when the first attempt does not return, so that the healthy path's future stays
     /// small (the handle future is boxed by `async_trait`, and moved).
     tally: Option<Box<Tally>>,
@@ -94,12 +98,15 @@ impl<'a> Session<'a> {
             permission: None,
             replay: None,
             sent: 0,
+            trial: None,
             tally: None,
         })
     }
 
     /// The one decision point: send to the next usable endpoint, or stop, and why.
     pub(crate) fn next(&mut self) -> Step {
+        // The previous attempt's outcome is recorded: its trial, if it was one, is over.
+        self.trial = None;
         if self.sent > 0 && self.permission.is_some_and(|p| !p.allowed) {
             return Step::Stop(Stop::MayNotFailOver);
         }
@@ -109,30 +116,63 @@ impl<'a> Session<'a> {
             None => match self.replay(i) {
                 Some(req) => req,
                 None => {
+                    // Not sent: a trial permit taken for it is freed at once.
+                    self.trial = None;
                     let endpoint = self.shared.slots[i].id();
                     self.shared.emit(|| Event::NotReplayable { endpoint });
                     return Step::Stop(Stop::NotReplayable);
                 }
             },
         };
+        if self.trial.is_some() {
+            let endpoint = self.shared.slots[i].id();
+            self.shared.emit(|| Event::Breaker { endpoint, state: BreakerState::HalfOpen });
+        }
         self.sent += 1;
         Step::Send(i, req)
     }
 
-    /// The next candidate of the plan not skipped now; skipped ones are never revisited.
+    /// The next candidate of the plan not skipped now; skipped ones are never revisited, except
+    /// by the last resort.
     fn select(&mut self) -> Option<usize> {
         let shared = self.shared;
-        self.plan.by_ref().find(|&i| {
+        while let Some(i) = self.plan.next() {
             let slot = &shared.slots[i];
-            match select::skip_now(slot) {
-                None => true,
-                Some(_cooling) => {
+            match select::admit(slot) {
+                Ok(admit) => return Some(self.admitted(i, admit)),
+                Err(skip) => {
+                    if let Skip::Open { .. } = skip {
+                        self.plan.pass_open(i);
+                    }
                     let endpoint = slot.id();
                     shared.emit(|| Event::CooldownSkip { endpoint });
-                    false
                 }
             }
-        })
+        }
+        self.last_resort()
+    }
+
+    /// The last resort, when the plan's order is exhausted: the candidate passed over as open
+    /// whose open time ends soonest gets its trial now, unless another request holds that
+    /// trial's permit (then the next soonest). Only the adaptive breaker passes candidates over
+    /// as open; under the reference rule there is no last resort. It only chooses where the
+    /// next attempt goes: `next` has already stopped a request that may not fail over.
+    fn last_resort(&mut self) -> Option<usize> {
+        let slots = &self.shared.slots;
+        while let Some(i) = self.plan.soonest_open(|i| slots[i].health.open_until()) {
+            if let Some(admit) = slots[i].health.force_trial() {
+                return Some(self.admitted(i, admit));
+            }
+        }
+        None
+    }
+
+    /// Candidate `i` is chosen; a trial keeps its permit for the attempt.
+    fn admitted(&mut self, i: usize, admit: Admit<'a>) -> usize {
+        if let Admit::Trial(permit) = admit {
+            self.trial = Some(permit);
+        }
+        i
     }
 
     /// Before the first attempt: permission is settled once, and only when another endpoint
@@ -210,6 +250,7 @@ fn mw(err: Error) -> reqwest_middleware::Error {
 }
 
 #[cfg(test)]
+#[allow(unused_must_use, reason = "tests drive Health::record without emitting")]
 mod tests {
     use super::*;
     use crate::{Endpoint, ExcludedEndpoints, Failover};
@@ -293,6 +334,72 @@ mod tests {
         assert_eq!(session.permission, None, "permission is settled only when another endpoint exists");
         session.fail(0, error());
         assert_eq!(stopped(session.next()), Stop::NoCandidate);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_trial_permit_is_held_for_the_attempt_and_dropped_at_the_next_step() {
+        let fo = failover(2);
+        let get = || request(reqwest::Method::GET, None);
+        let start = |req| Session::start(fo.shared(), req, &Extensions::new()).unwrap();
+        fo.shared().slots[0]
+            .health
+            .record(crate::Evidence::Failure, Some(std::time::Duration::from_millis(1)));
+        tokio::time::advance(std::time::Duration::from_millis(1)).await;
+        let mut trial = start(get());
+        assert_eq!(sent_to(trial.next()), 0);
+        assert!(trial.trial.is_some(), "the session holds the trial permit");
+        let mut other = start(get());
+        assert_eq!(sent_to(other.next()), 1, "half-open with its trial taken: skipped");
+        assert!(other.trial.is_none());
+        trial.fail(0, error());
+        assert_eq!(sent_to(trial.next()), 1);
+        assert!(trial.trial.is_none(), "dropped when the next step is decided");
+        let mut third = start(get());
+        assert_eq!(sent_to(third.next()), 0, "the permit is free again: the next request is the trial");
+        drop(third);
+        assert_eq!(sent_to(start(get()).next()), 0, "a dropped session frees it too");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_last_resort_settles_permission_for_an_open_candidate_left_behind() {
+        let fo = failover(2);
+        fo.shared().slots[0]
+            .health
+            .record(crate::Evidence::Failure, Some(std::time::Duration::from_secs(60)));
+        let mut session =
+            Session::start(fo.shared(), request(reqwest::Method::POST, None), &Extensions::new()).unwrap();
+        assert_eq!(sent_to(session.next()), 1, "e1 is open: passed over, remembered");
+        assert!(session.permission.is_some_and(|p| !p.allowed), "settled: e1 could still be tried");
+        session.fail(1, error());
+        assert_eq!(
+            stopped(session.next()),
+            Stop::MayNotFailOver,
+            "the last resort never sends a denied request on"
+        );
+        let mut read =
+            Session::start(fo.shared(), request(reqwest::Method::GET, None), &Extensions::new()).unwrap();
+        assert_eq!(sent_to(read.next()), 1);
+        read.fail(1, error());
+        assert_eq!(sent_to(read.next()), 0, "a read that may fail over gets the open e1 as its last resort");
+        assert!(read.trial.is_some());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_trial_that_cannot_be_sent_frees_its_permit_at_once() {
+        let fo = failover(2);
+        let stream = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from_static(b"x"))]);
+        let req = request(reqwest::Method::GET, Some(reqwest::Body::wrap_stream(stream)));
+        let mut session = Session::start(fo.shared(), req, &Extensions::new()).unwrap();
+        assert_eq!(sent_to(session.next()), 0);
+        fo.shared().slots[1].health.record(crate::Evidence::Failure, Some(std::time::Duration::ZERO));
+        session.fail(0, error());
+        assert_eq!(stopped(session.next()), Stop::NotReplayable);
+        assert!(session.trial.is_none());
+        let mut other =
+            Session::start(fo.shared(), request(reqwest::Method::GET, None), &Extensions::new()).unwrap();
+        other.plan.next();
+        assert_eq!(sent_to(other.next()), 1, "e2's trial is free");
+        assert!(other.trial.is_some());
     }
 
     #[test]

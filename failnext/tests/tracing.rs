@@ -96,3 +96,29 @@ async fn one_tracing_event_per_attempt_and_result_without_urls() {
     let all = capture.0.lock().unwrap().join("\n");
     assert!(!all.contains("SECRET"), "a secret reached tracing: {all}");
 }
+
+#[tokio::test]
+async fn breaker_transitions_are_tracing_events_without_urls() {
+    let refused = failnext_loopback::Refused::new();
+    let down = format!("http://user:SECRET1@{}/v3/SECRET2?key=SECRET3", refused.addr());
+    let backup = MockServer::start().await;
+    Mock::given(any()).respond_with(ResponseTemplate::new(200)).mount(&backup).await;
+    let failover = Failover::builder([
+        Endpoint::new("down", down),
+        Endpoint::new("backup", format!("{}/rpc/SECRET4?key=SECRET5", backup.uri())),
+    ])
+    .build()
+    .unwrap();
+    let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new()).with(failover).build();
+
+    let capture = Capture::default();
+    let _guard = tracing::subscriber::set_default(capture.clone());
+    for _ in 0..3 {
+        client.get("http://127.0.0.1:9/").send().await.unwrap();
+    }
+    let lines = capture.0.lock().unwrap().clone();
+    let breaker: Vec<&String> = lines.iter().filter(|l| l.contains("failnext breaker")).collect();
+    assert_eq!(breaker.len(), 1, "{lines:#?}");
+    assert!(breaker[0].contains("endpoint=\"down\"") && breaker[0].contains("state=Open"), "{}", breaker[0]);
+    assert!(!lines.join("\n").contains("SECRET"), "a secret reached tracing: {lines:#?}");
+}

@@ -215,10 +215,12 @@ fn zero_cooldown_threshold_or_duration_is_rejected() {
     assert!(build(Cooldown::disabled()).is_ok());
 }
 
-// V14 mapped: the zero value of the Go config is enabled, 3 failures, 30 seconds.
+// V14 mapped: the zero value of the Go config is enabled, 3 failures, 30 seconds. Since 0.2 the
+// default is the adaptive breaker: it opens after 3 failures and stays open at most 30 s.
 #[test]
 fn default_cooldown_is_three_failures_for_thirty_seconds() {
-    assert_eq!(Cooldown::default(), Cooldown::new(3, Duration::from_secs(30)));
+    assert_eq!(Cooldown::default(), Cooldown::adaptive());
+    assert_ne!(Cooldown::default(), Cooldown::new(3, Duration::from_secs(30)));
     assert_eq!(Cooldown::default().threshold(), Some(3));
     assert_eq!(Cooldown::default().duration(), Some(Duration::from_secs(30)));
     assert!(Cooldown::disabled().is_disabled());

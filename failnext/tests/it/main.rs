@@ -5,6 +5,7 @@
 
 mod support;
 
+mod breaker;
 mod cooldown;
 mod errors;
 mod events;
