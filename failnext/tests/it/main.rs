@@ -10,6 +10,8 @@ mod cooldown;
 mod errors;
 mod events;
 mod host;
+#[cfg(feature = "jsonrpc")]
+mod jsonrpc;
 mod judging;
 mod permission;
 mod redaction;
