@@ -433,7 +433,8 @@
 //! It is failover, not load balancing. It has no active health checks (pair it with
 //! failnext-blocklag for block-height lag), no retry of the same provider, no waiting for a
 //! backoff or a `Retry-After` (a hint only keeps that endpoint's breaker open), no JSON-RPC
-//! parsing, no body buffering, no hard pinning, no cross-provider consistency
+//! parsing unless a classifier is configured (the `jsonrpc` feature's reads a bounded body
+//! once and hands it back uncopied), no body buffering for replay, no hard pinning, no cross-provider consistency
 //! (read-after-write, pending state and nonces are the application's), no base-URL path or query composition, no WebSocket failover, and no
 //! rewriting of signatures or other destination-bound headers.
 //!
@@ -508,7 +509,8 @@ pub use validate::validate_endpoints;
 #[doc = include_str!("../../README.md")]
 pub struct WorkspaceReadmeDoctests;
 
-/// This crate's README (what crates.io shows), compiled as doc tests so it cannot rot.
-#[cfg(doctest)]
+/// This crate's README (what crates.io shows), compiled as doc tests so it cannot rot (its
+/// quick start uses the `jsonrpc` feature).
+#[cfg(all(doctest, feature = "jsonrpc"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
