@@ -32,7 +32,9 @@ async fn main() -> Result<(), Box<dyn Error>> {
     let skips = Arc::new(AtomicUsize::new(0));
     let counted = skips.clone();
     let failover = Failover::builder(net.endpoints())
-        // This is the default rule, spelled out: 3 failures in a row, then 30 s of cooldown.
+        // The reference rule (the default of 0.1): 3 failures in a row, then 30 s of cooldown.
+        // The default since 0.2, `Cooldown::adaptive()`, also opens after 3 failures but for
+        // 250 ms at first, then lets one trial request through (see "The breaker" in the docs).
         .cooldown(Cooldown::new(3, Duration::from_secs(30)))
         .on_event(move |event| {
             if let Event::CooldownSkip { endpoint } = event {
