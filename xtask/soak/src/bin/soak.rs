@@ -2,12 +2,13 @@
 //!
 //! ```text
 //! soak [--profile ci|full|measure] [--seed N] [--requests N] [--concurrency N]
-//!      [--fault-ms N] [--measure-secs N] [--configs NAME,NAME,...]
+//!      [--fault-ms N] [--measure-secs N] [--measure-rate N] [--configs NAME,NAME,...]
 //! ```
 //!
 //! After the checked phases, the measure runs for `--measure-secs` (profile `ci`: 2, `full`:
 //! 30, `measure`: 120; 0 skips it) with fault windows of about `--fault-ms` (`ci`: 200,
-//! others: 2000), for the configurations `--configs` (all by default: `reference`,
+//! others: 2000), `--measure-rate` reads per second to each configuration (250), for the
+//! configurations `--configs` (all by default: `reference`,
 //! `cooldown-disabled`). The figures of issue 10:
 //!
 //! ```text
@@ -27,7 +28,7 @@ use std::time::Duration;
 use failnext_soak::soak::{self, Config, Profile, Subject};
 
 const USAGE: &str = "usage: soak [--profile ci|full|measure] [--seed N] [--requests N] [--concurrency N] \
-                     [--fault-ms N] [--measure-secs N] [--configs NAME,NAME,...]";
+                     [--fault-ms N] [--measure-secs N] [--measure-rate N] [--configs NAME,NAME,...]";
 
 fn main() -> ExitCode {
     let config = match parse(std::env::args().skip(1)) {
@@ -101,6 +102,7 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Option<Config>, String> {
     let mut concurrency = None;
     let mut fault_ms = None;
     let mut measure_secs = None;
+    let mut rate = None;
     let mut subjects: Option<Vec<Subject>> = None;
     let mut args = args.peekable();
     while let Some(arg) = args.next() {
@@ -120,6 +122,7 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Option<Config>, String> {
             "--concurrency" => concurrency = Some(number(&name, &value()?)?),
             "--fault-ms" => fault_ms = Some(number(&name, &value()?)?.max(2)),
             "--measure-secs" => measure_secs = Some(number(&name, &value()?)?),
+            "--measure-rate" => rate = Some(number(&name, &value()?)?),
             "--configs" => {
                 subjects =
                     Some(value()?.split(',').map(str::parse).collect::<Result<Vec<Subject>, String>>()?)
@@ -141,6 +144,9 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Option<Config>, String> {
     }
     if let Some(secs) = measure_secs {
         config.measure.duration = Duration::from_secs(secs);
+    }
+    if let Some(r) = rate {
+        config.measure.rate = u32::try_from(r).map_err(|_| "--measure-rate is too large".to_owned())?.max(1);
     }
     if let Some(subjects) = subjects {
         config.measure.subjects = subjects;

@@ -128,7 +128,7 @@ impl Config {
             measure: MeasureSettings {
                 duration: Duration::from_secs(measure_secs),
                 fault: Duration::from_millis(fault_ms),
-                concurrency: 16,
+                rate: 250,
                 subjects: Subject::ALL.to_vec(),
             },
         }

@@ -14,7 +14,8 @@
 //!   point;
 //! - a fault schedule switches a random provider to a random behaviour every few
 //!   milliseconds (down, 5xx, 429, hang, lag, stall, wrong chain, malformed, reset mid-body,
-//!   JSON-RPC error, slow, oversized) or back to healthy;
+//!   truncated body, JSON-RPC error `-32000`/`-32005`/`-32603`, slow, oversized) or back to
+//!   healthy;
 //! - the monitor checks on an interval (some checks dropped midway) and is failover's
 //!   eligibility, through a wrapper that records every answer;
 //! - a thread and a task watch `eligible()` and `snapshot()`.
@@ -233,7 +234,6 @@ pub async fn run(config: Config) -> Result<Report, SetupError> {
         seed: config.seed,
         attempt_timeout: config.attempt_timeout,
         check_interval: config.check_interval,
-        think_max: config.think_max,
     };
     let measured = measure::measure(&shared, &config.measure).await?;
 

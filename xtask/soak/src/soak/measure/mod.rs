@@ -28,16 +28,20 @@
 //! (listener closed) and its next switch had not begun.
 //!
 //! The configurations run **interleaved**, at the same time: each has its own `Failover` and
-//! its own `reqwest` client (so no pool, health or cooldown state is shared) and the same
-//! number of workers with the same think times, over the same providers, the same monitor and
-//! the same fault windows. Interleaving gives every configuration the very same faults and
+//! its own `reqwest` client (so no pool, health or cooldown state is shared), over the same
+//! providers, the same monitor and the same fault windows. The load is an open loop: one
+//! seeded stream of arrival instants (`rate` reads per second on average) and, at each
+//! instant, one read per configuration, whatever earlier reads are doing. So every
+//! configuration gets the same reads at the same instants; a closed loop (workers waiting for
+//! their previous read) would send more reads where a configuration fails fast
+//! (`NoUsableEndpoint` is immediate) and so weigh its bad spells more. Interleaving gives every configuration the very same faults and
 //! snapshots at the same instants, so the figures differ only by the configuration (with
 //! sequential phases, the same seed gives the same schedule of windows, but not the same
 //! timing against the requests and the monitor's checks), and a run lasts one measure, not
 //! one per configuration. The price: the configurations share the machine and the providers'
 //! load, identically for each.
 //!
-//! The fault windows ([`timeline::Windows`]): each provider, independently and seeded,
+//! The fault windows (`timeline::Windows`): each provider, independently and seeded,
 //! flaps between a healthy spell of `1..=4` fault lengths and a fault of `1/2..=3/2` fault
 //! lengths (`--fault-ms`), drawn from the faults issue 10 lists: refused, 502/503/504, 429
 //! with `Retry-After` (about the window, in whole seconds), HTTP 200 with JSON-RPC `-32005`
@@ -80,8 +84,8 @@ pub struct MeasureSettings {
     pub duration: Duration,
     /// The mean length of a fault window.
     pub fault: Duration,
-    /// Workers per configuration.
-    pub concurrency: usize,
+    /// Reads sent per second to each configuration (open loop, seeded arrival times).
+    pub rate: u32,
     /// The configurations, side by side.
     pub subjects: Vec<Subject>,
 }
@@ -218,7 +222,6 @@ pub(crate) struct Shared<'a> {
     pub(crate) seed: u64,
     pub(crate) attempt_timeout: Duration,
     pub(crate) check_interval: Duration,
-    pub(crate) think_max: Duration,
 }
 
 /// Runs the measure: every configuration at once over the same flapping providers.
@@ -271,35 +274,38 @@ pub(crate) async fn measure(
         });
     }
 
+    // Open loop: one seeded stream of arrival instants, and at each one a read per
+    // configuration, whatever the earlier reads are doing. Every configuration gets the same
+    // reads at the same instants (a closed loop would send more reads where a configuration
+    // fails fast, and weigh its bad spells more).
     let started = Instant::now();
     let deadline = started + settings.duration;
-    let think_ms = u64::try_from(shared.think_max.as_millis()).unwrap_or(u64::MAX);
-    let mut workers = tokio::task::JoinSet::new();
-    for (subject, client) in &clients {
-        for w in 0..settings.concurrency.max(1) {
-            let (subject, client, url) = (*subject, client.clone(), url.clone());
-            let endpoints = shared.endpoints.clone();
-            // The same think times for every configuration: worker `w` of each draws alike.
-            let mut rng = Rng::derive(shared.seed, 0x4EAD_0000 + w as u64);
-            let first = (w as u64) << 32;
-            workers.spawn(async move {
-                let mut samples = Vec::new();
-                let mut id = first;
-                while Instant::now() < deadline {
-                    let think = if rng.chance(300) { Duration::ZERO } else { rng.millis(0, think_ms) };
-                    tokio::time::sleep(think).await;
-                    id += 1;
-                    samples.push(read(&client, &url, &endpoints, id).await);
-                }
-                (subject, samples)
-            });
+    let mean_gap_us = 1_000_000 / u64::from(settings.rate.max(1));
+    let mut rng = Rng::derive(shared.seed, 0x4EAD);
+    let mut reads = tokio::task::JoinSet::new();
+    let mut samples: BTreeMap<Subject, Vec<Sample>> = BTreeMap::new();
+    let mut collect = |joined: Result<(Subject, Sample), tokio::task::JoinError>| {
+        if let Ok((subject, sample)) = joined {
+            samples.entry(subject).or_default().push(sample);
+        }
+    };
+    let mut at = tokio::time::Instant::now();
+    let mut id = 0u64;
+    while Instant::now() < deadline {
+        at += Duration::from_micros(rng.below(2 * mean_gap_us + 1));
+        tokio::time::sleep_until(at).await;
+        id += 1;
+        for (subject, client) in &clients {
+            let (subject, client, url, endpoints) =
+                (*subject, client.clone(), url.clone(), shared.endpoints.clone());
+            reads.spawn(async move { (subject, read(&client, &url, &endpoints, id).await) });
+        }
+        while let Some(joined) = reads.try_join_next() {
+            collect(joined);
         }
     }
-    let mut samples: BTreeMap<Subject, Vec<Sample>> = BTreeMap::new();
-    while let Some(joined) = workers.join_next().await {
-        if let Ok((subject, s)) = joined {
-            samples.entry(subject).or_default().extend(s);
-        }
+    while let Some(joined) = reads.join_next().await {
+        collect(joined);
     }
     let elapsed = started.elapsed();
     let _ = stop.send(true);
@@ -421,10 +427,10 @@ impl fmt::Display for MeasureReport {
         writeln!(f, "\nMeasure: reads answered correctly while a good provider was eligible throughout")?;
         writeln!(
             f,
-            "  fault windows ~{} ms (each provider, seeded), {:.1} s, configurations interleaved, {} workers each",
+            "  fault windows ~{} ms (each provider, seeded), {:.1} s, configurations interleaved, {} reads/s each (open loop)",
             settings.fault.as_millis(),
             self.elapsed.as_secs_f64(),
-            settings.concurrency
+            settings.rate
         )?;
         let shares: Vec<String> = self.faulty.iter().map(|s| format!("{:.0} %", s * 100.0)).collect();
         writeln!(f, "  time in a fault per provider: {}", shares.join(", "))?;
