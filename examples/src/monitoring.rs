@@ -59,5 +59,6 @@ pub fn describe(behaviour: &Behaviour) -> String {
         Behaviour::Malformed => "malformed body".to_owned(),
         Behaviour::Oversized => "oversized body".to_owned(),
         Behaviour::ResetMidBody => "reset mid-body".to_owned(),
+        Behaviour::Truncated => "truncated body".to_owned(),
     }
 }

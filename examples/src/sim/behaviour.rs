@@ -52,6 +52,9 @@ pub enum Behaviour {
     Oversized,
     /// Starts the correct HTTP 200 reply, sends half of its body and resets the connection.
     ResetMidBody,
+    /// Starts the correct HTTP 200 reply with its full `Content-Length`, sends half of the
+    /// body and closes the connection cleanly (FIN): a body that ends early.
+    Truncated,
 }
 
 /// The body length an [`Oversized`](Behaviour::Oversized) provider pads its replies to: 8 KiB.

@@ -57,6 +57,12 @@ fn respond(post: bool, payload: &Payload, mode: &Mode, chain: &Chain) -> Action 
             body.truncate(body.len() / 2);
             Action::Reply(head.length(len).send(body).end(End::Reset))
         }
+        Behaviour::Truncated => {
+            let (head, mut body) = correct(post, payload, mode, chain);
+            let len = body.len() as u64;
+            body.truncate(body.len() / 2);
+            Action::Reply(head.length(len).send(body).end(End::Close))
+        }
         Behaviour::Healthy
         | Behaviour::Lagging(_)
         | Behaviour::Stalled

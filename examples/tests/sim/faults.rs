@@ -147,6 +147,41 @@ async fn reset_mid_body_breaks_off_after_the_headers() {
 }
 
 #[tokio::test]
+async fn truncated_announces_the_full_length_sends_half_and_closes() {
+    let (_chain, p) = one_provider().await;
+    p.set(Behaviour::Truncated).await.unwrap();
+    let resp = post(&p, &call_body("eth_blockNumber", json!([]))).await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let announced = resp.content_length().unwrap();
+    let err = resp.bytes().await.unwrap_err();
+    assert!(err.is_body() || err.is_decode(), "{err:?}");
+
+    // On raw TCP: the headers announce more than the body holds, then a clean end of stream.
+    let mut stream = TcpStream::connect(p.addr()).await.unwrap();
+    let body = call_body("eth_blockNumber", json!([])).to_string();
+    let request = format!("POST / HTTP/1.1\r\nhost: x\r\ncontent-length: {}\r\n\r\n{body}", body.len());
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    let read = bounded(stream.read_to_end(&mut raw)).await;
+    assert!(read.is_ok(), "a clean close (FIN), not a reset: {read:?}");
+    let text = String::from_utf8_lossy(&raw);
+    let (_, sent) = text.split_once("\r\n\r\n").unwrap();
+    assert!(text.to_ascii_lowercase().contains(&format!("content-length: {announced}")), "{text}");
+    assert!((sent.len() as u64) < announced, "{text}");
+    assert!(!sent.is_empty(), "{text}");
+}
+
+#[tokio::test]
+async fn json_rpc_error_can_be_an_internal_error() {
+    let (_chain, p) = one_provider().await;
+    p.set(Behaviour::JsonRpcError { code: -32603, message: "internal error".to_owned() }).await.unwrap();
+    let reply =
+        rpc(&p, "eth_call", json!([{ "to": "0x000000000000000000000000000000000000dead" }, "latest"])).await;
+    assert_eq!(reply["error"]["code"], -32603);
+    assert!(reply.get("result").is_none(), "{reply}");
+}
+
+#[tokio::test]
 async fn slow_answers_correctly_after_the_delay() {
     let (_chain, p) = one_provider().await;
     p.set(Behaviour::Slow(Duration::from_millis(150))).await.unwrap();
@@ -171,6 +206,7 @@ async fn every_fault_is_undone_by_switching_back_to_healthy() {
         Behaviour::Malformed,
         Behaviour::Oversized,
         Behaviour::ResetMidBody,
+        Behaviour::Truncated,
     ];
     for fault in faults {
         p.set(fault.clone()).await.unwrap();

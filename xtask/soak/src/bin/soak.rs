@@ -1,18 +1,34 @@
 //! `soak`: runs the fault-injection soak and prints its report.
 //!
 //! ```text
-//! soak [--profile ci|full] [--seed N] [--requests N] [--concurrency N]
+//! soak [--profile ci|full|measure] [--seed N] [--requests N] [--concurrency N]
+//!      [--fault-ms N] [--measure-secs N] [--measure-rate N] [--configs NAME,NAME,...]
 //! ```
 //!
-//! Exits with status 1 when any check found a violation, 2 on a usage or setup error.
+//! After the checked phases, the measure runs for `--measure-secs` (profile `ci`: 2, `full`:
+//! 30, `measure`: 120; 0 skips it) with fault windows of about `--fault-ms` (`ci`: 200,
+//! others: 2000), `--measure-rate` reads per second to each configuration (250), for the
+//! configurations `--configs` (all by default: `reference`,
+//! `cooldown-disabled`). The figures of issue 10:
+//!
+//! ```text
+//! cargo run --release -p failnext-soak --bin soak -- --profile measure --seed 42 --fault-ms 2000
+//! cargo run --release -p failnext-soak --bin soak -- --profile measure --seed 42 --fault-ms 200
+//! ```
+//!
+//! Exits with status 1 when any check found a violation, 2 on a usage or setup error. The
+//! measure's figures never fail a run.
 
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use failnext_soak::soak::{self, Config, Profile};
+use std::time::Duration;
 
-const USAGE: &str = "usage: soak [--profile ci|full] [--seed N] [--requests N] [--concurrency N]";
+use failnext_soak::soak::{self, Config, Profile, Subject};
+
+const USAGE: &str = "usage: soak [--profile ci|full|measure] [--seed N] [--requests N] [--concurrency N] \
+                     [--fault-ms N] [--measure-secs N] [--measure-rate N] [--configs NAME,NAME,...]";
 
 fn main() -> ExitCode {
     let config = match parse(std::env::args().skip(1)) {
@@ -36,6 +52,16 @@ fn main() -> ExitCode {
         config.concurrency,
         config.warmup_requests
     );
+    if !config.measure.duration.is_zero() {
+        let names: Vec<&str> = config.measure.subjects.iter().map(|s| s.name()).collect();
+        let _ = writeln!(
+            out,
+            "soak: then a measure of {} s, fault windows ~{} ms: {}",
+            config.measure.duration.as_secs(),
+            config.measure.fault.as_millis(),
+            names.join(", ")
+        );
+    }
     let _ = out.flush();
     drop(out);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
@@ -74,6 +100,10 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Option<Config>, String> {
     let mut seed = None;
     let mut requests = None;
     let mut concurrency = None;
+    let mut fault_ms = None;
+    let mut measure_secs = None;
+    let mut rate = None;
+    let mut subjects: Option<Vec<Subject>> = None;
     let mut args = args.peekable();
     while let Some(arg) = args.next() {
         let (name, inline) = match arg.split_once('=') {
@@ -90,6 +120,13 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Option<Config>, String> {
             "--seed" => seed = Some(number(&name, &value()?)?),
             "--requests" => requests = Some(number(&name, &value()?)?),
             "--concurrency" => concurrency = Some(number(&name, &value()?)?),
+            "--fault-ms" => fault_ms = Some(number(&name, &value()?)?.max(2)),
+            "--measure-secs" => measure_secs = Some(number(&name, &value()?)?),
+            "--measure-rate" => rate = Some(number(&name, &value()?)?),
+            "--configs" => {
+                subjects =
+                    Some(value()?.split(',').map(str::parse).collect::<Result<Vec<Subject>, String>>()?)
+            }
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -101,6 +138,18 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Option<Config>, String> {
     }
     if let Some(c) = concurrency {
         config.concurrency = usize::try_from(c).map_err(|_| "--concurrency is too large".to_owned())?.max(1);
+    }
+    if let Some(ms) = fault_ms {
+        config.measure.fault = Duration::from_millis(ms);
+    }
+    if let Some(secs) = measure_secs {
+        config.measure.duration = Duration::from_secs(secs);
+    }
+    if let Some(r) = rate {
+        config.measure.rate = u32::try_from(r).map_err(|_| "--measure-rate is too large".to_owned())?.max(1);
+    }
+    if let Some(subjects) = subjects {
+        config.measure.subjects = subjects;
     }
     Ok(Some(config))
 }

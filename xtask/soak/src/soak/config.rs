@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use http::StatusCode;
 
+use crate::soak::measure::{MeasureSettings, Subject};
+
 /// Which preset a soak starts from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Profile {
@@ -12,6 +14,9 @@ pub enum Profile {
     /// 200 000 requests at concurrency 64; about two minutes in release. Run by
     /// `cargo xtask soak`.
     Full,
+    /// The checked phases of `ci`, then a long measure (120 s) of the configurations: the
+    /// figures of issue 10. Pick the fault length with `--fault-ms` (2000 by default).
+    Measure,
 }
 
 impl Profile {
@@ -20,6 +25,7 @@ impl Profile {
         match self {
             Profile::Ci => "ci",
             Profile::Full => "full",
+            Profile::Measure => "measure",
         }
     }
 }
@@ -31,7 +37,8 @@ impl std::str::FromStr for Profile {
         match s {
             "ci" => Ok(Profile::Ci),
             "full" => Ok(Profile::Full),
-            other => Err(format!("unknown profile {other:?}: expected ci or full")),
+            "measure" => Ok(Profile::Measure),
+            other => Err(format!("unknown profile {other:?}: expected ci, full or measure")),
         }
     }
 }
@@ -81,14 +88,22 @@ pub struct Config {
     /// How much resident memory may exceed the baseline after the run, on top of what the
     /// simulated chain keeps by design (see [`TX_ALLOWANCE`](crate::soak::TX_ALLOWANCE)).
     pub memory_tolerance: u64,
+    /// The measure after the checked phases: how long, the fault window length, the
+    /// configurations side by side (module `measure`).
+    pub measure: MeasureSettings,
 }
 
 impl Config {
     /// The preset of `profile`, with `seed`.
     pub fn new(profile: Profile, seed: u64) -> Config {
         let (requests, warmup_requests) = match profile {
-            Profile::Ci => (5_000, 1_000),
+            Profile::Ci | Profile::Measure => (5_000, 1_000),
             Profile::Full => (200_000, 10_000),
+        };
+        let (measure_secs, fault_ms) = match profile {
+            Profile::Ci => (2, 200),
+            Profile::Full => (30, 2_000),
+            Profile::Measure => (120, 2_000),
         };
         Config {
             profile,
@@ -110,6 +125,12 @@ impl Config {
             safety_bound: Duration::from_secs(30),
             settle_timeout: Duration::from_secs(15),
             memory_tolerance: 32 * 1024 * 1024,
+            measure: MeasureSettings {
+                duration: Duration::from_secs(measure_secs),
+                fault: Duration::from_millis(fault_ms),
+                rate: 250,
+                subjects: Subject::ALL.to_vec(),
+            },
         }
     }
 }

@@ -14,7 +14,8 @@
 //!   point;
 //! - a fault schedule switches a random provider to a random behaviour every few
 //!   milliseconds (down, 5xx, 429, hang, lag, stall, wrong chain, malformed, reset mid-body,
-//!   JSON-RPC error, slow, oversized) or back to healthy;
+//!   truncated body, JSON-RPC error `-32000`/`-32005`/`-32603`, slow, oversized) or back to
+//!   healthy;
 //! - the monitor checks on an interval (some checks dropped midway) and is failover's
 //!   eligibility, through a wrapper that records every answer;
 //! - a thread and a task watch `eligible()` and `snapshot()`.
@@ -36,6 +37,7 @@
 mod checks;
 mod config;
 mod exchange;
+pub mod measure;
 mod phase;
 mod record;
 mod report;
@@ -55,6 +57,7 @@ use failnext_examples::sim::{Chain, Provider};
 use reqwest_middleware::ClientWithMiddleware;
 
 pub use config::{Config, Profile};
+pub use measure::{MeasureReport, MeasureSettings, Subject};
 pub use report::Report;
 
 use checks::{Check, Limits, Tally, Violations};
@@ -222,6 +225,18 @@ pub async fn run(config: Config) -> Result<Report, SetupError> {
         v.add(Check::Stray, "an event, eligibility question or dispatch outside any soak request");
     }
 
+    // The measure, after the resources were judged: its configurations are Failovers of their
+    // own over the same providers and monitor; the checks above do not look at it.
+    let shared = measure::Shared {
+        providers: &providers,
+        monitor: &monitor,
+        endpoints: &endpoints,
+        seed: config.seed,
+        attempt_timeout: config.attempt_timeout,
+        check_interval: config.check_interval,
+    };
+    let measured = measure::measure(&shared, &config.measure).await?;
+
     // Everything is dropped here (client, failover, monitor, simulator); the report is what
     // remains.
     let hook_eligible_max = record::nanos(stats.eligible_max_ns.load(Ordering::Relaxed));
@@ -241,6 +256,7 @@ pub async fn run(config: Config) -> Result<Report, SetupError> {
         baseline,
         after,
         chain_allowance,
+        measure: measured,
     })
 }
 
@@ -259,8 +275,11 @@ mod tests {
         config.requests = 300;
         config.warmup_requests = 100;
         config.concurrency = 16;
+        config.measure.duration = Duration::from_millis(500);
         let report = run(config).await.unwrap();
         assert_eq!(report.violations(), 0, "{report}");
         assert!(report.requests() >= 400);
+        let measured = report.measure().figures(Subject::Reference).unwrap();
+        assert!(measured.reads > 0 && measured.counted <= measured.reads, "{report}");
     }
 }

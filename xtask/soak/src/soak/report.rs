@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::soak::Config;
 use crate::soak::checks::{Check, Tally, Violations, triggers};
+use crate::soak::measure::MeasureReport;
 use crate::soak::phase::SimCounts;
 use crate::soak::watch::{Observed, SLOW_ELIGIBLE};
 use failnext_loopback::resources::Usage;
@@ -25,6 +26,8 @@ pub struct Report {
     pub(crate) after: Usage,
     /// Memory allowed for the transactions the simulated chain stored in the main phase.
     pub(crate) chain_allowance: u64,
+    /// The measure of the configurations, after the checked phases.
+    pub(crate) measure: MeasureReport,
 }
 
 impl Report {
@@ -46,6 +49,11 @@ impl Report {
     /// The first findings, one line each (at most 25).
     pub fn findings(&self) -> &[String] {
         self.violations.examples()
+    }
+
+    /// The measure of the configurations (empty when it did not run).
+    pub fn measure(&self) -> &MeasureReport {
+        &self.measure
     }
 }
 
@@ -280,6 +288,6 @@ impl fmt::Display for Report {
                 writeln!(f, "  - {e}")?;
             }
         }
-        Ok(())
+        write!(f, "{}", self.measure)
     }
 }

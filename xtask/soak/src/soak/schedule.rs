@@ -250,10 +250,11 @@ pub(crate) enum FaultKind {
     JsonRpcError,
     Slow,
     Oversized,
+    Truncated,
 }
 
 impl FaultKind {
-    pub(crate) const ALL: [FaultKind; 13] = [
+    pub(crate) const ALL: [FaultKind; 14] = [
         FaultKind::Healthy,
         FaultKind::Down,
         FaultKind::Status5xx,
@@ -267,10 +268,11 @@ impl FaultKind {
         FaultKind::JsonRpcError,
         FaultKind::Slow,
         FaultKind::Oversized,
+        FaultKind::Truncated,
     ];
 
     /// Relative frequency in the schedule; healthy is the most common state.
-    const WEIGHTS: [u64; 13] = [150, 6, 10, 6, 5, 6, 3, 4, 5, 6, 4, 6, 4];
+    const WEIGHTS: [u64; 14] = [150, 6, 10, 6, 5, 6, 3, 4, 5, 6, 4, 6, 4, 4];
 }
 
 impl fmt::Display for FaultKind {
@@ -289,6 +291,7 @@ impl fmt::Display for FaultKind {
             FaultKind::JsonRpcError => "json-rpc error",
             FaultKind::Slow => "slow (150 ms..1.5x timeout)",
             FaultKind::Oversized => "oversized body (8 KiB)",
+            FaultKind::Truncated => "truncated body (short of its length)",
         })
     }
 }
@@ -342,17 +345,21 @@ impl FaultSchedule {
             FaultKind::WrongChain => Behaviour::WrongChain(1 + rng.below(10)),
             FaultKind::Malformed => Behaviour::Malformed,
             FaultKind::ResetMidBody => Behaviour::ResetMidBody,
-            FaultKind::JsonRpcError => {
-                let (code, message) =
-                    [(-32000, "header not found"), (-32005, "limit exceeded")][rng.index(2)];
-                Behaviour::JsonRpcError { code, message: message.to_owned() }
-            }
+            FaultKind::JsonRpcError => json_rpc_error(rng),
             FaultKind::Slow => Behaviour::Slow(rng.millis(150, timeout_ms.saturating_mul(3) / 2)),
             FaultKind::Oversized => Behaviour::Oversized,
+            FaultKind::Truncated => Behaviour::Truncated,
         };
         let wait = rng.millis(self.min_wait_ms, self.max_wait_ms);
         FaultStep { provider, kind, behaviour, wait }
     }
+}
+
+/// An HTTP 200 carrying a JSON-RPC error: a missing block, a rate limit or an internal error.
+pub(crate) fn json_rpc_error(rng: &mut Rng) -> Behaviour {
+    let (code, message) =
+        [(-32000, "header not found"), (-32005, "limit exceeded"), (-32603, "internal error")][rng.index(3)];
+    Behaviour::JsonRpcError { code, message: message.to_owned() }
 }
 
 #[cfg(test)]

@@ -1,0 +1,96 @@
+//! The failnext configurations the measure compares, one constructor each.
+//!
+//! Every configuration is its own `Failover` over the same providers, the same monitor (as
+//! eligibility) and the same fault windows; [`Subject::configure`] is the only place where
+//! they differ. The measure sets what they share around it: the eligibility, the attempt
+//! timeout, the dispatch recorder.
+//!
+//! To add a configuration: a variant, its row in [`Subject::ALL`], its [`name`](Subject::name)
+//! and its [`configure`](Subject::configure) arm. The two configurations of 0.2 are marked
+//! below (`AFTER THE MERGE`).
+
+use std::fmt;
+use std::time::Duration;
+
+use failnext::{Cooldown, FailoverBuilder};
+
+/// One failnext configuration under measure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Subject {
+    /// 0.1's defaults: `Cooldown::new(3, 30 s)` and the status-only judge (triggers 502, 503,
+    /// 504; no classifier, no additional trigger status).
+    Reference,
+    /// The reference with `Cooldown::disabled()`: the status-only judge, no breaker at all.
+    CooldownDisabled,
+    // AFTER THE MERGE (issue 10): the 0.2 default, then the 0.2 default with the JSON-RPC
+    // classifier. Uncomment, add them to `ALL` and to the two matches below:
+    //
+    // /// 0.2's defaults: `Cooldown::default()` (the adaptive breaker), the status-only judge.
+    // Default02,
+    // /// 0.2's defaults with `failnext::jsonrpc::JsonRpcClassifier::new()` as the judge.
+    // Default02JsonRpc,
+}
+
+/// The reference rule's cooldown, set explicitly (0.1's default).
+pub const REFERENCE_COOLDOWN: (u32, Duration) = (3, Duration::from_secs(30));
+
+impl Subject {
+    /// Every configuration, in the order the report prints them.
+    pub const ALL: &'static [Subject] = &[
+        Subject::Reference,
+        Subject::CooldownDisabled,
+        // AFTER THE MERGE: Subject::Default02, Subject::Default02JsonRpc,
+    ];
+
+    /// A short name, for the report and `--configs`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Subject::Reference => "reference",
+            Subject::CooldownDisabled => "cooldown-disabled",
+            // AFTER THE MERGE:
+            // Subject::Default02 => "0.2-default",
+            // Subject::Default02JsonRpc => "0.2-default+jsonrpc",
+        }
+    }
+
+    /// What the configuration is, in one line.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Subject::Reference => "Cooldown::new(3, 30 s), status-only judge",
+            Subject::CooldownDisabled => "Cooldown::disabled(), status-only judge",
+            // AFTER THE MERGE:
+            // Subject::Default02 => "Cooldown::default() (adaptive), status-only judge",
+            // Subject::Default02JsonRpc => "Cooldown::default() (adaptive), JsonRpcClassifier",
+        }
+    }
+
+    /// Applies this configuration to a builder that already has the shared settings.
+    pub fn configure(self, builder: FailoverBuilder) -> FailoverBuilder {
+        match self {
+            Subject::Reference => builder.cooldown(Cooldown::new(REFERENCE_COOLDOWN.0, REFERENCE_COOLDOWN.1)),
+            Subject::CooldownDisabled => builder.cooldown(Cooldown::disabled()),
+            // AFTER THE MERGE (`failnext-soak` then needs failnext's `jsonrpc` feature):
+            // Subject::Default02 => builder.cooldown(Cooldown::default()),
+            // Subject::Default02JsonRpc => builder
+            //     .cooldown(Cooldown::default())
+            //     .classifier(failnext::jsonrpc::JsonRpcClassifier::new()),
+        }
+    }
+}
+
+impl fmt::Display for Subject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Subject {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Subject, String> {
+        Subject::ALL.iter().copied().find(|c| c.name() == s).ok_or_else(|| {
+            let names: Vec<&str> = Subject::ALL.iter().map(|c| c.name()).collect();
+            format!("unknown configuration {s:?}: expected one of {}", names.join(", "))
+        })
+    }
+}
