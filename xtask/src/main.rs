@@ -53,7 +53,8 @@ fn print_help() {
          ci     fmt --check, clippy -D warnings, tests (doc tests included), docs -D warnings\n  \
          examples  run every example against the simulator and check its output\n  \
          demo   [--seconds N] [--rpc URL]...  the demo bot (simulated providers by default)\n  \
-         soak   [--profile ci|full] [--seed N]  fault-injection soak (full profile by default)\n  \
+         soak   [--profile ci|full|measure] [--seed N] [--fault-ms N]  fault-injection soak (full\n         \
+                profile by default; measure: reads answered correctly per configuration)\n  \
          bench  [--quick] [--rounds N] [--scenario NAME]  release benchmark, written to target/bench/\n  \
          fmt    cargo fmt --check\n  \
          lint   cargo clippy --workspace --all-targets -- -D warnings\n  \

@@ -203,6 +203,9 @@ pub(crate) fn on_event(endpoints: &Endpoints, stats: &HookStats, event: &Event<'
                 ResultOutcome::Cancelled => ResultEnd::Cancelled,
             },
         },
+        // How each attempt was judged, and breaker transitions: failnext's own tests pin them;
+        // the checked phases run the reference rule (no breaker), the measure any rule.
+        Event::Judged { .. } | Event::Breaker { .. } => return,
         // `Event` is non-exhaustive: a kind added later is recorded, and reported by the checks.
         _ => Entry::Unknown,
     };

@@ -6,8 +6,7 @@
 //! timeout, the dispatch recorder.
 //!
 //! To add a configuration: a variant, its row in [`Subject::ALL`], its [`name`](Subject::name)
-//! and its [`configure`](Subject::configure) arm. The two configurations of 0.2 are marked
-//! below (`AFTER THE MERGE`).
+//! and its [`configure`](Subject::configure) arm.
 
 use std::fmt;
 use std::time::Duration;
@@ -22,13 +21,12 @@ pub enum Subject {
     Reference,
     /// The reference with `Cooldown::disabled()`: the status-only judge, no breaker at all.
     CooldownDisabled,
-    // AFTER THE MERGE (issue 10): the 0.2 default, then the 0.2 default with the JSON-RPC
-    // classifier. Uncomment, add them to `ALL` and to the two matches below:
-    //
-    // /// 0.2's defaults: `Cooldown::default()` (the adaptive breaker), the status-only judge.
-    // Default02,
-    // /// 0.2's defaults with `failnext::jsonrpc::JsonRpcClassifier::new()` as the judge.
-    // Default02JsonRpc,
+    /// 0.2's defaults: `Cooldown::default()` (the adaptive breaker), the status-only judge.
+    Default02,
+    /// 0.2's defaults with `failnext::jsonrpc::JsonRpcClassifier::new()` as the judge.
+    Default02JsonRpc,
+    /// The JSON-RPC classifier with no breaker at all: what the breaker's open times cost.
+    DisabledJsonRpc,
 }
 
 /// The reference rule's cooldown, set explicitly (0.1's default).
@@ -39,7 +37,9 @@ impl Subject {
     pub const ALL: &'static [Subject] = &[
         Subject::Reference,
         Subject::CooldownDisabled,
-        // AFTER THE MERGE: Subject::Default02, Subject::Default02JsonRpc,
+        Subject::Default02,
+        Subject::Default02JsonRpc,
+        Subject::DisabledJsonRpc,
     ];
 
     /// A short name, for the report and `--configs`.
@@ -47,9 +47,9 @@ impl Subject {
         match self {
             Subject::Reference => "reference",
             Subject::CooldownDisabled => "cooldown-disabled",
-            // AFTER THE MERGE:
-            // Subject::Default02 => "0.2-default",
-            // Subject::Default02JsonRpc => "0.2-default+jsonrpc",
+            Subject::Default02 => "0.2-default",
+            Subject::Default02JsonRpc => "0.2-default+jsonrpc",
+            Subject::DisabledJsonRpc => "disabled+jsonrpc",
         }
     }
 
@@ -58,9 +58,9 @@ impl Subject {
         match self {
             Subject::Reference => "Cooldown::new(3, 30 s), status-only judge",
             Subject::CooldownDisabled => "Cooldown::disabled(), status-only judge",
-            // AFTER THE MERGE:
-            // Subject::Default02 => "Cooldown::default() (adaptive), status-only judge",
-            // Subject::Default02JsonRpc => "Cooldown::default() (adaptive), JsonRpcClassifier",
+            Subject::Default02 => "Cooldown::default() (adaptive), status-only judge",
+            Subject::Default02JsonRpc => "Cooldown::default() (adaptive), JsonRpcClassifier",
+            Subject::DisabledJsonRpc => "Cooldown::disabled(), JsonRpcClassifier",
         }
     }
 
@@ -69,11 +69,13 @@ impl Subject {
         match self {
             Subject::Reference => builder.cooldown(Cooldown::new(REFERENCE_COOLDOWN.0, REFERENCE_COOLDOWN.1)),
             Subject::CooldownDisabled => builder.cooldown(Cooldown::disabled()),
-            // AFTER THE MERGE (`failnext-soak` then needs failnext's `jsonrpc` feature):
-            // Subject::Default02 => builder.cooldown(Cooldown::default()),
-            // Subject::Default02JsonRpc => builder
-            //     .cooldown(Cooldown::default())
-            //     .classifier(failnext::jsonrpc::JsonRpcClassifier::new()),
+            Subject::Default02 => builder.cooldown(Cooldown::default()),
+            Subject::Default02JsonRpc => {
+                builder.cooldown(Cooldown::default()).classifier(failnext::jsonrpc::JsonRpcClassifier::new())
+            }
+            Subject::DisabledJsonRpc => {
+                builder.cooldown(Cooldown::disabled()).classifier(failnext::jsonrpc::JsonRpcClassifier::new())
+            }
         }
     }
 }
