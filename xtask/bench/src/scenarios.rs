@@ -66,7 +66,11 @@ pub(crate) fn build(name: &str, servers: &Servers) -> Result<Scenario, BoxError>
             let allow = name == "healthy-allow";
             let (primary, backup) = (ok()?, ok()?);
             let eps = endpoints(&[&primary, &backup]);
-            let failover = Failover::builder(eps.clone()).build()?;
+            // The baselines have no timeout, so `failover` has none either; `failover-timeout`
+            // is the 0.2 default, which bounds each attempt (10 s) with reqwest's per-request
+            // timeout: a timer per attempt.
+            let failover = Failover::builder(eps.clone()).no_attempt_timeout().build()?;
+            let timed = Failover::builder(eps.clone()).build()?;
             let url = primary.url.as_str();
             let mut variants = vec![
                 Variant::bare("bare", url)?,
@@ -74,10 +78,12 @@ pub(crate) fn build(name: &str, servers: &Servers) -> Result<Scenario, BoxError>
                 Variant::retry("retry", url)?,
                 Variant::pass_through("pass-through", url)?,
                 Variant::failover("failover", url, failover, allow)?,
+                Variant::failover("failover-timeout", url, timed, allow)?,
             ];
             if allow {
                 // The same permission from a client-wide policy: no per-request extension.
-                let policy = Failover::builder(eps).permission_policy(allow_post).build()?;
+                let policy =
+                    Failover::builder(eps).permission_policy(allow_post).no_attempt_timeout().build()?;
                 variants.push(Variant::failover("failover-policy", url, policy, false)?);
             }
             let about = if allow {
@@ -97,10 +103,13 @@ pub(crate) fn build(name: &str, servers: &Servers) -> Result<Scenario, BoxError>
         "refused" => {
             let (primary, backup) = (servers.refusing()?, ok()?);
             let eps = endpoints(&[&primary, &backup]);
-            let plain = Failover::builder(eps.clone()).cooldown(Cooldown::disabled()).build()?;
+            let plain =
+                Failover::builder(eps.clone()).cooldown(Cooldown::disabled()).no_attempt_timeout().build()?;
             // One refused connection trips it; the warm-up batch does that before measuring.
-            let cooled =
-                Failover::builder(eps).cooldown(Cooldown::new(1, Duration::from_secs(3600))).build()?;
+            let cooled = Failover::builder(eps)
+                .cooldown(Cooldown::new(1, Duration::from_secs(3600)))
+                .no_attempt_timeout()
+                .build()?;
             let (p, b) = (primary.url.as_str(), backup.url.as_str());
             Ok(Scenario {
                 name: "refused",
@@ -118,8 +127,10 @@ pub(crate) fn build(name: &str, servers: &Servers) -> Result<Scenario, BoxError>
         "unavailable" => {
             let (primary, backup) = (servers.spawn(Behavior::Unavailable)?, ok()?);
             // Cooldown off: with it, the primary would be skipped after three 503s.
-            let failover =
-                Failover::builder(endpoints(&[&primary, &backup])).cooldown(Cooldown::disabled()).build()?;
+            let failover = Failover::builder(endpoints(&[&primary, &backup]))
+                .cooldown(Cooldown::disabled())
+                .no_attempt_timeout()
+                .build()?;
             let (p, b) = (primary.url.as_str(), backup.url.as_str());
             Ok(Scenario {
                 name: "unavailable",
@@ -139,6 +150,7 @@ pub(crate) fn build(name: &str, servers: &Servers) -> Result<Scenario, BoxError>
             let backup = ok()?;
             let failover = Failover::builder(endpoints(&[&first, &second, &backup]))
                 .cooldown(Cooldown::disabled())
+                .no_attempt_timeout()
                 .build()?;
             let body = Bytes::from(vec![b' '; LARGE_BODY]);
             let (p, b) = (first.url.as_str(), backup.url.as_str());
