@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use failnext::jsonrpc::JsonRpcClassifier;
 use failnext::{Cooldown, Endpoint, Failover, Permission};
 
 use crate::measure::{Summary, batch};
@@ -18,8 +19,8 @@ pub(crate) const HANG_TIMEOUT: Duration = Duration::from_millis(50);
 pub(crate) const LARGE_BODY: usize = 1 << 20;
 
 /// The names `--scenario` accepts, in run order (blocklag is handled by `blocklag.rs`).
-pub(crate) const NAMES: [&str; 6] =
-    ["healthy-post", "healthy-allow", "refused", "unavailable", "body-1mib", "hang"];
+pub(crate) const NAMES: [&str; 7] =
+    ["healthy-post", "healthy-allow", "refused", "unavailable", "body-1mib", "judge-1mib", "hang"];
 
 /// One scenario, ready to run.
 #[derive(Debug)]
@@ -163,6 +164,26 @@ pub(crate) fn build(name: &str, servers: &Servers) -> Result<Scenario, BoxError>
                     Variant::failover("failover", p, failover, allow)?.with_body(body),
                 ]),
                 servers: vec![first, second, backup],
+                sizes: Sizes { full: [100, 200], quick: [4, 32] },
+            })
+        }
+        "judge-1mib" => {
+            let (primary, backup) = (servers.spawn(Behavior::BigJson)?, ok()?);
+            let eps = endpoints(&[&primary, &backup]);
+            let status_only = Failover::builder(eps.clone()).build()?;
+            let jsonrpc = Failover::builder(eps).classifier(JsonRpcClassifier::new()).build()?;
+            let url = primary.url.as_str();
+            Ok(Scenario {
+                name: "judge-1mib",
+                about: "primary answers 200 with a 1 MiB JSON-RPC result, read whole; failover judges \
+                        by status, failover-jsonrpc reads and judges the body",
+                variants: arcs(vec![
+                    Variant::bare("bare", url)?,
+                    Variant::empty("empty", url)?,
+                    Variant::failover("failover", url, status_only, allow)?,
+                    Variant::failover("failover-jsonrpc", url, jsonrpc, allow)?,
+                ]),
+                servers: vec![primary, backup],
                 sizes: Sizes { full: [100, 200], quick: [4, 32] },
             })
         }

@@ -4,9 +4,10 @@
 //! Each server counts the TCP connections it accepts, so a scenario can show whether the
 //! client reused its connections. The server thread is not counted by the allocator.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use bytes::Bytes;
 use failnext_loopback::{Action, Handler, Later, LaterHandler, Received, Refused, Reply, ServerThread};
 
 /// What a server does with every request. The request body is always read to its end first
@@ -19,6 +20,9 @@ pub(crate) enum Behavior {
     Unavailable,
     /// Never answers.
     Hang,
+    /// HTTP 200, `application/json`, a JSON-RPC answer of [`BIG_JSON_LEN`] bytes (a `result`
+    /// of 1 MiB of hex digits), built once and shared by every reply.
+    BigJson,
     /// Echoes the request's JSON-RPC `id` with `result` = `height`, after `delay`.
     Head { delay: Duration, height: u64 },
 }
@@ -51,6 +55,25 @@ const OK_BODY: &str = r#"{"jsonrpc":"2.0","id":1,"result":"0x1316a5f"}"#;
 const UNAVAILABLE_BODY: &str =
     r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"service unavailable"}}"#;
 
+const BIG_JSON_PREFIX: &str = r#"{"jsonrpc":"2.0","id":1,"result":"0x"#;
+const BIG_JSON_SUFFIX: &str = r#""}"#;
+
+/// The length of the [`Behavior::BigJson`] answer: 1 MiB of hex digits and the JSON-RPC frame.
+pub(crate) const BIG_JSON_LEN: usize = BIG_JSON_PREFIX.len() + (1 << 20) + BIG_JSON_SUFFIX.len();
+
+/// The [`Behavior::BigJson`] answer, built on first use.
+fn big_json() -> Bytes {
+    static BODY: OnceLock<Bytes> = OnceLock::new();
+    BODY.get_or_init(|| {
+        let mut body = Vec::with_capacity(BIG_JSON_LEN);
+        body.extend_from_slice(BIG_JSON_PREFIX.as_bytes());
+        body.extend(b"0123456789abcdef".iter().cycle().take(1 << 20));
+        body.extend_from_slice(BIG_JSON_SUFFIX.as_bytes());
+        Bytes::from(body)
+    })
+    .clone()
+}
+
 // ===== impl Servers =====
 
 impl Servers {
@@ -70,6 +93,10 @@ impl Servers {
         let server = match behavior {
             Behavior::Ok => builder.serve(fixed(200, OK_BODY))?,
             Behavior::Unavailable => builder.serve(fixed(503, UNAVAILABLE_BODY))?,
+            Behavior::BigJson => {
+                let reply = Reply::new(200).json(big_json());
+                builder.serve(Arc::new(move |_: &Received| Action::Reply(reply.clone())) as Handler)?
+            }
             Behavior::Hang => builder.serve(Arc::new(|_: &Received| Action::Hang) as Handler)?,
             Behavior::Head { delay, height } => builder.serve(Arc::new(move |req: &Received| {
                 let reply = req.rpc_result(format!("0x{height:x}"));

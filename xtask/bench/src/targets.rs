@@ -3,6 +3,7 @@
 
 use crate::measure::Summary;
 use crate::scenarios::{HANG_TIMEOUT, LARGE_BODY, Outcome};
+use crate::servers::BIG_JSON_LEN;
 
 /// One target and what the run measured for it.
 #[derive(Debug)]
@@ -115,6 +116,28 @@ pub(crate) fn evaluate(outcomes: &[Outcome], blocklag: Option<&BlocklagFigures>)
                 f.bytes - 3.0 * base,
                 100.0 * (f.bytes - 3.0 * base) / LARGE_BODY as f64
             ),
+            met: None,
+        });
+    }
+    for c in [1, 32] {
+        let (Some(j), Some(f)) =
+            (find("judge-1mib", c, "failover-jsonrpc"), find("judge-1mib", c, "failover"))
+        else {
+            continue;
+        };
+        let extra = j.bytes - f.bytes;
+        let percent = 100.0 * extra / BIG_JSON_LEN as f64;
+        out.push(Verdict {
+            target: format!("judge-1mib c={c}: failover-jsonrpc bytes/req ≤ failover + 2 % of the body"),
+            measured: format!(
+                "{extra:+.0} B ({percent:+.2} % of the {BIG_JSON_LEN} B body; {:.0} vs {:.0} B)",
+                j.bytes, f.bytes
+            ),
+            met: Some(percent <= 2.0),
+        });
+        out.push(Verdict {
+            target: format!("judge-1mib c={c}: allocs/req, failover-jsonrpc vs failover"),
+            measured: format!("{:.2} vs {:.2} ({:+.2})", j.allocs, f.allocs, j.allocs - f.allocs),
             met: None,
         });
     }
