@@ -47,8 +47,10 @@ impl Subscriber for Capture {
     fn exit(&self, _: &Id) {}
 }
 
-#[tokio::test]
-async fn one_tracing_event_per_attempt_and_result_without_urls() {
+/// A client over two key-bearing endpoints: "down" refuses connections, "backup" answers 200.
+/// The refused port and the server live as long as the returned guards.
+async fn down_then_backup()
+-> (reqwest_middleware::ClientWithMiddleware, failnext_loopback::Refused, MockServer) {
     let refused = failnext_loopback::Refused::new();
     let down = format!("http://user:SECRET1@{}/v3/SECRET2?key=SECRET3", refused.addr());
     let backup = MockServer::start().await;
@@ -60,6 +62,12 @@ async fn one_tracing_event_per_attempt_and_result_without_urls() {
     .build()
     .unwrap();
     let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new()).with(failover).build();
+    (client, refused, backup)
+}
+
+#[tokio::test]
+async fn one_tracing_event_per_attempt_and_result_without_urls() {
+    let (client, _refused, _backup) = down_then_backup().await;
 
     let capture = Capture::default();
     let _guard = tracing::subscriber::set_default(capture.clone());
@@ -99,17 +107,7 @@ async fn one_tracing_event_per_attempt_and_result_without_urls() {
 
 #[tokio::test]
 async fn breaker_transitions_are_tracing_events_without_urls() {
-    let refused = failnext_loopback::Refused::new();
-    let down = format!("http://user:SECRET1@{}/v3/SECRET2?key=SECRET3", refused.addr());
-    let backup = MockServer::start().await;
-    Mock::given(any()).respond_with(ResponseTemplate::new(200)).mount(&backup).await;
-    let failover = Failover::builder([
-        Endpoint::new("down", down),
-        Endpoint::new("backup", format!("{}/rpc/SECRET4?key=SECRET5", backup.uri())),
-    ])
-    .build()
-    .unwrap();
-    let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new()).with(failover).build();
+    let (client, _refused, _backup) = down_then_backup().await;
 
     let capture = Capture::default();
     let _guard = tracing::subscriber::set_default(capture.clone());
