@@ -1,4 +1,5 @@
 //! Unit tests of the JSON-RPC classifier: one per row of the table and per body situation.
+//! Test code only: declared `#[cfg(test)] mod tests;` in `mod.rs`.
 
 use std::collections::VecDeque;
 use std::io;
