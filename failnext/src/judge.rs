@@ -76,12 +76,21 @@ pub(crate) fn retry_after(status: StatusCode, headers: &HeaderMap) -> Option<Dur
 /// `now`. A date not in the future is `None`, as is anything else.
 pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
-    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
-        // Too many digits for a u64 is still "a very long time": the cap applies.
-        return Some(value.parse().map_or(Duration::MAX, Duration::from_secs));
+    if let Some(delay) = parse_delta_seconds(value) {
+        return Some(delay);
     }
     let at = httpdate::parse_http_date(value).ok()?;
     at.duration_since(now).ok().filter(|d| !d.is_zero())
+}
+
+/// `Retry-After: <delta-seconds>` (surrounding whitespace allowed), uncapped; `None` for
+/// anything else. Too many digits for a `u64` is still "a very long time": `Duration::MAX`.
+pub(crate) fn parse_delta_seconds(value: &str) -> Option<Duration> {
+    let value = value.trim();
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(value.parse().map_or(Duration::MAX, Duration::from_secs))
 }
 
 /// The statuses that trigger failover: 502, 503, 504 and any configured additions.

@@ -8,7 +8,8 @@ use reqwest::{Response, StatusCode};
 
 use super::body::{self, Outcome};
 use super::parse::{self, Tally};
-use super::table::{Kind, MAX_HINT};
+use super::table::Kind;
+use crate::judge::{self, MAX_HINT};
 use crate::{Class, Classified, Classifier, EndpointId, Evidence, Judgement, Verdict};
 
 /// Judges JSON-RPC answers by their body: rate limits, internal errors, missing data,
@@ -123,10 +124,10 @@ fn with_retry_after(tally: Tally, headers: &HeaderMap) -> Judgement {
     judgement
 }
 
-/// `Retry-After: <delta-seconds>`, capped at 5 minutes.
+/// `Retry-After: <delta-seconds>`, capped like every hint (the judge's parser and cap).
 fn retry_after_seconds(headers: &HeaderMap) -> Option<Duration> {
-    let seconds: u64 = headers.get(RETRY_AFTER)?.to_str().ok()?.trim().parse().ok()?;
-    Some(Duration::from_secs(seconds).min(MAX_HINT))
+    let value = headers.get(RETRY_AFTER)?.to_str().ok()?;
+    judge::parse_delta_seconds(value).map(|d| d.min(MAX_HINT))
 }
 
 /// `content-type` is `application/json` or a `+json` type (parameters such as `charset`

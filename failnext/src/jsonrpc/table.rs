@@ -7,8 +7,8 @@
 
 use std::time::Duration;
 
-/// The longest time a provider's hint may keep an endpoint out of rotation.
-pub(crate) const MAX_HINT: Duration = Duration::from_secs(5 * 60);
+/// The longest time a provider's hint may keep an endpoint out of rotation: the judge's cap.
+pub(crate) use crate::judge::MAX_HINT;
 
 /// How one answer of a single or batch response was judged.
 #[derive(Clone, Copy, Debug, PartialEq)]
