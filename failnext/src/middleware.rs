@@ -62,6 +62,16 @@ enum Attempted {
     Failed(reqwest_middleware::Error),
 }
 
+impl Attempted {
+    /// A response, returned or retained as the verdict says.
+    fn response(resp: Response, verdict: Verdict) -> Attempted {
+        match verdict {
+            Verdict::Return => Attempted::Return(resp),
+            Verdict::FailOver { .. } => Attempted::Retain(resp),
+        }
+    }
+}
+
 /// What sending an attempt produced: settled already, or a response the classifier is now
 /// judging (its future, `None` when the call itself panicked, and the response's
 /// `Retry-After`). `run` awaits the classifier, so that no future holds a response across an
@@ -188,10 +198,7 @@ async fn attempt<'a>(
             };
             // Without a classifier the response stays where it is until it is handed on.
             conclude(shared, i, number, judgement, retry_after);
-            Sent::Settled(match judgement.verdict {
-                Verdict::Return => Attempted::Return(resp),
-                Verdict::FailOver { .. } => Attempted::Retain(resp),
-            })
+            Sent::Settled(Attempted::response(resp, judgement.verdict))
         }
         Err(err) => {
             let err = err.without_url();
@@ -214,10 +221,7 @@ fn classified_attempt(
     match classified {
         Classified::Response(resp, judgement) => {
             conclude(shared, i, number, judgement, retry_after);
-            match judgement.verdict {
-                Verdict::Return => Attempted::Return(resp),
-                Verdict::FailOver { .. } => Attempted::Retain(resp),
-            }
+            Attempted::response(resp, judgement.verdict)
         }
         Classified::Failed(err, judgement) => {
             // No response is left to return: the attempt fails over, whatever the verdict.
