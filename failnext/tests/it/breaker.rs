@@ -126,6 +126,15 @@ fn failover(providers: &[&Arc<Provider>], cooldown: Option<Cooldown>, log: &Log)
     b.build().unwrap()
 }
 
+/// A `Failover` over `providers` (with `cooldown`, else the default), a paused-time client
+/// through it, and the log of its events.
+fn rig(providers: &[&Arc<Provider>], cooldown: Option<Cooldown>) -> (Failover, ClientWithMiddleware, Log) {
+    let log = Log::default();
+    let failover = failover(providers, cooldown, &log);
+    let client = paused_client(failover.clone(), providers);
+    (failover, client, log)
+}
+
 fn paused_client(failover: Failover, providers: &[&Arc<Provider>]) -> ClientWithMiddleware {
     let http = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
     let switch = Switch(providers.iter().map(|p| Arc::clone(p)).collect());
@@ -161,9 +170,7 @@ fn within_jitter(d: Duration, nominal: Duration) -> bool {
 #[tokio::test(start_paused = true)]
 async fn default_cooldown_is_the_adaptive_breaker() {
     let (e1, e2) = (Provider::new("e1", true).await, Provider::new("e2", false).await);
-    let log = Log::default();
-    let failover = failover(&[&e1, &e2], None, &log);
-    let client = paused_client(failover.clone(), &[&e1, &e2]);
+    let (failover, client, log) = rig(&[&e1, &e2], None);
     for expect in [false, false, true] {
         assert_eq!(served_by(&read(&client).await), Some("e2"));
         assert_eq!(failover.is_cooling_down("e1"), expect, "opens after 3 failures in a row");
@@ -195,9 +202,7 @@ fn a_zero_max_open_is_rejected_and_max_open_leaves_other_rules_alone() {
 #[tokio::test(start_paused = true)]
 async fn a_refused_provider_gets_only_its_trials_for_60s_at_100_reads_per_second() {
     let (e1, e2) = (Provider::new("e1", true).await, Provider::new("e2", false).await);
-    let log = Log::default();
-    let failover = failover(&[&e1, &e2], None, &log);
-    let client = paused_client(failover.clone(), &[&e1, &e2]);
+    let (_, client, log) = rig(&[&e1, &e2], None);
     let start = Instant::now();
     while Instant::now() - start < Duration::from_secs(60) {
         let resp = read(&client).await;
@@ -228,9 +233,7 @@ async fn a_refused_provider_gets_only_its_trials_for_60s_at_100_reads_per_second
 #[tokio::test(start_paused = true)]
 async fn half_open_admits_exactly_one_trial_at_a_time() {
     let (e1, e2) = (Provider::new("e1", false).await, Provider::new("e2", false).await);
-    let log = Log::default();
-    let failover = failover(&[&e1, &e2], None, &log);
-    let client = paused_client(failover, &[&e1, &e2]);
+    let (_, client, log) = rig(&[&e1, &e2], None);
     trip(&client, &e1).await;
     tokio::time::advance(Duration::from_millis(300)).await;
     log.take();
@@ -256,9 +259,7 @@ async fn half_open_admits_exactly_one_trial_at_a_time() {
 #[tokio::test(start_paused = true)]
 async fn a_dropped_trial_frees_the_permit() {
     let (e1, e2) = (Provider::new("e1", false).await, Provider::new("e2", false).await);
-    let log = Log::default();
-    let failover = failover(&[&e1, &e2], None, &log);
-    let client = paused_client(failover, &[&e1, &e2]);
+    let (_, client, log) = rig(&[&e1, &e2], None);
     trip(&client, &e1).await;
     tokio::time::advance(Duration::from_millis(300)).await;
     e1.hold_next();
@@ -278,9 +279,7 @@ async fn a_dropped_trial_frees_the_permit() {
 #[tokio::test(start_paused = true)]
 async fn open_time_grows_with_failed_trials_up_to_the_cap() {
     let (e1, e2) = (Provider::new("e1", true).await, Provider::new("e2", false).await);
-    let log = Log::default();
-    let failover = failover(&[&e1, &e2], None, &log);
-    let client = paused_client(failover.clone(), &[&e1, &e2]);
+    let (failover, client, log) = rig(&[&e1, &e2], None);
     let mut opens = Vec::new();
     while opens.len() < 12 {
         assert_eq!(served_by(&read(&client).await), Some("e2"));
@@ -320,9 +319,7 @@ fn parse(debug: &str) -> Duration {
 #[tokio::test(start_paused = true)]
 async fn last_resort_sends_to_the_soonest_to_recover() {
     let (e1, e2) = (Provider::new("e1", false).await, Provider::new("e2", false).await);
-    let log = Log::default();
-    let failover = failover(&[&e1, &e2], None, &log);
-    let client = paused_client(failover.clone(), &[&e1, &e2]);
+    let (failover, client, log) = rig(&[&e1, &e2], None);
     // e2 opens first (250 ms ± 20 %: ends by 300 ms), e1 150 ms later (ends at 350 ms or later).
     trip(&client, &e2).await;
     tokio::time::advance(Duration::from_millis(150)).await;
@@ -339,9 +336,7 @@ async fn last_resort_sends_to_the_soonest_to_recover() {
 #[tokio::test(start_paused = true)]
 async fn no_usable_endpoint_only_when_every_open_candidates_trial_is_taken() {
     let only_one = Provider::new("only", true).await;
-    let log = Log::default();
-    let failover = failover(&[&only_one], None, &log);
-    let client = paused_client(failover.clone(), &[&only_one]);
+    let (failover, client, _) = rig(&[&only_one], None);
     trip(&client, &only_one).await;
     assert!(failover.is_cooling_down("only"));
     // Open, its permit free: every request is sent, as the trial (the last resort).
@@ -374,9 +369,7 @@ async fn read_err(client: &ClientWithMiddleware) -> reqwest_middleware::Error {
 async fn a_denied_write_never_reaches_a_second_provider_whatever_the_breaker() {
     let (e1, e2, e3) =
         (Provider::new("e1", true).await, Provider::new("e2", true).await, Provider::new("e3", true).await);
-    let log = Log::default();
-    let failover = failover(&[&e1, &e2, &e3], None, &log);
-    let client = paused_client(failover, &[&e1, &e2, &e3]);
+    let (_, client, log) = rig(&[&e1, &e2, &e3], None);
     let write = || client.post("http://127.0.0.1:9/").body(r#"{"method":"eth_sendRawTransaction"}"#);
     let total = || e1.attempts() + e2.attempts() + e3.attempts();
     // Closed, open, half-open, last resort, probation: each write reaches exactly one provider,
@@ -403,9 +396,7 @@ async fn a_denied_write_never_reaches_a_second_provider_whatever_the_breaker() {
 #[tokio::test(start_paused = true)]
 async fn reference_rule_has_no_last_resort() {
     let (e1, e2) = (Provider::new("e1", true).await, Provider::new("e2", true).await);
-    let log = Log::default();
-    let failover = failover(&[&e1, &e2], Some(Cooldown::new(1, HOUR)), &log);
-    let client = paused_client(failover.clone(), &[&e1, &e2]);
+    let (failover, client, log) = rig(&[&e1, &e2], Some(Cooldown::new(1, HOUR)));
     read_err(&client).await;
     assert!(failover.is_cooling_down("e1") && failover.is_cooling_down("e2"));
     let err = read_err(&client).await;
@@ -417,9 +408,7 @@ async fn reference_rule_has_no_last_resort() {
 #[tokio::test(start_paused = true)]
 async fn breaker_transitions_are_events_of_the_request_that_causes_them() {
     let (e1, e2) = (Provider::new("e1", true).await, Provider::new("e2", false).await);
-    let log = Log::default();
-    let failover = failover(&[&e1, &e2], None, &log);
-    let client = paused_client(failover, &[&e1, &e2]);
+    let (_, client, log) = rig(&[&e1, &e2], None);
     read(&client).await;
     read(&client).await;
     log.take();
