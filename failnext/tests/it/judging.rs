@@ -55,13 +55,15 @@ fn failover_error(err: &reqwest_middleware::Error) -> &failnext::Error {
     e
 }
 
+/// A `Failover` over "e1" then "e2", judged by `classifier`.
+fn pair(e1: String, e2: String, classifier: impl Classifier) -> failnext::Failover {
+    builder([("e1", e1), ("e2", e2)]).classifier(classifier).build().unwrap()
+}
+
 #[tokio::test]
 async fn flagged_200_fails_over_to_the_next_endpoint() {
     let (limiting, healthy) = (Server::replying(200, LIMITED).await, Server::replying(200, RESULT).await);
-    let failover = builder([("e1", limiting.url("/rpc")), ("e2", healthy.url("/rpc"))])
-        .classifier(FlagBody("-32005"))
-        .build()
-        .unwrap();
+    let failover = pair(limiting.url("/rpc"), healthy.url("/rpc"), FlagBody("-32005"));
     let resp = bounded(client(failover).post("http://127.0.0.1:9/").body(READ).allow_failover().send())
         .await
         .unwrap();
@@ -95,10 +97,7 @@ async fn flagged_response_is_retained_and_returned_when_the_next_errors() {
 #[tokio::test]
 async fn newer_flagged_response_replaces_the_older_one() {
     let (first, second) = (Server::replying(200, LIMITED).await, Server::replying(200, LIMITED).await);
-    let failover = builder([("e1", first.url("/rpc")), ("e2", second.url("/rpc"))])
-        .classifier(FlagBody("-32005"))
-        .build()
-        .unwrap();
+    let failover = pair(first.url("/rpc"), second.url("/rpc"), FlagBody("-32005"));
     let resp = bounded(client(failover).post("http://127.0.0.1:9/").body(READ).allow_failover().send())
         .await
         .unwrap();
@@ -108,10 +107,7 @@ async fn newer_flagged_response_replaces_the_older_one() {
 #[tokio::test]
 async fn classifier_failed_fails_over_and_is_listed_in_attempts() {
     let (broken, healthy) = (Server::replying(200, LIMITED).await, Server::replying(200, RESULT).await);
-    let failover = builder([("e1", broken.url("/rpc")), ("e2", healthy.url("/rpc"))])
-        .classifier(FailOn("e1"))
-        .build()
-        .unwrap();
+    let failover = pair(broken.url("/rpc"), healthy.url("/rpc"), FailOn("e1"));
     let c = client(failover);
     let resp = bounded(c.get("http://127.0.0.1:9/").send()).await.unwrap();
     assert_eq!(received(resp).await, answer("e2"));
@@ -124,10 +120,7 @@ async fn classifier_failed_fails_over_and_is_listed_in_attempts() {
     assert_eq!(e.attempts()[0].endpoint().as_str(), "e1");
     assert!(e.attempts()[0].to_string().contains(FAILED), "{}", e.attempts()[0]);
 
-    let failover = builder([("e1", broken.url("/rpc")), ("e2", refused_url("/rpc"))])
-        .classifier(FailOn("e1"))
-        .build()
-        .unwrap();
+    let failover = pair(broken.url("/rpc"), refused_url("/rpc"), FailOn("e1"));
     let err = bounded(client(failover).get("http://127.0.0.1:9/").send()).await.unwrap_err();
     let ids: Vec<&str> = failover_error(&err).attempts().iter().map(|a| a.endpoint().as_str()).collect();
     assert_eq!(ids, ["e1", "e2"]);
@@ -140,10 +133,7 @@ async fn classifier_read_error_fails_over_without_the_url() {
         Server::always(Action::Reply(Reply::new(200).length(100).send("0123456789").end(End::Close))).await;
     let healthy = Server::replying(200, RESULT).await;
     let secret_url = truncated.url("/v3/SECRET-KEY?key=SECRET-QUERY");
-    let failover = builder([("e1", secret_url), ("e2", healthy.url("/rpc"))])
-        .classifier(FlagBody("-32005"))
-        .build()
-        .unwrap();
+    let failover = pair(secret_url, healthy.url("/rpc"), FlagBody("-32005"));
     let c = client(failover);
     let resp = bounded(c.get("http://127.0.0.1:9/").send()).await.unwrap();
     assert_eq!(received(resp).await, answer("e2"));
@@ -161,10 +151,7 @@ async fn classifier_read_error_fails_over_without_the_url() {
 async fn panicking_classifier_loses_no_request() {
     let (panicking, healthy) = (Server::replying(200, RESULT).await, Server::replying(200, RESULT).await);
     for classifier in [Panics::WhenPolled, Panics::WhenCalled] {
-        let failover = builder([("e1", panicking.url("/rpc")), ("e2", healthy.url("/rpc"))])
-            .classifier(PanicOn("e1", classifier))
-            .build()
-            .unwrap();
+        let failover = pair(panicking.url("/rpc"), healthy.url("/rpc"), PanicOn("e1", classifier));
         let resp = bounded(client(failover).get("http://127.0.0.1:9/").send()).await.unwrap();
         assert_eq!(received(resp).await, answer("e2"), "{classifier:?}");
     }
@@ -202,10 +189,7 @@ async fn panicking_classifier_with_one_endpoint_is_a_failover_error_naming_the_p
 #[tokio::test]
 async fn denied_request_with_a_flagged_response_reaches_one_provider_and_gets_that_response() {
     let (limiting, healthy) = (Server::replying(200, LIMITED).await, Server::replying(200, RESULT).await);
-    let failover = builder([("e1", limiting.url("/rpc")), ("e2", healthy.url("/rpc"))])
-        .classifier(FlagBody("-32005"))
-        .build()
-        .unwrap();
+    let failover = pair(limiting.url("/rpc"), healthy.url("/rpc"), FlagBody("-32005"));
     let c = client(failover);
     let write = r#"{"jsonrpc":"2.0","id":2,"method":"eth_sendRawTransaction","params":["0x00"]}"#;
     // Denied by the method rule (a POST), then explicitly.
@@ -216,10 +200,7 @@ async fn denied_request_with_a_flagged_response_reaches_one_provider_and_gets_th
     assert_eq!((limiting.requests(), healthy.requests()), (2, 0));
 
     // A failed classification of a write is an error naming its one attempt; nothing else sent.
-    let failover = builder([("e1", limiting.url("/rpc")), ("e2", healthy.url("/rpc"))])
-        .classifier(FailOn("e1"))
-        .build()
-        .unwrap();
+    let failover = pair(limiting.url("/rpc"), healthy.url("/rpc"), FailOn("e1"));
     let err = bounded(client(failover).post("http://127.0.0.1:9/").body(write).send()).await.unwrap_err();
     assert_eq!(failover_error(&err).attempts().len(), 1);
     assert_eq!((limiting.requests(), healthy.requests()), (3, 0));
