@@ -27,7 +27,9 @@ use std::time::Duration;
 /// trial gives the endpoint its full traffic back at once; the growth is forgotten only after
 /// 3 successes in a row (the trial included), and until then a single failure opens it again,
 /// for longer. When every endpoint left to a request is open, the request is sent, as a trial,
-/// to the one whose open time ends soonest (the last resort). See the crate documentation,
+/// to the one whose open time ends soonest, or waits for a trial another request holds (the
+/// last resort); an endpoint the eligibility hook turns eligible again gets its trial at
+/// once. See the crate documentation,
 /// section [The breaker](crate#the-breaker), for a timeline.
 ///
 /// # The reference rule ([`Cooldown::new`])

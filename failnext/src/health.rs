@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::classify::Evidence;
@@ -53,6 +54,13 @@ pub(crate) struct Permit<'a> {
     epoch: u64,
 }
 
+impl Permit<'_> {
+    /// Which trial this is, for [`Health::record`].
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch
+    }
+}
+
 impl Drop for Permit<'_> {
     fn drop(&mut self) {
         self.health.release(self.epoch);
@@ -72,6 +80,10 @@ pub(crate) struct Health {
     state: Mutex<State>,
     /// False only when the state is clean: closed, no failures, nothing to forget.
     dirty: AtomicBool,
+    /// Wakes the requests waiting for the trial in flight to end ([`Health::trial_ended`]).
+    ended: Notify,
+    /// The eligibility hook's latest answer for this endpoint (true until it says otherwise).
+    eligible: AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -96,7 +108,13 @@ struct State {
 impl Health {
     /// A clean state under `cooldown` (validated: threshold and duration non-zero).
     pub(crate) fn new(cooldown: Cooldown) -> Health {
-        Health { rule: cooldown.rule(), state: Mutex::default(), dirty: AtomicBool::new(false) }
+        Health {
+            rule: cooldown.rule(),
+            state: Mutex::default(),
+            dirty: AtomicBool::new(false),
+            ended: Notify::new(),
+            eligible: AtomicBool::new(true),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -135,6 +153,27 @@ impl Health {
             }
             Rule::Adaptive(_) => self.lock().until.filter(|&until| now < until),
         }
+    }
+
+    /// Learns the eligibility hook's answer for this endpoint at a request's start. When it
+    /// turns from ineligible to eligible (a monitor saw the provider fit again), an open
+    /// breaker's open time ends now: the next request takes its trial, instead of waiting out
+    /// an open time that may have grown to the cap while the provider was down. Adaptive rule
+    /// only; one atomic load when the answer did not change.
+    pub(crate) fn saw_eligibility(&self, eligible: bool) {
+        if self.eligible.load(Ordering::Relaxed) == eligible {
+            return;
+        }
+        self.eligible.store(eligible, Ordering::Relaxed);
+        if !eligible || self.is_clean() || !matches!(self.rule, Rule::Adaptive(_)) {
+            return;
+        }
+        let now = Instant::now();
+        let mut state = self.lock();
+        if state.until.is_some_and(|until| now < until) && state.trial.is_none() {
+            state.until = Some(now);
+        }
+        self.publish(&state);
     }
 
     /// Whether a candidate whose turn has come may be sent to now, and as what; or why not.
@@ -205,16 +244,40 @@ impl Health {
         if state.trial == Some(epoch) {
             state.trial = None;
             self.publish(&state);
+            drop(state);
+            self.ended.notify_waiters();
         }
     }
 
+    /// Resolves when the trial in flight ends (its outcome is recorded, or its permit is
+    /// dropped), at once when none is in flight. The caller bounds the wait.
+    pub(crate) async fn trial_ended(&self) {
+        let ended = self.ended.notified();
+        let mut ended = std::pin::pin!(ended);
+        // Registered before the state is read, so an end between the two is not missed.
+        ended.as_mut().enable();
+        if self.lock().trial.is_none() {
+            return;
+        }
+        ended.await;
+    }
+
     /// Learns from an attempt that completed just now: `evidence`, and `hint`, how long the
-    /// endpoint should take no traffic when the outcome said so (the judge caps it).
+    /// endpoint should take no traffic when the outcome said so (the judge caps it). `trial` is
+    /// the epoch of the trial permit the attempt held, if it was its breaker's trial: while the
+    /// breaker is open or half-open, only the trial's own outcome moves it (an attempt admitted
+    /// before it opened, finishing late, is older news), except that a hint can lengthen the
+    /// open time.
     ///
     /// Returns the breaker's new state when this outcome changed it, for the request to emit.
     /// `Neutral` changes nothing; the reference rule ignores the hint and reports no state.
     #[must_use = "a transition is emitted as Event::Breaker by the request that caused it"]
-    pub(crate) fn record(&self, evidence: Evidence, hint: Option<Duration>) -> Option<BreakerState> {
+    pub(crate) fn record(
+        &self,
+        evidence: Evidence,
+        hint: Option<Duration>,
+        trial: Option<u64>,
+    ) -> Option<BreakerState> {
         match self.rule {
             Rule::Disabled => None,
             Rule::Reference { threshold, duration } => {
@@ -233,8 +296,14 @@ impl Health {
                 }
                 let seed = std::ptr::from_ref(self) as usize as u64;
                 let mut state = self.lock();
-                let change = state.learn(rule, evidence, hint, Instant::now(), seed);
+                let in_flight = state.trial.is_some();
+                let change = state.learn(rule, Outcome { evidence, hint, trial }, Instant::now(), seed);
                 self.publish(&state);
+                let ended = in_flight && state.trial.is_none();
+                drop(state);
+                if ended {
+                    self.ended.notify_waiters();
+                }
                 change
             }
         }
@@ -272,6 +341,15 @@ impl Health {
     }
 }
 
+/// One attempt's outcome, as [`Health::record`] takes it.
+#[derive(Clone, Copy, Debug)]
+struct Outcome {
+    evidence: Evidence,
+    hint: Option<Duration>,
+    /// The epoch of the trial permit the attempt held, if any.
+    trial: Option<u64>,
+}
+
 impl State {
     /// Reference rule: whether still cooling at `now`; clears the cooldown and its streak
     /// otherwise.
@@ -292,31 +370,32 @@ impl State {
 
     /// The adaptive rule's step for one outcome (not `Neutral`) at `now`.
     ///
-    /// - Open, no trial in flight: the attempt was admitted before the breaker opened; only a
-    ///   hint counts, and it can only lengthen the open time.
+    /// - Open or half-open, and not the trial's outcome (an attempt admitted before the breaker
+    ///   opened, or a trial a hint has since superseded): only a hint counts, and it can only
+    ///   lengthen the open time (it ends the trial in flight: the provider asked for a pause).
     /// - Otherwise a hint opens the breaker for exactly that long (the growth is unchanged).
     /// - Closed: failures in a row open it after 3 (after 1 while on probation, as a failed
     ///   trial); a success resets the streak and counts towards forgetting the growth.
-    /// - Half-open (a trial in flight, or the open time over): this is the trial's outcome; a
-    ///   success closes the breaker on probation, a failure opens it again, for longer.
-    fn learn(
-        &mut self,
-        rule: Adaptive,
-        evidence: Evidence,
-        hint: Option<Duration>,
-        now: Instant,
-        seed: u64,
-    ) -> Option<BreakerState> {
-        let closed = self.until.is_none();
-        if self.until.is_some_and(|until| now < until) && self.trial.is_none() {
-            if let (Some(hint), Some(until)) = (hint, self.until) {
-                self.until = Some(until.max(deadline(now, hint)));
+    /// - The trial's outcome: a success closes the breaker on probation, a failure opens it
+    ///   again, for longer.
+    fn learn(&mut self, rule: Adaptive, outcome: Outcome, now: Instant, seed: u64) -> Option<BreakerState> {
+        let Outcome { evidence, hint, trial } = outcome;
+        let is_trial = trial.is_some() && self.trial == trial;
+        if let Some(until) = self.until.filter(|_| !is_trial) {
+            let hint = hint?;
+            let later = deadline(now, hint);
+            if later <= until {
+                return None;
             }
-            return None;
+            self.until = Some(later);
+            self.trial = None;
+            // Half-open (its open time over) → open: a transition. Open → open longer: not one.
+            return (until <= now).then_some(BreakerState::Open { duration: hint });
         }
         if let Some(hint) = hint {
             return Some(self.open_for(now, hint));
         }
+        let closed = self.until.is_none();
         match (evidence, closed) {
             (Evidence::Failure, true) => {
                 self.failures = self.failures.saturating_add(1);
@@ -412,9 +491,9 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn trips_at_threshold_and_expires_exactly_at_deadline() {
         let h = health(2);
-        h.record(Evidence::Failure, None);
+        h.record(Evidence::Failure, None, None);
         assert!(!is_cooling(&h));
-        h.record(Evidence::Failure, None);
+        h.record(Evidence::Failure, None, None);
         assert_eq!(h.cooling_until(), Some(Instant::now() + MIN));
         tokio::time::advance(MIN - Duration::from_millis(1)).await;
         assert!(is_cooling(&h));
@@ -425,13 +504,13 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn success_resets_streak_but_not_active_cooldown() {
         let h = health(2);
-        h.record(Evidence::Failure, None);
-        h.record(Evidence::Success, None);
-        h.record(Evidence::Failure, None);
+        h.record(Evidence::Failure, None, None);
+        h.record(Evidence::Success, None, None);
+        h.record(Evidence::Failure, None, None);
         assert!(!is_cooling(&h));
-        h.record(Evidence::Failure, None);
+        h.record(Evidence::Failure, None, None);
         assert!(is_cooling(&h));
-        h.record(Evidence::Success, None);
+        h.record(Evidence::Success, None, None);
         assert!(is_cooling(&h));
     }
 
@@ -439,14 +518,14 @@ mod tests {
     async fn failures_while_cooling_do_not_extend_and_are_discarded_at_expiry() {
         let h = health(3);
         for _ in 0..3 {
-            h.record(Evidence::Failure, None);
+            h.record(Evidence::Failure, None, None);
         }
         tokio::time::advance(Duration::from_secs(30)).await;
-        h.record(Evidence::Failure, None);
-        h.record(Evidence::Failure, None);
+        h.record(Evidence::Failure, None, None);
+        h.record(Evidence::Failure, None, None);
         tokio::time::advance(Duration::from_secs(30)).await;
         assert!(!is_cooling(&h), "not extended by failures while cooling");
-        h.record(Evidence::Failure, None);
+        h.record(Evidence::Failure, None, None);
         assert!(!is_cooling(&h), "fresh streak after expiry: the two failures while cooling are gone");
     }
 
@@ -454,7 +533,7 @@ mod tests {
     async fn disabled_records_nothing() {
         let h = Health::new(Cooldown::disabled());
         for _ in 0..10 {
-            h.record(Evidence::Failure, Some(MIN));
+            h.record(Evidence::Failure, Some(MIN), None);
         }
         assert!(!is_cooling(&h));
         assert!(!h.dirty.load(Ordering::Acquire));
@@ -463,10 +542,10 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn reference_rule_ignores_hints_and_neutral_evidence_and_reports_no_state() {
         let h = health(2);
-        assert_eq!(h.record(Evidence::Failure, Some(MIN)), None);
+        assert_eq!(h.record(Evidence::Failure, Some(MIN), None), None);
         assert!(!is_cooling(&h), "a hint does not trip the reference rule");
-        h.record(Evidence::Neutral, None);
-        assert_eq!(h.record(Evidence::Failure, Some(Duration::from_secs(1))), None);
+        h.record(Evidence::Neutral, None, None);
+        assert_eq!(h.record(Evidence::Failure, Some(Duration::from_secs(1)), None), None);
         assert_eq!(
             h.cooling_until(),
             Some(Instant::now() + MIN),
@@ -503,12 +582,12 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn three_failures_open_for_about_250_ms_and_a_healthy_breaker_stays_clean() {
         let h = breaker();
-        h.record(Evidence::Success, None);
+        h.record(Evidence::Success, None, None);
         assert!(!h.dirty.load(Ordering::Acquire), "success on a clean breaker takes no lock");
-        assert_eq!(h.record(Evidence::Failure, None), None);
-        assert_eq!(h.record(Evidence::Failure, None), None);
+        assert_eq!(h.record(Evidence::Failure, None, None), None);
+        assert_eq!(h.record(Evidence::Failure, None, None), None);
         assert!(matches!(h.admit(), Ok(Admit::Closed)));
-        let open = open_for(h.record(Evidence::Failure, None));
+        let open = open_for(h.record(Evidence::Failure, None, None));
         assert!(within(open, Duration::from_millis(250)), "{open:?}");
         assert!(matches!(h.admit(), Err(Skip::Open { .. })));
         assert!(is_cooling(&h));
@@ -518,10 +597,13 @@ mod tests {
     async fn a_hint_opens_at_once_for_exactly_that_long() {
         let h = breaker();
         let hint = Duration::from_secs(5);
-        assert_eq!(h.record(Evidence::Failure, Some(hint)), Some(BreakerState::Open { duration: hint }));
+        assert_eq!(
+            h.record(Evidence::Failure, Some(hint), None),
+            Some(BreakerState::Open { duration: hint })
+        );
         assert_eq!(h.cooling_until(), Some(Instant::now() + hint));
-        h.record(Evidence::Failure, None);
-        h.record(Evidence::Success, None);
+        h.record(Evidence::Failure, None, None);
+        h.record(Evidence::Success, None, None);
         assert_eq!(h.cooling_until(), Some(Instant::now() + hint), "late outcomes change nothing");
         tokio::time::advance(hint).await;
         assert!(!is_cooling(&h));
@@ -531,18 +613,21 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn neutral_changes_nothing() {
         let h = breaker();
-        h.record(Evidence::Failure, None);
-        h.record(Evidence::Failure, None);
+        h.record(Evidence::Failure, None, None);
+        h.record(Evidence::Failure, None, None);
         for _ in 0..5 {
-            assert_eq!(h.record(Evidence::Neutral, Some(MIN)), None);
+            assert_eq!(h.record(Evidence::Neutral, Some(MIN), None), None);
         }
-        assert!(h.record(Evidence::Failure, None).is_some(), "the streak survived the neutral outcomes");
+        assert!(
+            h.record(Evidence::Failure, None, None).is_some(),
+            "the streak survived the neutral outcomes"
+        );
     }
 
     #[tokio::test(start_paused = true)]
     async fn one_trial_at_a_time_and_a_dropped_permit_frees_it() {
         let h = breaker();
-        let open = open_for(h.record(Evidence::Failure, Some(Duration::from_secs(1))));
+        let open = open_for(h.record(Evidence::Failure, Some(Duration::from_secs(1)), None));
         tokio::time::advance(open).await;
         let permit = trial(&h);
         assert!(matches!(h.admit(), Err(Skip::HalfOpenBusy)));
@@ -554,12 +639,12 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn failed_trials_grow_the_open_time_to_the_cap_and_a_good_trial_closes() {
         let h = breaker();
-        let mut open = open_for(h.record(Evidence::Failure, Some(MS)));
+        let mut open = open_for(h.record(Evidence::Failure, Some(MS), None));
         let mut seen = Vec::new();
         for _ in 0..12 {
             tokio::time::advance(open).await;
             let permit = trial(&h);
-            open = open_for(h.record(Evidence::Failure, None));
+            open = open_for(h.record(Evidence::Failure, None, Some(permit.epoch())));
             drop(permit);
             seen.push(open);
         }
@@ -570,7 +655,7 @@ mod tests {
         }
         tokio::time::advance(open).await;
         let permit = trial(&h);
-        assert_eq!(h.record(Evidence::Success, None), Some(BreakerState::Closed));
+        assert_eq!(h.record(Evidence::Success, None, Some(permit.epoch())), Some(BreakerState::Closed));
         drop(permit);
         assert!(matches!(h.admit(), Ok(Admit::Closed)));
     }
@@ -579,46 +664,109 @@ mod tests {
     async fn after_a_good_trial_one_failure_reopens_until_three_successes_in_a_row() {
         let h = breaker();
         for _ in 0..3 {
-            h.record(Evidence::Failure, None);
+            h.record(Evidence::Failure, None, None);
         }
         let first = h.cooling_until().unwrap();
         tokio::time::advance(first - Instant::now()).await;
         let permit = trial(&h);
-        assert_eq!(h.record(Evidence::Success, None), Some(BreakerState::Closed));
+        assert_eq!(h.record(Evidence::Success, None, Some(permit.epoch())), Some(BreakerState::Closed));
         drop(permit);
-        let open = open_for(h.record(Evidence::Failure, None));
+        let open = open_for(h.record(Evidence::Failure, None, None));
         assert!(within(open, Duration::from_millis(500)), "a relapse is a failed trial: {open:?}");
         tokio::time::advance(open).await;
         let permit = trial(&h);
-        h.record(Evidence::Success, None);
+        h.record(Evidence::Success, None, Some(permit.epoch()));
         drop(permit);
-        h.record(Evidence::Success, None);
-        h.record(Evidence::Success, None);
+        h.record(Evidence::Success, None, None);
+        h.record(Evidence::Success, None, None);
         assert!(!h.dirty.load(Ordering::Acquire), "three successes in a row forget everything");
-        assert_eq!(h.record(Evidence::Failure, None), None, "back to three failures");
+        assert_eq!(h.record(Evidence::Failure, None, None), None, "back to three failures");
     }
 
     #[tokio::test(start_paused = true)]
     async fn max_open_caps_the_open_time_but_not_a_hint() {
         let h = Health::new(Cooldown::adaptive().max_open(Duration::from_millis(100)));
         for _ in 0..2 {
-            h.record(Evidence::Failure, None);
+            h.record(Evidence::Failure, None, None);
         }
-        assert!(open_for(h.record(Evidence::Failure, None)) <= Duration::from_millis(100));
+        assert!(open_for(h.record(Evidence::Failure, None, None)) <= Duration::from_millis(100));
         tokio::time::advance(Duration::from_millis(100)).await;
-        let _permit = trial(&h);
-        assert_eq!(open_for(h.record(Evidence::Failure, Some(MIN))), MIN);
+        let permit = trial(&h);
+        assert_eq!(open_for(h.record(Evidence::Failure, Some(MIN), Some(permit.epoch()))), MIN);
     }
 
     #[tokio::test(start_paused = true)]
     async fn the_last_resort_takes_the_trial_of_an_open_breaker_early() {
         let h = breaker();
-        h.record(Evidence::Failure, Some(MIN));
+        h.record(Evidence::Failure, Some(MIN), None);
         assert!(h.open_until().is_some());
         let Some(Admit::Trial(permit)) = h.force_trial() else { panic!("no forced trial") };
         assert!(matches!(h.admit(), Err(Skip::Open { .. })), "others still skip it");
-        assert_eq!(h.record(Evidence::Success, None), Some(BreakerState::Closed), "the trial's outcome");
+        assert_eq!(
+            h.record(Evidence::Success, None, Some(permit.epoch())),
+            Some(BreakerState::Closed),
+            "the trial's outcome"
+        );
         drop(permit);
         assert!(matches!(h.admit(), Ok(Admit::Closed)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn while_open_or_half_open_only_the_trials_own_outcome_moves_the_breaker() {
+        let h = breaker();
+        let open = open_for(h.record(Evidence::Failure, Some(Duration::from_secs(1)), None));
+        // Attempts admitted before it opened finish late: older news, ignored.
+        assert_eq!(h.record(Evidence::Failure, None, None), None);
+        assert_eq!(h.record(Evidence::Success, None, None), None);
+        tokio::time::advance(open).await;
+        assert_eq!(h.record(Evidence::Failure, None, None), None, "half-open, no trial yet: still ignored");
+        let permit = trial(&h);
+        assert_eq!(h.record(Evidence::Failure, None, None), None, "a late failure does not end the trial");
+        assert_eq!(h.record(Evidence::Failure, None, Some(permit.epoch() + 1)), None, "nor another epoch's");
+        assert!(matches!(h.admit(), Err(Skip::HalfOpenBusy)), "the trial is still the one in flight");
+        assert_eq!(h.record(Evidence::Success, None, Some(permit.epoch())), Some(BreakerState::Closed));
+        drop(permit);
+        assert!(matches!(h.admit(), Ok(Admit::Closed)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_late_hint_lengthens_the_open_time_and_supersedes_the_trial() {
+        let h = breaker();
+        let open = open_for(h.record(Evidence::Failure, Some(Duration::from_secs(1)), None));
+        tokio::time::advance(open).await;
+        let permit = trial(&h);
+        let five = Duration::from_secs(5);
+        assert_eq!(
+            h.record(Evidence::Failure, Some(five), None),
+            Some(BreakerState::Open { duration: five })
+        );
+        assert_eq!(h.cooling_until(), Some(Instant::now() + five));
+        assert_eq!(
+            h.record(Evidence::Success, None, Some(permit.epoch())),
+            None,
+            "the superseded trial's success"
+        );
+        assert_eq!(h.cooling_until(), Some(Instant::now() + five), "the provider's pause holds");
+        assert_eq!(h.record(Evidence::Failure, Some(MS), None), None, "a shorter hint does not shorten it");
+        drop(permit);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn turning_eligible_again_ends_the_open_time_but_not_a_reference_cooldown() {
+        let h = breaker();
+        h.saw_eligibility(true);
+        h.record(Evidence::Failure, Some(MIN), None);
+        h.saw_eligibility(true);
+        assert!(matches!(h.admit(), Err(Skip::Open { .. })), "no change of answer: nothing happens");
+        h.saw_eligibility(false);
+        assert!(matches!(h.admit(), Err(Skip::Open { .. })));
+        h.saw_eligibility(true);
+        let permit = trial(&h);
+        assert_eq!(h.record(Evidence::Success, None, Some(permit.epoch())), Some(BreakerState::Closed));
+        let reference = health(1);
+        reference.record(Evidence::Failure, None, None);
+        reference.saw_eligibility(false);
+        reference.saw_eligibility(true);
+        assert!(is_cooling(&reference), "the reference rule is exactly 0.1's");
     }
 }

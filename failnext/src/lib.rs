@@ -246,25 +246,43 @@
 //!
 //! A hint opens the breaker at once, for exactly that long: a `Retry-After` on a 429 or 503,
 //! or a [classifier](crate::Classifier)'s [`cool_for`](Verdict::FailOver), capped by the
-//! judge. While the breaker is open, outcomes of attempts admitted before it opened change
-//! nothing (a hint can only lengthen the open time); while a trial is in flight, the next
-//! outcome recorded for the endpoint is the trial's. If the trial's request is dropped before
-//! its outcome, its permit is freed and the next request is the trial. Each transition is an
-//! [`Event::Breaker`] of the request that caused it (and a `tracing` event with the feature).
+//! judge. While the breaker is open or half-open, only its trial's own outcome moves it:
+//! attempts admitted before it opened, finishing late (a hang that times out long after the
+//! breaker tripped), change nothing, except that a hint can lengthen the open time (which
+//! supersedes a trial in flight: the provider asked for a pause). If the trial's request is
+//! dropped before its outcome, its permit is freed and the next request is the trial. Each
+//! transition is an [`Event::Breaker`] of the request that caused it (and a `tracing` event
+//! with the feature).
 //!
-//! **Last resort.** A request that finds an endpoint open passes over it but remembers it.
-//! When the request has no candidate left in its order, it is sent, as that endpoint's trial,
-//! to the remembered endpoint whose open time ends soonest (ties in configured order), even
-//! before that time is over; so a request does not fail with
+//! **Paired with a monitor.** The breaker learns the [eligibility hook](FailoverBuilder::eligible)'s
+//! answers: when an endpoint turns from ineligible to eligible (a monitor such as
+//! `failnext-blocklag` saw it fit again), its open time ends at once and the next request is
+//! its trial, however long failed trials had made it. So with a monitor as eligibility a
+//! provider that was down takes traffic again within a check interval and one trial of coming
+//! back, and while the monitor rules it out it gets no attempt at all.
+//!
+//! **Last resort.** A request that finds an endpoint open (or half-open with its trial taken)
+//! passes over it but remembers it. When the request has no candidate left in its order, it
+//! is sent, as that endpoint's trial, to the remembered endpoint whose open time ends soonest
+//! (ties in configured order), even before that time is over; so a request does not fail with
 //! [`is_no_usable_endpoint`](Error::is_no_usable_endpoint) because every provider is open,
-//! and a request whose candidates all failed gets one more, the soonest to recover. Each
-//! endpoint is still attempted at most once per request, and the last resort only chooses
+//! and a request whose candidates all failed gets one more, the soonest to recover. When
+//! every remembered endpoint's trial is held by another request, the request **waits for the
+//! soonest one's trial to end** (at most the [attempt timeout](FailoverBuilder::attempt_timeout),
+//! which bounds that trial too) and asks again: if the trial closed the breaker it is sent
+//! there, if the trial failed it may take the next trial itself. A request waits at most twice
+//! per endpoint (the first trial may have begun before it, so its failure is older news; the
+//! second began while it waited), so a dead provider still has one trial in flight at a time.
+//! Each endpoint is still attempted at most once per request, and the last resort only chooses
 //! where the next *permitted* attempt goes: a request that may not fail over, or whose body is
 //! a stream, never reaches a second provider because of it.
 //!
 //! **When `NoUsableEndpoint` still happens:** nothing was sent, because every endpoint was
-//! excluded or ineligible, or every candidate left was half-open or open with its one trial
-//! permit held by another request in flight.
+//! excluded or ineligible (or, under the reference rule, cooling), or every candidate left had
+//! its trial held by other requests through both of this request's waits, or through one wait
+//! that outlasted the attempt timeout; with [`no_attempt_timeout`](FailoverBuilder::no_attempt_timeout)
+//! nothing bounds a trial, so a request does not wait and a held trial means no usable
+//! endpoint at once.
 //!
 //! **The reference behaviour** of failnext 0.1 (a fixed cooldown, no half-open state, no hint,
 //! no last resort: when every candidate is cooling, the request fails with no usable endpoint)

@@ -72,6 +72,15 @@ impl Attempted {
     }
 }
 
+/// One attempt: to endpoint `i`, the request's attempt `number`, holding the trial permit of
+/// epoch `trial` when it is its breaker's trial.
+#[derive(Clone, Copy, Debug)]
+struct Turn {
+    i: usize,
+    number: u32,
+    trial: Option<u64>,
+}
+
 /// What sending an attempt produced: settled already, or a response the classifier is now
 /// judging (its future, `None` when the call itself panicked, and the response's
 /// `Retry-After`). `run` awaits the classifier, so that no future holds a response across an
@@ -145,16 +154,23 @@ async fn run(shared: &Shared, req: Request, ext: &mut Extensions, next: Next<'_>
     loop {
         let (i, req) = match session.next() {
             Step::Send(i, req) => (i, req),
+            Step::Wait(i) => {
+                if !wait_for_trial(shared, i).await {
+                    session.wait_timed_out(i);
+                }
+                continue;
+            }
             Step::Stop(reason) => return session.stop(reason),
         };
+        let turn = Turn { i, number: session.sent, trial: session.trial() };
         let attempted = 'judged: {
             // A statement of its own: the sent value is gone before the classifier is awaited.
             let (judging, retry_after) =
-                match attempt(shared, i, session.sent, req, session.host, ext, next.clone()).await {
+                match attempt(shared, turn, req, session.host, ext, next.clone()).await {
                     Sent::Settled(attempted) => break 'judged attempted,
                     Sent::Judging(judging, retry_after) => (judging, retry_after),
                 };
-            classified_attempt(shared, i, session.sent, classify(judging).await, retry_after)
+            classified_attempt(shared, turn, classify(judging).await, retry_after)
         };
         match attempted {
             Attempted::Return(resp) => return Ok(session.returned(i, resp)),
@@ -162,6 +178,14 @@ async fn run(shared: &Shared, req: Request, ext: &mut Extensions, next: Next<'_>
             Attempted::Failed(err) => session.fail(i, err),
         }
     }
+}
+
+/// Waits until the trial in flight at endpoint `i` ends, for at most the attempt timeout (the
+/// session waits only when there is one); `false` when the bound passed first. Boxed: the
+/// healthy path's future stays as small as before.
+async fn wait_for_trial(shared: &Shared, i: usize) -> bool {
+    let Some(bound) = shared.attempt_timeout else { return false };
+    Box::pin(tokio::time::timeout(bound, shared.slots[i].health.trial_ended())).await.is_ok()
 }
 
 /// Sends attempt `number` to endpoint `i` and learns from its outcome: the events, the
@@ -172,13 +196,13 @@ async fn run(shared: &Shared, req: Request, ext: &mut Extensions, next: Next<'_>
 /// (boxed by `async_trait`) exists only for a response that reaches a configured classifier.
 async fn attempt<'a>(
     shared: &'a Shared,
-    i: usize,
-    number: u32,
+    turn: Turn,
     mut req: Request,
     host: HostRule,
     ext: &mut Extensions,
     next: Next<'_>,
 ) -> Sent<'a> {
+    let Turn { i, number, .. } = turn;
     let slot = &shared.slots[i];
     slot.destination.retarget(&mut req, host, shared.attempt_timeout);
     let started = shared.events.is_active().then(Instant::now);
@@ -197,14 +221,14 @@ async fn attempt<'a>(
                 }
             };
             // Without a classifier the response stays where it is until it is handed on.
-            conclude(shared, i, number, judgement, retry_after);
+            conclude(shared, turn, judgement, retry_after);
             Sent::Settled(Attempted::response(resp, judgement.verdict))
         }
         Err(err) => {
             let err = err.without_url();
             emit_attempt(shared, i, number, AttemptOutcome::Error(&err), started);
             // An error has no response to return: it always fails over.
-            conclude(shared, i, number, judge::TRANSPORT, None);
+            conclude(shared, turn, judge::TRANSPORT, None);
             Sent::Settled(Attempted::Failed(err))
         }
     }
@@ -213,14 +237,13 @@ async fn attempt<'a>(
 /// What the classifier's answer on attempt `number` to endpoint `i` makes of the attempt.
 fn classified_attempt(
     shared: &Shared,
-    i: usize,
-    number: u32,
+    turn: Turn,
     classified: Classified,
     retry_after: Option<Duration>,
 ) -> Attempted {
     match classified {
         Classified::Response(resp, judgement) => {
-            conclude(shared, i, number, judgement, retry_after);
+            conclude(shared, turn, judgement, retry_after);
             Attempted::response(resp, judgement.verdict)
         }
         Classified::Failed(err, judgement) => {
@@ -229,7 +252,7 @@ fn classified_attempt(
                 Verdict::FailOver { cool_for } => Verdict::FailOver { cool_for },
                 Verdict::Return => Verdict::FailOver { cool_for: None },
             };
-            conclude(shared, i, number, Judgement { verdict, ..judgement }, retry_after);
+            conclude(shared, turn, Judgement { verdict, ..judgement }, retry_after);
             Attempted::Failed(err.without_url())
         }
     }
@@ -250,12 +273,13 @@ fn emit_attempt(
 
 /// After the judgement: emits its `Judged` event, then tells endpoint `i`'s health the
 /// evidence, with the hint (the verdict's `cool_for`, else the `Retry-After` read).
-fn conclude(shared: &Shared, i: usize, number: u32, judgement: Judgement, retry_after: Option<Duration>) {
+fn conclude(shared: &Shared, turn: Turn, judgement: Judgement, retry_after: Option<Duration>) {
+    let Turn { i, number, trial } = turn;
     let slot = &shared.slots[i];
     let endpoint = slot.id();
     let Judgement { verdict, evidence, class } = judgement;
     shared.emit(|| Event::Judged { endpoint, attempt: number, class, verdict, evidence });
-    if let Some(state) = slot.health.record(evidence, judge::hint(verdict, retry_after)) {
+    if let Some(state) = slot.health.record(evidence, judge::hint(verdict, retry_after), trial) {
         shared.emit(|| Event::Breaker { endpoint, state });
     }
 }

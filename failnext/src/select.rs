@@ -3,8 +3,8 @@
 //!
 //! No I/O and no locks of its own. Exclusion and eligibility are settled when the plan is made;
 //! cooldown (or the breaker) is checked live, when a candidate's turn comes ([`admit`]); the
-//! plan remembers the candidates it passed over because their breaker was open, for the last
-//! resort ([`Plan::soonest_open`]).
+//! plan remembers the candidates it passed over because their breaker was open (or half-open
+//! with its trial taken), for the last resort ([`Plan::last_resort`]).
 
 use tokio::time::Instant;
 
@@ -30,8 +30,18 @@ pub(crate) enum Skip {
         /// When its open time ends.
         until: Instant,
     },
-    /// Its breaker is half-open and another request holds its one trial permit.
+    /// Its breaker is half-open and another request holds its one trial permit. It stays a
+    /// candidate for the last resort of this request, which may wait for that trial.
     HalfOpenBusy,
+}
+
+/// What the last resort chose.
+#[derive(Debug)]
+pub(crate) enum LastResort<T> {
+    /// This candidate, admitted as `T` (its trial).
+    Take(usize, T),
+    /// Wait for this candidate's trial, held by another request, to end, then ask again.
+    Wait(usize),
 }
 
 /// The request's consideration order over `slots`.
@@ -51,23 +61,20 @@ pub(crate) fn plan(
         None => None,
         Some(id) => Some(position(slots, id).ok_or_else(|| id.clone())?),
     };
-    Ok(Plan::new(slots.len(), preferred, |i| skip_at_start(slots[i].id(), opts.excluded, eligible)))
+    Ok(Plan::new(slots.len(), preferred, |i| skip_at_start(&slots[i], opts.excluded, eligible)))
 }
 
-/// Why `id` is out of the request from its start, or `None` when it is usable. Eligibility is
-/// asked only of an endpoint the request did not exclude.
-fn skip_at_start(
-    id: &EndpointId,
-    excluded: &[EndpointId],
-    eligible: Option<&dyn Eligibility>,
-) -> Option<Skip> {
+/// Why `slot` is out of the request from its start, or `None` when it is usable. Eligibility
+/// is asked only of an endpoint the request did not exclude, and its answer is told to the
+/// endpoint's breaker ([`Health::saw_eligibility`](crate::health::Health::saw_eligibility)).
+fn skip_at_start(slot: &Slot, excluded: &[EndpointId], eligible: Option<&dyn Eligibility>) -> Option<Skip> {
+    let id = slot.id();
     if excluded.iter().any(|e| e == id) {
-        Some(Skip::Excluded)
-    } else if eligible.is_some_and(|e| !e.is_eligible(id)) {
-        Some(Skip::Ineligible)
-    } else {
-        None
+        return Some(Skip::Excluded);
     }
+    let eligible = eligible?.is_eligible(id);
+    slot.health.saw_eligibility(eligible);
+    (!eligible).then_some(Skip::Ineligible)
 }
 
 /// Whether a candidate whose turn has come may be sent to now (with a trial permit when it is
@@ -89,9 +96,14 @@ pub(crate) struct Plan {
     cursor: usize,
     remaining: usize,
     len: usize,
-    /// Candidates passed over because their breaker was open, not attempted since: the last
-    /// resort's choice.
+    /// Candidates passed over because their breaker was open (or half-open, its trial taken),
+    /// not attempted since: the last resort's choice.
     passed_open: Mask,
+    /// Candidates whose trial (held by another request) this request waited for once, and
+    /// twice: a request waits at most twice per endpoint. The first wait may be for a trial
+    /// that began before this request (its failure is older news than the request); the
+    /// second is for a trial that began while it waited.
+    waited: [Mask; 2],
 }
 
 impl Plan {
@@ -108,7 +120,8 @@ impl Plan {
         }
         let preferred = preferred.filter(|&p| p < len && usable.get(p));
         let passed_open = Mask::empty(len);
-        Plan { usable, preferred, preferred_done: false, cursor: 0, remaining, len, passed_open }
+        let waited = [Mask::empty(len), Mask::empty(len)];
+        Plan { usable, preferred, preferred_done: false, cursor: 0, remaining, len, passed_open, waited }
     }
 
     /// Whether any endpoint is left to consider: in the plan, or for the last resort.
@@ -121,10 +134,55 @@ impl Plan {
         self.passed_open.set(i);
     }
 
+    /// This request waits for candidate `i`'s trial no more (a wait outlasted its bound).
+    pub(crate) fn wait_no_more(&mut self, i: usize) {
+        for waited in &mut self.waited {
+            waited.set(i);
+        }
+    }
+
+    /// The last resort, once the plan's order is exhausted: among the candidates passed over
+    /// as open, in order of their open time's end ([`Plan::soonest_open`]), the first that
+    /// `take` admits (its trial, taken even before its open time is over) is chosen and leaves
+    /// the set. When `take` admits none (another request holds each one's trial permit), the
+    /// soonest that this request may still wait for (`may_wait`: at most twice per candidate)
+    /// is the one to wait for. Candidates it may still wait for stay in the set; the others
+    /// leave it. `None`: nothing is left.
+    pub(crate) fn last_resort<T>(
+        &mut self,
+        open_until: impl Fn(usize) -> Option<Instant>,
+        mut take: impl FnMut(usize) -> Option<T>,
+        may_wait: bool,
+    ) -> Option<LastResort<T>> {
+        let mut busy = Mask::empty(self.len);
+        let mut first_busy = None;
+        let mut chosen = None;
+        while let Some(i) = self.soonest_open(&open_until) {
+            if let Some(taken) = take(i) {
+                chosen = Some(LastResort::Take(i, taken));
+                break;
+            }
+            if may_wait && !self.waited[1].get(i) {
+                busy.set(i);
+                first_busy.get_or_insert(i);
+            }
+        }
+        for i in (0..self.len).filter(|&i| busy.get(i)) {
+            self.passed_open.set(i);
+        }
+        if chosen.is_some() {
+            return chosen;
+        }
+        let i = first_busy?;
+        let once = usize::from(self.waited[0].get(i));
+        self.waited[once].set(i);
+        Some(LastResort::Wait(i))
+    }
+
     /// The last resort's next choice, taken out of the set: among the candidates passed over as
     /// open, the one whose open time ends soonest (`None`, closed since, sorts first; ties in
     /// configured order).
-    pub(crate) fn soonest_open(&mut self, open_until: impl Fn(usize) -> Option<Instant>) -> Option<usize> {
+    fn soonest_open(&mut self, open_until: impl Fn(usize) -> Option<Instant>) -> Option<usize> {
         let mut best: Option<(usize, Option<Instant>)> = None;
         for i in (0..self.len).filter(|&i| self.passed_open.get(i)) {
             let until = open_until(i);

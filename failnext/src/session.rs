@@ -12,7 +12,7 @@ use crate::health::{Admit, BreakerState, Permit};
 use crate::options::RequestOptions;
 use crate::permission::{self, Permission, Settled};
 use crate::replay::Replay;
-use crate::select::{self, Plan, Skip};
+use crate::select::{self, LastResort, Plan, Skip};
 use crate::shared::Shared;
 
 /// What a request ends with: a response and the index of the endpoint that produced it.
@@ -27,8 +27,18 @@ pub(crate) type Outcome = Result<(Response, usize), reqwest_middleware::Error>;
 pub(crate) enum Step {
     /// Send this request to the endpoint at this index.
     Send(usize, Request),
+    /// Wait (bounded by the attempt timeout) for the trial in flight at the endpoint at this
+    /// index to end, then ask again: the last resort found nothing else.
+    Wait(usize),
     /// Send nothing more.
     Stop(Stop),
+}
+
+/// What selection chose: an endpoint to send to, or one whose trial to wait for.
+#[derive(Clone, Copy, Debug)]
+enum Choice {
+    Send(usize),
+    Wait(usize),
 }
 
 /// Why a request sends nothing more.
@@ -110,7 +120,11 @@ impl<'a> Session<'a> {
         if self.sent > 0 && self.permission.is_some_and(|p| !p.allowed) {
             return Step::Stop(Stop::MayNotFailOver);
         }
-        let Some(i) = self.select() else { return Step::Stop(Stop::NoCandidate) };
+        let i = match self.select() {
+            Some(Choice::Send(i)) => i,
+            Some(Choice::Wait(i)) => return Step::Wait(i),
+            None => return Step::Stop(Stop::NoCandidate),
+        };
         let req = match self.first.take() {
             Some(req) => self.settle(req),
             None => match self.replay(i) {
@@ -134,14 +148,14 @@ impl<'a> Session<'a> {
 
     /// The next candidate of the plan not skipped now; skipped ones are never revisited, except
     /// by the last resort.
-    fn select(&mut self) -> Option<usize> {
+    fn select(&mut self) -> Option<Choice> {
         let shared = self.shared;
         while let Some(i) = self.plan.next() {
             let slot = &shared.slots[i];
             match select::admit(slot) {
-                Ok(admit) => return Some(self.admitted(i, admit)),
+                Ok(admit) => return Some(Choice::Send(self.admitted(i, admit))),
                 Err(skip) => {
-                    if let Skip::Open { .. } = skip {
+                    if let Skip::Open { .. } | Skip::HalfOpenBusy = skip {
                         self.plan.pass_open(i);
                     }
                     let endpoint = slot.id();
@@ -154,17 +168,34 @@ impl<'a> Session<'a> {
 
     /// The last resort, when the plan's order is exhausted: the candidate passed over as open
     /// whose open time ends soonest gets its trial now, unless another request holds that
-    /// trial's permit (then the next soonest). Only the adaptive breaker passes candidates over
-    /// as open; under the reference rule there is no last resort. It only chooses where the
-    /// next attempt goes: `next` has already stopped a request that may not fail over.
-    fn last_resort(&mut self) -> Option<usize> {
+    /// trial's permit (then the next soonest). When every such candidate's permit is held, the
+    /// request waits for the soonest one's trial to end and asks again (at most twice per
+    /// candidate, and only with an attempt timeout to bound the wait; a candidate it may not
+    /// wait for is dropped). Only the adaptive breaker passes candidates over as open; under
+    /// the reference rule there is no last resort. It only chooses where the next attempt
+    /// goes: `next` has already stopped a request that may not fail over.
+    fn last_resort(&mut self) -> Option<Choice> {
         let slots = &self.shared.slots;
-        while let Some(i) = self.plan.soonest_open(|i| slots[i].health.open_until()) {
-            if let Some(admit) = slots[i].health.force_trial() {
-                return Some(self.admitted(i, admit));
-            }
-        }
-        None
+        let may_wait = self.shared.attempt_timeout.is_some();
+        let choice = self.plan.last_resort(
+            |i| slots[i].health.open_until(),
+            |i| slots[i].health.force_trial(),
+            may_wait,
+        )?;
+        Some(match choice {
+            LastResort::Take(i, admit) => Choice::Send(self.admitted(i, admit)),
+            LastResort::Wait(i) => Choice::Wait(i),
+        })
+    }
+
+    /// The epoch of the trial permit the attempt in flight holds, if it is its breaker's trial.
+    pub(crate) fn trial(&self) -> Option<u64> {
+        self.trial.as_ref().map(Permit::epoch)
+    }
+
+    /// The wait for candidate `i`'s trial outlasted its bound: the request waits for it no more.
+    pub(crate) fn wait_timed_out(&mut self, i: usize) {
+        self.plan.wait_no_more(i);
     }
 
     /// Candidate `i` is chosen; a trial keeps its permit for the attempt.
@@ -269,6 +300,7 @@ mod tests {
     fn sent_to(step: Step) -> usize {
         match step {
             Step::Send(i, _) => i,
+            Step::Wait(i) => panic!("waits for {i}"),
             Step::Stop(reason) => panic!("stopped: {reason:?}"),
         }
     }
@@ -276,6 +308,7 @@ mod tests {
     fn stopped(step: Step) -> Stop {
         match step {
             Step::Send(i, _) => panic!("sent to {i}"),
+            Step::Wait(i) => panic!("waits for {i}"),
             Step::Stop(reason) => reason,
         }
     }
@@ -341,9 +374,11 @@ mod tests {
         let fo = failover(2);
         let get = || request(reqwest::Method::GET, None);
         let start = |req| Session::start(fo.shared(), req, &Extensions::new()).unwrap();
-        fo.shared().slots[0]
-            .health
-            .record(crate::Evidence::Failure, Some(std::time::Duration::from_millis(1)));
+        fo.shared().slots[0].health.record(
+            crate::Evidence::Failure,
+            Some(std::time::Duration::from_millis(1)),
+            None,
+        );
         tokio::time::advance(std::time::Duration::from_millis(1)).await;
         let mut trial = start(get());
         assert_eq!(sent_to(trial.next()), 0);
@@ -363,9 +398,11 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn the_last_resort_settles_permission_for_an_open_candidate_left_behind() {
         let fo = failover(2);
-        fo.shared().slots[0]
-            .health
-            .record(crate::Evidence::Failure, Some(std::time::Duration::from_secs(60)));
+        fo.shared().slots[0].health.record(
+            crate::Evidence::Failure,
+            Some(std::time::Duration::from_secs(60)),
+            None,
+        );
         let mut session =
             Session::start(fo.shared(), request(reqwest::Method::POST, None), &Extensions::new()).unwrap();
         assert_eq!(sent_to(session.next()), 1, "e1 is open: passed over, remembered");
@@ -391,7 +428,7 @@ mod tests {
         let req = request(reqwest::Method::GET, Some(reqwest::Body::wrap_stream(stream)));
         let mut session = Session::start(fo.shared(), req, &Extensions::new()).unwrap();
         assert_eq!(sent_to(session.next()), 0);
-        fo.shared().slots[1].health.record(crate::Evidence::Failure, Some(std::time::Duration::ZERO));
+        fo.shared().slots[1].health.record(crate::Evidence::Failure, Some(std::time::Duration::ZERO), None);
         session.fail(0, error());
         assert_eq!(stopped(session.next()), Stop::NotReplayable);
         assert!(session.trial.is_none());

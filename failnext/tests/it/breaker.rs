@@ -118,8 +118,21 @@ impl Log {
 
 fn failover(providers: &[&Arc<Provider>], cooldown: Option<Cooldown>, log: &Log) -> Failover {
     // No attempt timeout: no timer may exist while the test moves the paused clock.
-    let mut b =
-        builder(providers.iter().map(|p| (p.id, p.server.url()))).on_event(log.hook()).no_attempt_timeout();
+    failover_with(providers, cooldown, log, None)
+}
+
+/// A `Failover` over `providers`, with `attempt_timeout` (none when `None`).
+fn failover_with(
+    providers: &[&Arc<Provider>],
+    cooldown: Option<Cooldown>,
+    log: &Log,
+    attempt_timeout: Option<Duration>,
+) -> Failover {
+    let mut b = builder(providers.iter().map(|p| (p.id, p.server.url()))).on_event(log.hook());
+    b = match attempt_timeout {
+        Some(t) => b.attempt_timeout(t),
+        None => b.no_attempt_timeout(),
+    };
     if let Some(c) = cooldown {
         b = b.cooldown(c);
     }
@@ -230,6 +243,80 @@ async fn a_refused_provider_gets_only_its_trials_for_60s_at_100_reads_per_second
     assert_eq!(e1.attempts(), refused + 101);
 }
 
+/// The same with a monitor as eligibility (a stand-in that sees each change 100 ms late, as a
+/// polling monitor checking every 100 ms would): the provider gets its trials only until the
+/// monitor rules it out, and takes traffic again within a second of coming back, however long
+/// its open time had grown.
+#[tokio::test(start_paused = true)]
+async fn with_a_monitor_a_refused_provider_gets_at_most_a_dozen_attempts_and_is_back_within_a_second() {
+    let (e1, e2) = (Provider::new("e1", true).await, Provider::new("e2", false).await);
+    let fit = Arc::new(AtomicBool::new(true));
+    let seen = fit.clone();
+    let log = Log::default();
+    let failover = builder([("e1", e1.server.url()), ("e2", e2.server.url())])
+        .no_attempt_timeout()
+        .on_event(log.hook())
+        .eligible(move |id: &failnext::EndpointId| id.as_str() != "e1" || seen.load(Ordering::SeqCst))
+        .build()
+        .unwrap();
+    let client = paused_client(failover.clone(), &[&e1, &e2]);
+    let lag = Duration::from_millis(100);
+    let start = Instant::now();
+    while Instant::now() - start < Duration::from_secs(60) {
+        if Instant::now() - start >= lag {
+            fit.store(false, Ordering::SeqCst);
+        }
+        assert_eq!(read(&client).await.status(), 200, "every read is answered");
+        tokio::time::advance(Duration::from_millis(10)).await;
+    }
+    let refused = e1.attempts();
+    assert!((3..=12).contains(&refused), "{refused} attempts while refused for 60 s (6000 reads)");
+    e1.set_down(false);
+    let back = Instant::now();
+    let mut first = None;
+    while Instant::now() - back < Duration::from_secs(2) {
+        if Instant::now() - back >= lag {
+            fit.store(true, Ordering::SeqCst);
+        }
+        if served_by(&read(&client).await) == Some("e1") {
+            first.get_or_insert(Instant::now() - back);
+        }
+        tokio::time::advance(Duration::from_millis(10)).await;
+    }
+    let first = first.expect("e1 took traffic again");
+    assert!(first <= Duration::from_secs(1), "back {first:?} after it came back");
+    assert_eq!(e1.attempts(), refused + 190, "and from then on it takes every read");
+}
+
+/// A slow monitor (it rules the provider out 5 s after it went down, and sees it back 100 ms
+/// after it is): by then failed trials have grown the open time to about 4 s, ending 6.6 s at
+/// the earliest. Back at 5.5 s, the provider is taken again at once when the monitor says so,
+/// not when that open time ends.
+#[tokio::test(start_paused = true)]
+async fn turning_eligible_again_ends_an_open_time_that_outlasts_the_outage() {
+    let (e1, e2) = (Provider::new("e1", true).await, Provider::new("e2", false).await);
+    let fit = Arc::new(AtomicBool::new(true));
+    let seen = fit.clone();
+    let failover = builder([("e1", e1.server.url()), ("e2", e2.server.url())])
+        .no_attempt_timeout()
+        .eligible(move |id: &failnext::EndpointId| id.as_str() != "e1" || seen.load(Ordering::SeqCst))
+        .build()
+        .unwrap();
+    let client = paused_client(failover.clone(), &[&e1, &e2]);
+    let start = Instant::now();
+    let mut first = None;
+    while Instant::now() - start < Duration::from_secs(7) {
+        let t = Instant::now() - start;
+        fit.store(!(Duration::from_secs(5)..Duration::from_millis(5600)).contains(&t), Ordering::SeqCst);
+        e1.set_down(t < Duration::from_millis(5500));
+        if served_by(&read(&client).await) == Some("e1") {
+            first.get_or_insert(t);
+        }
+        tokio::time::advance(Duration::from_millis(10)).await;
+    }
+    assert_eq!(first, Some(Duration::from_millis(5600)), "the first read after the monitor saw it back");
+}
+
 #[tokio::test(start_paused = true)]
 async fn half_open_admits_exactly_one_trial_at_a_time() {
     let (e1, e2) = (Provider::new("e1", false).await, Provider::new("e2", false).await);
@@ -333,6 +420,63 @@ async fn last_resort_sends_to_the_soonest_to_recover() {
     assert!(failover.is_cooling_down("e1"), "e1 is still open");
 }
 
+/// Real time (the trial reaches a real loopback server), no timing asserted: the order is held
+/// by the test.
+#[tokio::test]
+async fn with_nothing_else_left_a_request_waits_for_the_trial_in_flight_and_follows_its_success() {
+    let only_one = Provider::new("only", false).await;
+    let log = Log::default();
+    let failover = failover_with(&[&only_one], None, &log, Some(Duration::from_secs(30)));
+    let client = paused_client(failover.clone(), &[&only_one]);
+    trip(&client, &only_one).await;
+    assert!(failover.is_cooling_down("only"));
+    only_one.hold_next();
+    let spawn_read = || {
+        let client = client.clone();
+        tokio::spawn(async move { client.get("http://127.0.0.1:9/").send().await })
+    };
+    let trial = spawn_read();
+    only_one.arrived.notified().await;
+    let waiter = spawn_read();
+    for _ in 0..50 {
+        tokio::task::yield_now().await;
+    }
+    assert!(!waiter.is_finished(), "the second read waits: it is not failed with NoUsableEndpoint");
+    assert_eq!(only_one.attempts(), 3 + 1, "and sends nothing while the trial is in flight");
+    only_one.release.notify_one();
+    for handle in [trial, waiter] {
+        let resp = handle.await.unwrap().unwrap();
+        assert_eq!(served_by(&resp), Some("only"));
+    }
+    assert_eq!(only_one.attempts(), 3 + 2, "the trial, then the waiting read once it closed the breaker");
+    assert!(!failover.is_cooling_down("only"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_wait_for_another_requests_trial_lasts_at_most_the_attempt_timeout() {
+    let only_one = Provider::new("only", true).await;
+    let log = Log::default();
+    let bound = Duration::from_secs(2);
+    let failover = failover_with(&[&only_one], None, &log, Some(bound));
+    let client = paused_client(failover.clone(), &[&only_one]);
+    trip(&client, &only_one).await;
+    // The trial is held before it is sent (no attempt timeout applies there): it never ends.
+    only_one.hold_next();
+    let trial = tokio::spawn({
+        let client = client.clone();
+        async move { read_err(&client).await }
+    });
+    only_one.arrived.notified().await;
+    let started = Instant::now();
+    let err = read_err(&client).await;
+    assert!(failnext_error(&err).is_no_usable_endpoint(), "{err}");
+    assert_eq!(started.elapsed(), bound, "one wait, as long as the attempt timeout, then no more");
+    assert_eq!(only_one.attempts(), 3 + 1);
+    only_one.release.notify_one();
+    assert!(failnext_error(&trial.await.unwrap()).is_failover());
+}
+
+/// Without an attempt timeout nothing bounds a trial, so no request waits for one.
 #[tokio::test(start_paused = true)]
 async fn no_usable_endpoint_only_when_every_open_candidates_trial_is_taken() {
     let only_one = Provider::new("only", true).await;

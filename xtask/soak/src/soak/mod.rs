@@ -234,6 +234,7 @@ pub async fn run(config: Config) -> Result<Report, SetupError> {
         seed: config.seed,
         attempt_timeout: config.attempt_timeout,
         check_interval: config.check_interval,
+        probe_timeout: config.probe_timeout,
     };
     let measured = measure::measure(&shared, &config.measure).await?;
 

@@ -46,7 +46,9 @@
 //! lengths (`--fault-ms`), drawn from the faults issue 10 lists: refused, 502/503/504, 429
 //! with `Retry-After` (about the window, in whole seconds), HTTP 200 with JSON-RPC `-32005`
 //! or `-32603`, a malformed body, a truncated body, a body reset mid-way, a hang, lag
-//! (3..6 blocks), a stalled head, the wrong chain.
+//! (3..6 blocks), a stalled head, the wrong chain. A provider goes to the wrong chain across a
+//! restart (down first, long enough for the monitor to see it: see `timeline::Windows::new`),
+//! as providers do; the monitor checks the chain at every check.
 
 pub mod subject;
 mod timeline;
@@ -222,6 +224,7 @@ pub(crate) struct Shared<'a> {
     pub(crate) seed: u64,
     pub(crate) attempt_timeout: Duration,
     pub(crate) check_interval: Duration,
+    pub(crate) probe_timeout: Duration,
 }
 
 /// Runs the measure: every configuration at once over the same flapping providers.
@@ -259,7 +262,11 @@ pub(crate) async fn measure(
     let (stop, stopped) = watch::channel(false);
     let mut background = tokio::task::JoinSet::new();
     for (p, provider) in shared.providers.iter().enumerate() {
-        let windows = Windows::new(shared.seed, p, settings.fault);
+        // Down long enough for a whole check to start and publish after the restart began: the
+        // monitor's pause between checks, and a check that may wait out the probe timeout,
+        // twice (the check in progress, then the next), with room for scheduling.
+        let restart = shared.check_interval + 2 * shared.probe_timeout + Duration::from_millis(100);
+        let windows = Windows::new(shared.seed, p, settings.fault, restart);
         background.spawn(timeline::flap(provider.clone(), p, windows, timeline.clone(), stopped.clone()));
     }
     tokio::time::sleep(Duration::from_millis(20)).await;

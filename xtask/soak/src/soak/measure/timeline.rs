@@ -95,12 +95,21 @@ const MIX: [(FaultKind, u64); 11] = [
 pub(crate) struct Windows {
     rng: Rng,
     fault_ms: u64,
+    /// How long a provider is down before it comes back on the wrong chain.
+    restart: Duration,
 }
 
 impl Windows {
-    pub(crate) fn new(seed: u64, provider: usize, fault: Duration) -> Windows {
+    /// `restart`: how long a provider is down (refusing) before it comes back on the wrong
+    /// chain. A provider changes chain across a restart (a node restarted on another network,
+    /// a URL reconfigured), never between two answers: the monitor verifies the chain when a
+    /// provider recovers (the multi-RPC article: "run the relevant checks at registration and
+    /// recovery"), so `restart` is long enough for a check to see it down first. A provider
+    /// that switched chain between two answers could not be told from a good one by any
+    /// client until the next check; the measure does not model that.
+    pub(crate) fn new(seed: u64, provider: usize, fault: Duration, restart: Duration) -> Windows {
         let fault_ms = u64::try_from(fault.as_millis()).unwrap_or(u64::MAX).max(2);
-        Windows { rng: Rng::derive(seed, 0x3EA5_0000 + provider as u64), fault_ms }
+        Windows { rng: Rng::derive(seed, 0x3EA5_0000 + provider as u64), fault_ms, restart }
     }
 
     /// The next healthy spell: its behaviour and length.
@@ -164,6 +173,15 @@ pub(crate) async fn flap(
             return;
         }
         let (kind, behaviour, wait) = windows.fault();
+        if kind == FaultKind::WrongChain {
+            // Down first: a restart onto the other chain.
+            let began = Instant::now();
+            let _ = provider.set(Behaviour::Down).await;
+            record(began, FaultKind::Down);
+            if crate::soak::watch::stopped_or(&mut stop, windows.restart).await {
+                return;
+            }
+        }
         let began = Instant::now();
         let kind = if provider.set(behaviour).await.is_ok() { kind } else { FaultKind::Down };
         record(began, kind);
@@ -236,7 +254,7 @@ mod tests {
 
     #[test]
     fn fault_windows_last_about_the_fault_length() {
-        let mut w = Windows::new(7, 0, Duration::from_millis(200));
+        let mut w = Windows::new(7, 0, Duration::from_millis(200), Duration::from_millis(700));
         for _ in 0..200 {
             let (kind, _, length) = w.fault();
             assert_ne!(kind, FaultKind::Healthy);
