@@ -111,6 +111,12 @@ impl FailoverBuilder {
         self
     }
 
+    /// Whether a classifier was set (the alloy transport adds the JSON-RPC one otherwise).
+    #[cfg(feature = "alloy")]
+    pub(crate) fn has_classifier(&self) -> bool {
+        self.classifier.is_some()
+    }
+
     /// Judges every response whose status is not a trigger, for example to fail over from an
     /// HTTP 200 that carries a JSON-RPC rate-limit error; see [`Classifier`].
     ///

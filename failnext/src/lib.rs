@@ -483,6 +483,8 @@
 // Library code handles network input: no unwrap or expect outside tests.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+#[cfg(feature = "alloy")]
+pub mod alloy;
 mod builder;
 mod classify;
 mod config_error;

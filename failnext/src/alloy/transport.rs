@@ -1,0 +1,507 @@
+//! [`FailoverTransport`]: alloy's JSON-RPC packets through a failnext client.
+
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use alloy_json_rpc::{RequestPacket, Response, ResponsePacket, ResponsePayload, SerializedRequest};
+use alloy_primitives::{Address, B256, hex};
+use alloy_transport::{
+    BoxTransport, TransportConnect, TransportError, TransportErrorKind, TransportFut, TransportResult,
+};
+use http::StatusCode;
+use http::header::CONTENT_TYPE;
+use reqwest_middleware::ClientWithMiddleware;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::broadcast::{NeverSent, PossiblySubmitted, RawTx, is_already_known};
+use super::call::ServedByCell;
+use super::memory::Memory;
+use super::methods::{Access, MethodTable};
+use crate::jsonrpc::JsonRpcClassifier;
+use crate::{
+    ConfigError, Endpoint, EndpointId, Error, ExcludedEndpoints, Failover, FailoverBuilder, Permission,
+    PreferredEndpoint, ResponseExt,
+};
+
+/// Where the transport addresses its requests: `Failover` points each attempt at an
+/// endpoint's URL, so this one never leaves the process (and holds no secret).
+const ADDRESS: &str = "http://failnext.invalid/";
+
+/// How long a broadcast's endpoint is preferred for lookups of its hash and its sender's
+/// pending nonce, by default.
+const REMEMBER_BROADCASTS: Duration = Duration::from_secs(120);
+
+/// An alloy transport (a `tower::Service<RequestPacket>`) that sends every JSON-RPC packet
+/// through a [`Failover`]: reads fail over, writes never do, filters stay on the provider that
+/// created them, lookups of a broadcast follow it, and a lost broadcast is typed
+/// ([`PossiblySubmitted`]). Cheap to clone; clones share everything.
+///
+/// ```no_run
+/// # fn demo() -> Result<(), failnext::ConfigError> {
+/// use failnext::Endpoint;
+/// use failnext::alloy::FailoverTransport;
+///
+/// let transport = FailoverTransport::new([
+///     Endpoint::new("primary", "http://127.0.0.1:8545"),
+///     Endpoint::new("backup", "http://127.0.0.1:8546"),
+/// ])?;
+/// // alloy: ProviderBuilder::new().connect_client(RpcClient::new(transport, false))
+/// # drop(transport); Ok(()) }
+/// ```
+///
+/// Where failover is not the point it behaves like alloy's own `Http<reqwest::Client>`: the
+/// packet's headers are sent, a non-2xx answer whose body is a JSON-RPC error comes back as
+/// that error response, other non-2xx answers are alloy's HTTP errors with the `Retry-After`
+/// (delta-seconds or HTTP-date), so `RetryBackoffLayer`'s `is_retry_err` sees what it would
+/// see from `Http`. No error holds an endpoint URL: failnext's errors name endpoint ids.
+#[derive(Clone, Debug)]
+pub struct FailoverTransport {
+    client: ClientWithMiddleware,
+    endpoints: Arc<[EndpointId]>,
+    table: MethodTable,
+    memory: Arc<Memory>,
+    local: bool,
+}
+
+impl FailoverTransport {
+    /// A transport over `endpoints` with failnext's defaults and the
+    /// [`JsonRpcClassifier`] as the judge, on a plain `reqwest::Client` (no TLS unless your
+    /// reqwest features add it).
+    ///
+    /// # Errors
+    ///
+    /// When the endpoints are invalid (see [`FailoverBuilder::build`]).
+    pub fn new(endpoints: impl IntoIterator<Item = Endpoint>) -> Result<FailoverTransport, ConfigError> {
+        FailoverTransport::from_builder(Failover::builder(endpoints))
+    }
+
+    /// A transport over the `Failover` that `builder` builds, on a plain `reqwest::Client`; the
+    /// [`JsonRpcClassifier`] judges unless the builder has a classifier of its own.
+    ///
+    /// # Errors
+    ///
+    /// When the builder's configuration is invalid (see [`FailoverBuilder::build`]).
+    pub fn from_builder(builder: FailoverBuilder) -> Result<FailoverTransport, ConfigError> {
+        let builder =
+            if builder.has_classifier() { builder } else { builder.classifier(JsonRpcClassifier::new()) };
+        let failover = builder.build()?;
+        let client =
+            reqwest_middleware::ClientBuilder::new(reqwest::Client::new()).with(failover.clone()).build();
+        Ok(FailoverTransport::with_client(client, &failover))
+    }
+
+    /// A transport over your own client chain, which must carry `failover` (middlewares
+    /// before it run once per call, after it once per attempt). Judging is `failover`'s: give
+    /// it a [`JsonRpcClassifier`] so that HTTP-200 rate limits and truncated bodies fail over.
+    pub fn with_client(client: ClientWithMiddleware, failover: &Failover) -> FailoverTransport {
+        let endpoints: Arc<[EndpointId]> = failover.endpoints().iter().map(|e| e.id().clone()).collect();
+        let local = failover.endpoints().iter().all(|e| is_loopback(e.url()));
+        FailoverTransport {
+            client,
+            endpoints,
+            table: MethodTable::new(),
+            memory: Arc::new(Memory::new(REMEMBER_BROADCASTS)),
+            local,
+        }
+    }
+
+    /// Uses `table` to decide which methods may fail over.
+    #[must_use]
+    pub fn method_table(mut self, table: MethodTable) -> FailoverTransport {
+        self.table = table;
+        self
+    }
+
+    /// How long lookups of a broadcast (`eth_getTransactionReceipt`,
+    /// `eth_getTransactionByHash` of its hash, `eth_getTransactionCount(sender, "pending")`)
+    /// prefer the endpoint that accepted it (default 2 minutes). Set it before the transport
+    /// is used: it starts a fresh memory.
+    #[must_use]
+    pub fn remember_broadcasts_for(mut self, duration: Duration) -> FailoverTransport {
+        self.memory = Arc::new(Memory::new(duration));
+        self
+    }
+
+    /// Whether every endpoint is on this machine (loopback), as alloy's `is_local` means it:
+    /// the value to give `RpcClient::new`.
+    pub fn is_local(&self) -> bool {
+        self.local
+    }
+
+    async fn send(self, packet: RequestPacket) -> TransportResult<ResponsePacket> {
+        let plan = Plan::of(&packet, &self.table, &self.memory, &self.endpoints)?;
+        let body = serde_json::to_vec(&packet).map_err(TransportError::ser_err)?;
+        let mut request = self
+            .client
+            .post(ADDRESS)
+            .headers(packet.headers())
+            .header(CONTENT_TYPE, "application/json")
+            .body(body)
+            .with_extension(if plan.may_fail_over { Permission::Allow } else { Permission::Deny });
+        if !plan.excluded.is_empty() {
+            request = request.with_extension(ExcludedEndpoints(plan.excluded.clone()));
+        }
+        if let Some(id) = &plan.preferred {
+            request = request.with_extension(PreferredEndpoint(id.clone()));
+        }
+        let response = match request.send().await {
+            Ok(response) => response,
+            Err(err) => return Err(plan.send_failed(err)),
+        };
+        let served = response.served_by().cloned();
+        if let Some(id) = &served {
+            plan.cells.iter().for_each(|cell| cell.set(id));
+        }
+        let status = response.status();
+        let retry_after = response
+            .headers()
+            .get(http::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| crate::judge::parse_retry_after(v, std::time::SystemTime::now()));
+        let body = match response.bytes().await {
+            Ok(body) => body,
+            Err(err) => {
+                let err = err.without_url();
+                return Err(if plan.writes() {
+                    plan.lost(served, format!("the answer's body broke off ({err})"))
+                } else if !status.is_success() {
+                    http_error(status, format!("<failed to read response body: {err}>"), retry_after)
+                } else {
+                    TransportErrorKind::custom(err)
+                });
+            }
+        };
+        if !status.is_success() {
+            if let Some(packet) = json_rpc_error_response(&body) {
+                return Ok(packet);
+            }
+            if plan.writes() && status.is_server_error() {
+                return Err(plan.lost(served, format!("the provider answered HTTP {status}")));
+            }
+            return Err(http_error(status, String::from_utf8_lossy(&body).into_owned(), retry_after));
+        }
+        let mut answer: ResponsePacket = serde_json::from_slice(&body)
+            .map_err(|err| TransportError::deser_err(err, String::from_utf8_lossy(&body)))?;
+        if let Some(id) = &served {
+            plan.learn(&mut answer, id, &self.memory);
+        }
+        Ok(answer)
+    }
+}
+
+impl tower_service::Service<RequestPacket> for FailoverTransport {
+    type Response = ResponsePacket;
+    type Error = TransportError;
+    type Future = TransportFut<'static>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, packet: RequestPacket) -> Self::Future {
+        Box::pin(self.clone().send(packet))
+    }
+}
+
+/// `ProviderBuilder::new().connect_with(&transport)` connects to it.
+impl TransportConnect for FailoverTransport {
+    fn is_local(&self) -> bool {
+        self.local
+    }
+
+    async fn get_transport(&self) -> Result<BoxTransport, TransportError> {
+        Ok(BoxTransport::new(self.clone()))
+    }
+}
+
+/// One call of a packet, as the plan needs it.
+#[derive(Debug)]
+struct Call {
+    id: alloy_json_rpc::Id,
+    method: String,
+    access: Access,
+    /// For `eth_sendRawTransaction`: the transaction, decoded locally.
+    raw: Option<RawTx>,
+    /// For `eth_sendTransaction`: the `from` of its params.
+    from: Option<Address>,
+}
+
+/// What the transport decided for one packet before sending it.
+#[derive(Debug, Default)]
+struct Plan {
+    calls: Vec<Call>,
+    may_fail_over: bool,
+    excluded: Vec<EndpointId>,
+    preferred: Option<EndpointId>,
+    /// The endpoint a filter call is pinned to, and the filter.
+    pinned: Option<(EndpointId, String)>,
+    cells: Vec<ServedByCell>,
+}
+
+impl Plan {
+    fn of(
+        packet: &RequestPacket,
+        table: &MethodTable,
+        memory: &Memory,
+        endpoints: &[EndpointId],
+    ) -> TransportResult<Plan> {
+        let mut plan = Plan { may_fail_over: true, ..Plan::default() };
+        let mut explicit_preference = false;
+        for req in packet.requests() {
+            let method = req.method();
+            let access = table.access(method);
+            let ext = req.meta().extensions();
+            let may = match ext.get::<Permission>() {
+                Some(Permission::Allow) => access != Access::UseFilter,
+                Some(Permission::Deny) => false,
+                _ => matches!(access, Access::Read | Access::NewFilter),
+            };
+            plan.may_fail_over &= may;
+            if let Some(ExcludedEndpoints(ids)) = ext.get::<ExcludedEndpoints>() {
+                plan.excluded.extend(ids.iter().cloned());
+            }
+            if let (Some(PreferredEndpoint(id)), false) =
+                (ext.get::<PreferredEndpoint>(), explicit_preference)
+            {
+                plan.preferred = Some(id.clone());
+                explicit_preference = true;
+            }
+            if let Some(cell) = ext.get::<ServedByCell>() {
+                plan.cells.push(cell.clone());
+            }
+            let mut call =
+                Call { id: req.id().clone(), method: method.to_owned(), access, raw: None, from: None };
+            match (access, method) {
+                (Access::UseFilter, _) => plan.pin_filter(req, memory)?,
+                (
+                    _,
+                    "eth_sendRawTransaction"
+                    | "eth_sendRawTransactionSync"
+                    | "eth_sendRawTransactionConditional",
+                ) => {
+                    call.raw = first_param::<String>(req)
+                        .and_then(|hex| hex::decode(hex).ok())
+                        .map(|b| RawTx::of(&b));
+                }
+                (_, "eth_sendTransaction" | "eth_sendTransactionSync") => {
+                    call.from = first_param::<From>(req).map(|f| f.from);
+                }
+                (_, "eth_getTransactionReceipt" | "eth_getTransactionByHash") if !explicit_preference => {
+                    if let Some(hash) = first_param::<B256>(req) {
+                        plan.preferred = memory.tx_endpoint(&hash).or(plan.preferred.take());
+                    }
+                }
+                (_, "eth_getTransactionCount") if !explicit_preference => {
+                    if let Some((sender, tag)) = params::<(Address, String)>(req) {
+                        if tag == "pending" {
+                            plan.preferred = memory.sender_endpoint(&sender).or(plan.preferred.take());
+                        }
+                    }
+                }
+                _ => {}
+            }
+            plan.calls.push(call);
+        }
+        if let Some((endpoint, _)) = &plan.pinned {
+            // Only the filter's endpoint: every other one is excluded, and nothing fails over.
+            plan.may_fail_over = false;
+            plan.excluded.extend(endpoints.iter().filter(|e| *e != endpoint).cloned());
+            plan.preferred = Some(endpoint.clone());
+        }
+        Ok(plan)
+    }
+
+    /// A filter call goes where the filter was created; a filter this transport did not create
+    /// (made before a restart, say) goes the usual way, without failover.
+    fn pin_filter(&mut self, req: &SerializedRequest, memory: &Memory) -> TransportResult<()> {
+        let Some(filter) = first_param::<String>(req) else { return Ok(()) };
+        let Some(endpoint) = memory.filter_endpoint(&filter) else { return Ok(()) };
+        match &self.pinned {
+            Some((other, first)) if *other != endpoint => Err(TransportErrorKind::custom(FilterPinned {
+                filter,
+                endpoint,
+                why: format!("the same batch uses filter {first} of endpoint {other}"),
+            })),
+            _ => {
+                self.pinned = Some((endpoint, filter));
+                Ok(())
+            }
+        }
+    }
+
+    fn writes(&self) -> bool {
+        self.calls.iter().any(|c| c.access == Access::Write)
+    }
+
+    fn hashes(&self) -> Vec<B256> {
+        self.calls.iter().filter_map(|c| c.raw.map(|r| r.hash)).collect()
+    }
+
+    /// The error for a packet whose request failed (no response at all).
+    fn send_failed(&self, err: reqwest_middleware::Error) -> TransportError {
+        let failnext = Error::from_middleware(&err);
+        if let (Some((endpoint, filter)), Some(e)) = (&self.pinned, failnext) {
+            if e.is_no_usable_endpoint() {
+                return TransportErrorKind::custom(FilterPinned {
+                    filter: filter.clone(),
+                    endpoint: endpoint.clone(),
+                    why: "that endpoint is not usable now (cooling, ineligible or excluded); the filter lives only there"
+                        .to_owned(),
+                });
+            }
+        }
+        if !self.writes() {
+            return TransportErrorKind::custom(err.without_url());
+        }
+        let hashes = self.hashes();
+        match failnext {
+            Some(e) if e.is_no_usable_endpoint() => {
+                NeverSent { hashes, why: "no endpoint was usable, nothing was sent".to_owned() }
+                    .into_transport()
+            }
+            Some(e) if !e.attempts().is_empty() && e.attempts().iter().all(|a| is_connect(a.error())) => {
+                NeverSent { hashes, why: format!("no provider accepted the connection ({e})") }
+                    .into_transport()
+            }
+            Some(e) => {
+                let endpoint = e.attempts().last().map(|a| a.endpoint().clone());
+                PossiblySubmitted { hashes, endpoint, why: e.to_string() }.into_transport()
+            }
+            None if is_connect(&err) => {
+                NeverSent { hashes, why: format!("the connection was refused ({})", err.without_url()) }
+                    .into_transport()
+            }
+            None => PossiblySubmitted { hashes, endpoint: None, why: err.without_url().to_string() }
+                .into_transport(),
+        }
+    }
+
+    fn lost(&self, endpoint: Option<EndpointId>, why: String) -> TransportError {
+        PossiblySubmitted { hashes: self.hashes(), endpoint, why }.into_transport()
+    }
+
+    /// After an answer from `served`: remembers created filters and accepted broadcasts, and
+    /// turns "already known" for a raw transaction into success with its hash.
+    fn learn(&self, answer: &mut ResponsePacket, served: &EndpointId, memory: &Memory) {
+        let responses: &mut [Response] = match answer {
+            ResponsePacket::Single(r) => std::slice::from_mut(r),
+            ResponsePacket::Batch(rs) => rs.as_mut_slice(),
+        };
+        for response in responses {
+            let Some(call) = self.calls.iter().find(|c| c.id == response.id) else { continue };
+            match (&response.payload, call.access) {
+                (ResponsePayload::Success(result), Access::NewFilter) => {
+                    if let Ok(filter) = serde_json::from_str::<String>(result.get()) {
+                        memory.filter_created(&filter, served.clone());
+                    }
+                }
+                (ResponsePayload::Success(_), Access::UseFilter) if call.method == "eth_uninstallFilter" => {
+                    if let Some((_, filter)) = &self.pinned {
+                        memory.filter_removed(filter);
+                    }
+                }
+                (ResponsePayload::Success(result), Access::Write) => {
+                    let hash =
+                        call.raw.map(|r| r.hash).or_else(|| serde_json::from_str::<B256>(result.get()).ok());
+                    let sender = call.raw.and_then(|r| r.sender).or(call.from);
+                    if let Some(hash) = hash {
+                        memory.broadcast(hash, sender, served);
+                    }
+                }
+                (ResponsePayload::Failure(e), Access::Write) if is_already_known(&e.message) => {
+                    let Some(raw) = call.raw else { continue };
+                    let Ok(result) = serde_json::value::to_raw_value(&raw.hash) else { continue };
+                    memory.broadcast(raw.hash, raw.sender, served);
+                    response.payload = ResponsePayload::Success(result);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// A filter call that cannot reach the provider holding its filter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FilterPinned {
+    filter: String,
+    endpoint: EndpointId,
+    why: String,
+}
+
+impl FilterPinned {
+    /// The filter id.
+    pub fn filter(&self) -> &str {
+        &self.filter
+    }
+
+    /// The endpoint that created the filter.
+    pub fn endpoint(&self) -> &EndpointId {
+        &self.endpoint
+    }
+
+    /// This error inside an alloy `TransportError`, if it is one.
+    pub fn find(err: &TransportError) -> Option<&FilterPinned> {
+        err.as_transport_err()?.as_custom()?.downcast_ref()
+    }
+}
+
+impl std::fmt::Display for FilterPinned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "filter {} was created on endpoint {} and cannot be used elsewhere: {}; create a new filter",
+            self.filter, self.endpoint, self.why
+        )
+    }
+}
+
+impl std::error::Error for FilterPinned {}
+
+#[derive(Deserialize)]
+struct From {
+    from: Address,
+}
+
+/// The call's `params`, parsed as `T`.
+fn params<T: for<'de> Deserialize<'de>>(req: &SerializedRequest) -> Option<T> {
+    #[derive(Deserialize)]
+    struct Params<'a> {
+        #[serde(borrow)]
+        params: Option<&'a RawValue>,
+    }
+    let Params { params } = serde_json::from_str(req.serialized().get()).ok()?;
+    serde_json::from_str(params?.get()).ok()
+}
+
+/// The call's first parameter, parsed as `T`.
+fn first_param<T: for<'de> Deserialize<'de>>(req: &SerializedRequest) -> Option<T> {
+    let mut all: Vec<Box<RawValue>> = params(req)?;
+    if all.is_empty() {
+        return None;
+    }
+    serde_json::from_str(all.swap_remove(0).get()).ok()
+}
+
+/// A non-2xx body that is a JSON-RPC error response, as alloy's `Http` returns it.
+fn json_rpc_error_response(body: &[u8]) -> Option<ResponsePacket> {
+    let packet = serde_json::from_slice::<ResponsePacket>(body).ok()?;
+    packet.is_error().then_some(packet)
+}
+
+fn http_error(status: StatusCode, body: String, retry_after: Option<Duration>) -> TransportError {
+    TransportErrorKind::http_error_with_retry_after(status.as_u16(), body, retry_after)
+}
+
+fn is_connect(err: &reqwest_middleware::Error) -> bool {
+    matches!(err, reqwest_middleware::Error::Reqwest(e) if e.is_connect())
+}
+
+fn is_loopback(url: &str) -> bool {
+    url::Url::parse(url).ok().and_then(|u| u.host().map(|h| h.to_owned())).is_some_and(|host| match host {
+        url::Host::Domain(d) => d == "localhost",
+        url::Host::Ipv4(ip) => ip.is_loopback(),
+        url::Host::Ipv6(ip) => ip.is_loopback(),
+    })
+}
