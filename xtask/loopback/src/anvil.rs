@@ -371,6 +371,34 @@ impl Anvil {
         self.rpc("anvil_mine", json!([format!("{blocks:#x}")])).await.map(drop)
     }
 
+    /// How many transactions `address` has sent, as of the latest block
+    /// (`eth_getTransactionCount`): a check that a transfer reached this node or did not.
+    ///
+    /// # Errors
+    ///
+    /// As [`block_number`](Anvil::block_number).
+    pub async fn nonce(&self, address: &str) -> Result<u64, AnvilError> {
+        let answer = self.rpc("eth_getTransactionCount", json!([address, "latest"])).await?;
+        quantity("eth_getTransactionCount", &answer)
+    }
+
+    /// The balance of `address` in wei, as of the latest block (`eth_getBalance`).
+    ///
+    /// # Errors
+    ///
+    /// As [`block_number`](Anvil::block_number).
+    pub async fn balance(&self, address: &str) -> Result<u128, AnvilError> {
+        let answer = self.rpc("eth_getBalance", json!([address, "latest"])).await?;
+        answer
+            .as_str()
+            .and_then(|s| s.strip_prefix("0x"))
+            .and_then(|hex| u128::from_str_radix(hex, 16).ok())
+            .ok_or_else(|| AnvilError::BadAnswer {
+                method: "eth_getBalance".to_owned(),
+                answer: answer.to_string(),
+            })
+    }
+
     /// The node's latest block number (`eth_blockNumber`).
     ///
     /// # Errors

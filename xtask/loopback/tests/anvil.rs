@@ -31,9 +31,13 @@ async fn a_started_node_answers_its_chain_id_on_loopback() {
     assert_eq!(node.url(), format!("http://127.0.0.1:{}/", node.port()));
     assert!(node.pid() > 0);
     assert_eq!(node.rpc("eth_chainId", json!([])).await.unwrap(), json!("0x7a69"));
-    // The first dev account is funded: 10 000 ether.
+    // The dev accounts are funded with 10 000 ether each and have sent nothing.
     let balance = node.rpc("eth_getBalance", json!([DEV_ADDRESSES[0], "latest"])).await.unwrap();
     assert_eq!(balance, json!("0x21e19e0c9bab2400000"));
+    for address in DEV_ADDRESSES {
+        assert_eq!(node.balance(address).await.unwrap(), 10_000 * 10_u128.pow(18));
+        assert_eq!(node.nonce(address).await.unwrap(), 0);
+    }
 }
 
 #[tokio::test]
