@@ -20,14 +20,15 @@
 //! | a node on another chain | [`AnvilOptions::chain_id`] | another `eth_chainId` |
 
 use std::fmt;
-use std::io::{self, Read};
-use std::net::{Ipv4Addr, TcpListener};
+use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStderr, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use tokio::sync::oneshot;
 
 use crate::lock;
 
@@ -69,10 +70,6 @@ const READY_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long one [`Anvil::rpc`] call may take.
 const RPC_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// How many free ports [`Anvil::start`] tries when anvil exits at start (the port was taken
-/// between picking and binding).
-const START_TRIES: usize = 3;
-
 /// The most of anvil's stderr a handle keeps.
 const STDERR_CAP: usize = 64 * 1024;
 
@@ -112,7 +109,9 @@ impl AnvilOptions {
         self
     }
 
-    /// One more command-line argument for anvil, after the handle's own.
+    /// One more command-line argument for anvil, after the handle's own (`--host 127.0.0.1
+    /// --port 0 --chain-id N`). Not `--quiet`, `--host` or `--port`: the handle reads the
+    /// port from the `Listening on` line anvil prints.
     #[must_use]
     pub fn arg(mut self, arg: impl Into<String>) -> Self {
         self.args.push(arg.into());
@@ -138,6 +137,8 @@ pub struct Anvil {
     chain_id: u64,
     client: reqwest::Client,
     stderr: Arc<Mutex<Vec<u8>>>,
+    /// The thread reading stderr; it ends when the process does.
+    stderr_reader: Option<JoinHandle<()>>,
 }
 
 // ===== impl Anvil =====
@@ -153,41 +154,82 @@ impl Anvil {
     pub async fn start(options: AnvilOptions) -> Result<Anvil, AnvilError> {
         let binary = locate(&options)?;
         let client = reqwest::Client::builder().no_proxy().build().map_err(AnvilError::Http)?;
-        let mut tries = 0;
-        loop {
-            tries += 1;
-            let port = free_port().map_err(|source| AnvilError::Spawn { binary: binary.clone(), source })?;
-            let mut anvil = Anvil::spawn(&binary, &options, port, client.clone())?;
-            match anvil.wait_ready(options.chain_id).await {
-                Ok(()) => return Ok(anvil),
-                // The port may have been taken between picking and binding: try another.
-                Err(AnvilError::Exited { .. }) if tries < START_TRIES => continue,
-                Err(e) => return Err(e),
-            }
-        }
+        let (mut anvil, listening) = Anvil::spawn(&binary, &options, client)?;
+        anvil.port = anvil.wait_listening(listening).await?;
+        anvil.wait_ready(options.chain_id).await?;
+        Ok(anvil)
     }
 
+    /// Runs anvil on `--port 0`: the kernel picks a free port when anvil binds, and anvil
+    /// prints it, so no other process can take it between picking and binding.
     fn spawn(
         binary: &Path,
         options: &AnvilOptions,
-        port: u16,
         client: reqwest::Client,
-    ) -> Result<Anvil, AnvilError> {
+    ) -> Result<(Anvil, oneshot::Receiver<u16>), AnvilError> {
         let mut command = Command::new(binary);
         command
-            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--host", "127.0.0.1", "--port", "0"])
             .args(["--chain-id", &options.chain_id.to_string()]);
         if let Some(interval) = options.block_time {
             command.args(["--block-time", &interval.as_secs_f64().to_string()]);
         }
-        command.args(&options.args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+        command.args(&options.args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child =
             command.spawn().map_err(|source| AnvilError::Spawn { binary: binary.to_owned(), source })?;
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        if let Some(pipe) = child.stderr.take() {
-            drain(pipe, Arc::clone(&stderr));
+        let (port_tx, port_rx) = oneshot::channel();
+        if let Some(pipe) = child.stdout.take() {
+            watch_stdout(pipe, port_tx);
         }
-        Ok(Anvil { child, reaped: false, port, chain_id: options.chain_id, client, stderr })
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let stderr_reader = child.stderr.take().and_then(|pipe| drain(pipe, Arc::clone(&stderr)));
+        let anvil = Anvil {
+            child,
+            reaped: false,
+            port: 0,
+            chain_id: options.chain_id,
+            client,
+            stderr,
+            stderr_reader,
+        };
+        Ok((anvil, port_rx))
+    }
+
+    /// The port anvil says it listens on; an error when it exits (or says nothing) first.
+    async fn wait_listening(&mut self, listening: oneshot::Receiver<u16>) -> Result<u16, AnvilError> {
+        match tokio::time::timeout(READY_TIMEOUT, listening).await {
+            Ok(Ok(port)) => Ok(port),
+            // Its stdout closed without the line: it is exiting.
+            Ok(Err(_)) => Err(self.failed_to_start()),
+            Err(_) => Err(AnvilError::NotReady {
+                waited: READY_TIMEOUT,
+                last: "anvil did not print the address it listens on".to_owned(),
+            }),
+        }
+    }
+
+    /// The error for a node that ends its output while starting: how it exited, and its
+    /// stderr.
+    fn failed_to_start(&mut self) -> AnvilError {
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(2) {
+            match self.child.try_wait() {
+                Ok(Some(status)) => {
+                    self.reaped = true;
+                    // The process is gone, so its stderr is at its end: read all of it.
+                    if let Some(reader) = self.stderr_reader.take() {
+                        let _ = reader.join();
+                    }
+                    return AnvilError::Exited { status, stderr: self.stderr() };
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+                Err(e) => return AnvilError::Wait(e),
+            }
+        }
+        AnvilError::NotReady {
+            waited: Duration::from_secs(2),
+            last: format!("anvil closed its stdout without listening: {}", self.stderr().trim()),
+        }
     }
 
     /// Polls `eth_chainId` until it answers, the process exits, or [`READY_TIMEOUT`] passes.
@@ -478,16 +520,40 @@ fn thread_states(pid: u32) -> io::Result<Vec<char>> {
     Ok(states)
 }
 
-/// A loopback port nothing listens on right now.
-fn free_port() -> io::Result<u16> {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
-    Ok(listener.local_addr()?.port())
+/// Reads anvil's stdout to its end, handing over the port of its `Listening on
+/// 127.0.0.1:PORT` line; the rest (a banner, a line per call) is dropped.
+fn watch_stdout(pipe: ChildStdout, port: oneshot::Sender<u16>) {
+    let _ = std::thread::Builder::new().name("anvil-stdout".to_owned()).spawn(move || {
+        let mut port = Some(port);
+        let mut reader = BufReader::new(pipe);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match reader.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            if port.is_some() {
+                let text = String::from_utf8_lossy(&line);
+                if let Some(found) = text.trim().strip_prefix("Listening on ").and_then(listening_port) {
+                    if let Some(tx) = port.take() {
+                        let _ = tx.send(found);
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// The port of `127.0.0.1:PORT`.
+fn listening_port(addr: &str) -> Option<u16> {
+    addr.rsplit_once(':').and_then(|(_, port)| port.parse().ok())
 }
 
 /// Reads the child's stderr into `into` (up to [`STDERR_CAP`]) until the pipe closes, which
 /// it does when the process dies.
-fn drain(mut pipe: ChildStderr, into: Arc<Mutex<Vec<u8>>>) {
-    let _ = std::thread::Builder::new().name("anvil-stderr".to_owned()).spawn(move || {
+fn drain(mut pipe: ChildStderr, into: Arc<Mutex<Vec<u8>>>) -> Option<JoinHandle<()>> {
+    let reader = std::thread::Builder::new().name("anvil-stderr".to_owned()).spawn(move || {
         let mut buf = [0_u8; 4096];
         loop {
             match pipe.read(&mut buf) {
@@ -500,6 +566,7 @@ fn drain(mut pipe: ChildStderr, into: Arc<Mutex<Vec<u8>>>) {
             }
         }
     });
+    reader.ok()
 }
 
 /// A JSON-RPC quantity (`"0x2a"`) as a number.
@@ -520,7 +587,7 @@ pub enum AnvilError {
         /// The paths looked at, in order.
         looked_at: Vec<PathBuf>,
     },
-    /// The binary could not be run (or no free port could be picked).
+    /// The binary could not be run.
     Spawn {
         /// The binary.
         binary: PathBuf,
@@ -632,6 +699,12 @@ mod tests {
         let installs = default_installs();
         assert!(!installs.is_empty());
         assert!(installs.iter().all(|p| p.ends_with(PACKAGE_BINARY)), "{installs:?}");
+    }
+
+    #[test]
+    fn the_listening_line_gives_the_port() {
+        assert_eq!(listening_port("127.0.0.1:38481"), Some(38481));
+        assert_eq!(listening_port("127.0.0.1"), None);
     }
 
     #[test]

@@ -143,3 +143,10 @@ fn with_failnext_anvil_pointing_nowhere_a_node_test_fails_saying_how_to_get_anvi
     assert!(stdout.contains("/nonexistent/anvil"), "{stdout}");
     assert!(stdout.contains("0 passed; 1 failed"), "{stdout}");
 }
+
+#[tokio::test]
+async fn a_node_that_exits_while_starting_reports_its_stderr() {
+    let err = Anvil::start(AnvilOptions::new().arg("--no-such-flag")).await.unwrap_err();
+    assert!(matches!(&err, AnvilError::Exited { status, .. } if !status.success()), "{err:?}");
+    assert!(err.to_string().contains("--no-such-flag"), "{err}");
+}
