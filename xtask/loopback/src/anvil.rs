@@ -8,8 +8,8 @@
 //! get it: a test that needs anvil fails, it never skips.
 //!
 //! Each node listens on 127.0.0.1 only, mines on every transaction (or every
-//! [`block_time`](AnvilOptions::block_time)), has anvil's ten dev accounts
-//! ([`DEV_ADDRESSES`], [`DEV_PRIVATE_KEYS`]), and dies with its handle. Faults, on the real
+//! [`block_time`](AnvilOptions::block_time)), has anvil's funded dev accounts (the first five
+//! in [`DEV_ADDRESSES`], [`DEV_PRIVATE_KEYS`]), and dies with its handle. Faults, on the real
 //! process:
 //!
 //! | fault | how | what a client sees |
@@ -18,6 +18,20 @@
 //! | a hung node | [`Anvil::pause`]: SIGSTOP, every thread stopped, until [`Anvil::resume`] (SIGCONT) | connections accepted by the kernel, nothing answers |
 //! | a lagging node | [`Anvil::mine`] on the others | a lower `eth_blockNumber` |
 //! | a node on another chain | [`AnvilOptions::chain_id`] | another `eth_chainId` |
+//!
+//! ```no_run
+//! use failnext_loopback::{Anvil, AnvilOptions};
+//!
+//! # async fn demo() -> Result<(), failnext_loopback::AnvilError> {
+//! let mut node = Anvil::start(AnvilOptions::new()).await?;
+//! node.mine(20).await?;
+//! assert_eq!(node.block_number().await?, 20);
+//! node.pause()?; // requests to node.url() now hang
+//! node.resume()?;
+//! node.kill()?; // and now they are refused
+//! # Ok(())
+//! # }
+//! ```
 
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read};
@@ -200,7 +214,7 @@ impl Anvil {
         match tokio::time::timeout(READY_TIMEOUT, listening).await {
             Ok(Ok(port)) => Ok(port),
             // Its stdout closed without the line: it is exiting.
-            Ok(Err(_)) => Err(self.failed_to_start()),
+            Ok(Err(_)) => Err(self.failed_to_start().await),
             Err(_) => Err(AnvilError::NotReady {
                 waited: READY_TIMEOUT,
                 last: "anvil did not print the address it listens on".to_owned(),
@@ -210,7 +224,7 @@ impl Anvil {
 
     /// The error for a node that ends its output while starting: how it exited, and its
     /// stderr.
-    fn failed_to_start(&mut self) -> AnvilError {
+    async fn failed_to_start(&mut self) -> AnvilError {
         let started = Instant::now();
         while started.elapsed() < Duration::from_secs(2) {
             match self.child.try_wait() {
@@ -222,7 +236,7 @@ impl Anvil {
                     }
                     return AnvilError::Exited { status, stderr: self.stderr() };
                 }
-                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+                Ok(None) => tokio::time::sleep(Duration::from_millis(5)).await,
                 Err(e) => return AnvilError::Wait(e),
             }
         }
