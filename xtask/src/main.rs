@@ -4,7 +4,10 @@
 //! - `demo`: the demo bot against simulated providers (or real ones with `--rpc URL`).
 //! - `bench`: the release benchmark, figures as ratios to the bare reqwest client.
 //! - `soak`: the fault-injection soak (full profile; `cargo xtask ci` runs the short one).
+//! - `anvil`: installs the anvil binary the real-node tests run (`ci` and `test` do it first).
 //! - `fmt`, `lint`, `test`, `doc`: one step each.
+
+mod anvil;
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -40,6 +43,7 @@ fn try_main() -> Result<(), DynError> {
         Some("demo") => demo(&rest),
         Some("bench") => bench(&rest),
         Some("soak") => soak(&rest),
+        Some("anvil") => anvil::ensure_anvil().map(|path| say(&path.display().to_string())),
         _ => {
             print_help();
             if task.is_some() || !rest.is_empty() { Err("unknown task".into()) } else { Ok(()) }
@@ -56,9 +60,11 @@ fn print_help() {
          soak   [--profile ci|full|measure] [--seed N] [--fault-ms N]  fault-injection soak (full\n         \
                 profile by default; measure: reads answered correctly per configuration)\n  \
          bench  [--quick] [--rounds N] [--scenario NAME]  release benchmark, written to target/bench/\n  \
+         anvil  install anvil (npm @foundry-rs/anvil-linux-amd64) into target/anvil/, print its path\n  \
          fmt    cargo fmt --check\n  \
          lint   cargo clippy --workspace --all-targets -- -D warnings\n  \
-         test   cargo test --workspace (all features but the examples' tls)\n  \
+         test   cargo test --workspace (all features but the examples' tls), with anvil installed\n         \
+                first and passed to the real-node tests in FAILNEXT_ANVIL\n  \
          doc    cargo doc --no-deps with RUSTDOCFLAGS=-D warnings");
 }
 
@@ -205,8 +211,17 @@ fn lint() -> Result<(), DynError> {
     })
 }
 
+/// The tests, with anvil installed first: the real-node tests find it in `FAILNEXT_ANVIL`
+/// (an anvil the caller already points `FAILNEXT_ANVIL` at is used as it is).
 fn test() -> Result<(), DynError> {
-    section("test", || cargo(&["test", "--workspace", "--features", FEATURES], &[]))
+    let anvil = match env::var("FAILNEXT_ANVIL") {
+        Ok(path) if !path.is_empty() => path,
+        _ => {
+            let path = section("anvil", anvil::ensure_anvil)?;
+            path.to_str().ok_or("the anvil path is not UTF-8")?.to_owned()
+        }
+    };
+    section("test", || cargo(&["test", "--workspace", "--features", FEATURES], &[("FAILNEXT_ANVIL", &anvil)]))
 }
 
 fn doc() -> Result<(), DynError> {
@@ -219,13 +234,13 @@ fn doc() -> Result<(), DynError> {
 }
 
 /// Runs one step inside a `::group::` section and reports its time.
-fn section(name: &str, step: impl FnOnce() -> Result<(), DynError>) -> Result<(), DynError> {
+fn section<T>(name: &str, step: impl FnOnce() -> Result<T, DynError>) -> Result<T, DynError> {
     say(&format!("::group::{name}"));
     let started = Instant::now();
     let result = step();
     say("::endgroup::");
     match &result {
-        Ok(()) => say(&format!("xtask: {name} ok in {:.1?}", started.elapsed())),
+        Ok(_) => say(&format!("xtask: {name} ok in {:.1?}", started.elapsed())),
         Err(e) => say(&format!("xtask: {name} FAILED after {:.1?}: {e}", started.elapsed())),
     }
     result

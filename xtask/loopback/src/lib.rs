@@ -14,6 +14,8 @@
 //! - [`resources`]: what the process holds (RSS, file descriptors, TCP connections, tokio
 //!   tasks), read from `/proc`.
 //! - [`cases`]: case counts and a runner for the property-based fuzz suites.
+//! - [`anvil`]: [`Anvil`], one real anvil node (Foundry's local Ethereum node) on a free
+//!   loopback port, killed, paused and resumed by its handle, for the real-node tests.
 //!
 //! # Which faults are hyper's and which are raw
 //!
@@ -31,10 +33,11 @@
 //! | garbage before the status line; header lines that never end | raw: [`RawServer`], because hyper only writes well-formed heads |
 //!
 //! Everything binds to 127.0.0.1 and every task a server spawns ends when the server is
-//! dropped. Not published: a dev-only crate.
+//! dropped; every anvil process is killed and reaped when its handle is dropped. Not published: a dev-only crate.
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+pub mod anvil;
 pub mod cases;
 pub mod middleware;
 pub mod raw;
@@ -44,6 +47,7 @@ pub mod resources;
 pub mod server;
 pub mod thread;
 
+pub use anvil::{Anvil, AnvilError, AnvilOptions};
 pub use middleware::AttemptLog;
 pub use raw::{RawServer, Refused, Script, refused_url};
 pub use received::Received;

@@ -1,0 +1,155 @@
+//! failnext and failnext-blocklag against real Ethereum nodes: anvil processes on loopback
+//! ports, killed (SIGKILL), hung (SIGSTOP), left behind (`anvil_mine` on the others) or started
+//! on another chain, through the reqwest middleware (no alloy).
+//!
+//! anvil comes from `cargo xtask anvil` (`cargo xtask ci` installs it and passes it in
+//! `FAILNEXT_ANVIL`). Without it every test here fails with a message saying how to get it.
+//! These tests run on real time (real processes, real sockets): their only time assertion is
+//! that a bounded request ended.
+
+use std::time::Duration;
+
+use failnext::{Cooldown, Endpoint, Failover, FailoverBuilder, RequestBuilderExt, ResponseExt};
+use failnext_blocklag::{Monitor, ProbeError};
+use failnext_loopback::anvil::DEFAULT_CHAIN_ID;
+use failnext_loopback::{Anvil, AnvilOptions};
+use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
+use serde_json::{Value, json};
+
+const BLOCK_NUMBER: &str = r#"{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}"#;
+const CHAIN_ID: &str = r#"{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}"#;
+
+/// Every request of a test ends within this, or the test fails.
+const BOUND: Duration = Duration::from_secs(10);
+
+async fn node(options: AnvilOptions) -> Anvil {
+    match Anvil::start(options).await {
+        Ok(anvil) => anvil,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// Endpoints named after the nodes, in the given order.
+fn endpoints(nodes: &[(&str, &Anvil)]) -> Vec<Endpoint> {
+    nodes.iter().map(|(id, node)| Endpoint::new(*id, node.url())).collect()
+}
+
+/// A failover over `nodes` whose cooldown is off, so each request shows the rule it tests.
+fn failover(nodes: &[(&str, &Anvil)]) -> FailoverBuilder {
+    Failover::builder(endpoints(nodes)).cooldown(Cooldown::disabled())
+}
+
+fn http() -> reqwest::Client {
+    reqwest::Client::builder().no_proxy().build().unwrap()
+}
+
+fn client(failover: Failover) -> ClientWithMiddleware {
+    ClientBuilder::new(http()).with(failover).build()
+}
+
+/// A JSON-RPC POST through failnext, allowed to fail over; returns who served it and its result.
+async fn read(client: &ClientWithMiddleware, url: &str, body: &'static str) -> (String, Value) {
+    let send = client.post(url).header("content-type", "application/json").body(body).allow_failover().send();
+    let resp =
+        tokio::time::timeout(BOUND, send).await.expect("the read ended").expect("the read was answered");
+    assert_eq!(resp.status(), 200);
+    let served_by = resp.served_by().expect("failnext names who served").to_string();
+    let answer: Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
+    (served_by, answer["result"].clone())
+}
+
+#[tokio::test]
+async fn a_killed_primary_node_is_failed_over_to_the_backup_for_reads() {
+    let (mut primary, backup) = (node(AnvilOptions::new()).await, node(AnvilOptions::new()).await);
+    backup.mine(7).await.unwrap();
+    let client = client(failover(&[("primary", &primary), ("backup", &backup)]).build().unwrap());
+    // Alive, the primary serves (and leaves a pooled connection behind).
+    assert_eq!(read(&client, &primary.url(), BLOCK_NUMBER).await, ("primary".to_owned(), json!("0x0")));
+
+    primary.kill().unwrap();
+    for _ in 0..3 {
+        assert_eq!(read(&client, &primary.url(), BLOCK_NUMBER).await, ("backup".to_owned(), json!("0x7")));
+    }
+}
+
+#[tokio::test]
+async fn a_paused_primary_is_bounded_by_the_attempt_timeout() {
+    let (primary, backup) = (node(AnvilOptions::new()).await, node(AnvilOptions::new()).await);
+    backup.mine(7).await.unwrap();
+    let failover = failover(&[("primary", &primary), ("backup", &backup)])
+        .attempt_timeout(Duration::from_millis(500))
+        .build()
+        .unwrap();
+    let client = client(failover);
+    primary.pause().unwrap();
+
+    // A read waits out the primary's attempt timeout, then the backup serves it.
+    assert_eq!(read(&client, &primary.url(), BLOCK_NUMBER).await, ("backup".to_owned(), json!("0x7")));
+
+    // A request that may not fail over ends with the primary's timeout.
+    let send = client.post(primary.url()).header("content-type", "application/json").body(BLOCK_NUMBER);
+    let ended = tokio::time::timeout(BOUND, send.deny_failover().send()).await;
+    let err = ended.expect("the attempt timeout ended the request").expect_err("nothing answered");
+    let failed = failnext::Error::from_middleware(&err).expect("a failnext error");
+    let attempts: Vec<(String, bool)> =
+        failed.attempts().iter().map(|a| (a.endpoint().to_string(), a.error().is_timeout())).collect();
+    assert_eq!(attempts, [("primary".to_owned(), true)], "{failed:?}");
+    assert!(failed.attempts()[0].to_string().starts_with("primary: "), "{}", failed.attempts()[0]);
+
+    // Resumed, it answers again.
+    primary.resume().unwrap();
+    assert_eq!(read(&client, &primary.url(), BLOCK_NUMBER).await, ("primary".to_owned(), json!("0x0")));
+}
+
+#[tokio::test]
+async fn the_monitor_rules_out_a_lagging_node() {
+    let lagging = node(AnvilOptions::new()).await;
+    let (second, third) = (node(AnvilOptions::new()).await, node(AnvilOptions::new()).await);
+    let nodes = [("lagging", &lagging), ("second", &second), ("third", &third)];
+    let monitor = Monitor::builder(endpoints(&nodes)).client(http()).max_lag(3).build().unwrap();
+    monitor.check().await.unwrap();
+    assert!(["lagging", "second", "third"].iter().all(|id| monitor.eligible(id)), "all at block 0");
+
+    second.mine(20).await.unwrap();
+    third.mine(20).await.unwrap();
+    monitor.check().await.unwrap();
+    assert!(!monitor.eligible("lagging"));
+    assert!(monitor.eligible("second") && monitor.eligible("third"));
+    let snapshot = monitor.snapshot().unwrap();
+    assert_eq!((snapshot.highest(), snapshot.lag("lagging")), (20, Some(20)));
+
+    // With the monitor as eligibility, reads skip the lagging node, denied failover or not.
+    let client = client(failover(&nodes).eligible(monitor.clone()).build().unwrap());
+    for _ in 0..3 {
+        assert_eq!(read(&client, &lagging.url(), BLOCK_NUMBER).await, ("second".to_owned(), json!("0x14")));
+    }
+    let send = client.post(lagging.url()).header("content-type", "application/json").body(BLOCK_NUMBER);
+    let resp = tokio::time::timeout(BOUND, send.deny_failover().send()).await.unwrap().unwrap();
+    assert_eq!(resp.served_by().map(|id| id.to_string()).as_deref(), Some("second"));
+}
+
+#[tokio::test]
+async fn the_monitor_rules_out_a_node_on_the_wrong_chain() {
+    let (goerli, mainnet_like) =
+        (node(AnvilOptions::new().chain_id(5)).await, node(AnvilOptions::new()).await);
+    let nodes = [("primary", &goerli), ("backup", &mainnet_like)];
+    let monitor = Monitor::builder(endpoints(&nodes))
+        .client(http())
+        .expected_chain_id(DEFAULT_CHAIN_ID)
+        .build()
+        .unwrap();
+    let err = monitor.check().await.expect_err("the primary is on chain 5");
+    assert!(err.published(), "the backup's answer is published");
+    let failures: Vec<(String, &ProbeError)> =
+        err.failures().iter().map(|f| (f.endpoint().to_string(), f.error())).collect();
+    assert!(
+        matches!(failures.as_slice(), [(id, ProbeError::WrongChain { expected: 31337, actual: 5 })] if id == "primary"),
+        "{failures:?}"
+    );
+    assert!(!monitor.eligible("primary"));
+    assert!(monitor.eligible("backup"));
+
+    // Reads go to the node on the expected chain.
+    let client = client(failover(&nodes).eligible(monitor.clone()).build().unwrap());
+    assert_eq!(read(&client, &goerli.url(), CHAIN_ID).await, ("backup".to_owned(), json!("0x7a69")));
+}
