@@ -1,6 +1,7 @@
-//! failnext and failnext-blocklag against real Ethereum nodes: anvil processes on loopback
-//! ports, killed (SIGKILL), hung (SIGSTOP), left behind (`anvil_mine` on the others) or started
-//! on another chain, through the reqwest middleware (no alloy).
+//! failnext-blocklag's monitor against real Ethereum nodes: anvil processes on loopback ports,
+//! left behind (`anvil_mine` on the others) or started on another chain, as failnext's
+//! eligibility through the reqwest middleware (no alloy). failnext's own real-node tests
+//! (killed, hung) are in `failnext/tests/real_nodes.rs`.
 //!
 //! anvil comes from `cargo xtask anvil` (`cargo xtask ci` installs it and passes it in
 //! `FAILNEXT_ANVIL`). Without it every test here fails with a message saying how to get it.
@@ -56,49 +57,6 @@ async fn read(client: &ClientWithMiddleware, url: &str, body: &'static str) -> (
     let served_by = resp.served_by().expect("failnext names who served").to_string();
     let answer: Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
     (served_by, answer["result"].clone())
-}
-
-#[tokio::test]
-async fn a_killed_primary_node_is_failed_over_to_the_backup_for_reads() {
-    let (mut primary, backup) = (node(AnvilOptions::new()).await, node(AnvilOptions::new()).await);
-    backup.mine(7).await.unwrap();
-    let client = client(failover(&[("primary", &primary), ("backup", &backup)]).build().unwrap());
-    // Alive, the primary serves (and leaves a pooled connection behind).
-    assert_eq!(read(&client, &primary.url(), BLOCK_NUMBER).await, ("primary".to_owned(), json!("0x0")));
-
-    primary.kill().unwrap();
-    for _ in 0..3 {
-        assert_eq!(read(&client, &primary.url(), BLOCK_NUMBER).await, ("backup".to_owned(), json!("0x7")));
-    }
-}
-
-#[tokio::test]
-async fn a_paused_primary_is_bounded_by_the_attempt_timeout() {
-    let (primary, backup) = (node(AnvilOptions::new()).await, node(AnvilOptions::new()).await);
-    backup.mine(7).await.unwrap();
-    let failover = failover(&[("primary", &primary), ("backup", &backup)])
-        .attempt_timeout(Duration::from_millis(500))
-        .build()
-        .unwrap();
-    let client = client(failover);
-    primary.pause().unwrap();
-
-    // A read waits out the primary's attempt timeout, then the backup serves it.
-    assert_eq!(read(&client, &primary.url(), BLOCK_NUMBER).await, ("backup".to_owned(), json!("0x7")));
-
-    // A request that may not fail over ends with the primary's timeout.
-    let send = client.post(primary.url()).header("content-type", "application/json").body(BLOCK_NUMBER);
-    let ended = tokio::time::timeout(BOUND, send.deny_failover().send()).await;
-    let err = ended.expect("the attempt timeout ended the request").expect_err("nothing answered");
-    let failed = failnext::Error::from_middleware(&err).expect("a failnext error");
-    let attempts: Vec<(String, bool)> =
-        failed.attempts().iter().map(|a| (a.endpoint().to_string(), a.error().is_timeout())).collect();
-    assert_eq!(attempts, [("primary".to_owned(), true)], "{failed:?}");
-    assert!(failed.attempts()[0].to_string().starts_with("primary: "), "{}", failed.attempts()[0]);
-
-    // Resumed, it answers again.
-    primary.resume().unwrap();
-    assert_eq!(read(&client, &primary.url(), BLOCK_NUMBER).await, ("primary".to_owned(), json!("0x0")));
 }
 
 #[tokio::test]

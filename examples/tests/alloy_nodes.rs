@@ -1,0 +1,278 @@
+//! `failnext::alloy::FailoverTransport` under alloy's `Provider`, against real anvil nodes.
+//!
+//! Each node is started on its own loopback port and stopped by its handle. anvil comes from
+//! the npm package `@foundry-rs/anvil-linux-amd64`, installed by `cargo xtask ci` (or `cargo
+//! xtask anvil`); without it every test here fails with a message saying how to get it.
+//! The nodes are independent chains, so a transaction's nonce tells on which node it landed.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use alloy::eips::eip2718::Encodable2718;
+use alloy::network::{Ethereum, EthereumWallet, NetworkTransactionBuilder, TransactionBuilder};
+use alloy::primitives::{Address, B256, Bytes, U256};
+use alloy::providers::{Provider, ProviderBuilder};
+use alloy::rpc::client::RpcClient;
+use alloy::rpc::types::TransactionRequest;
+use alloy::signers::local::PrivateKeySigner;
+use failnext::alloy::{CallExt, FailoverTransport, NeverSent, PossiblySubmitted, ServedByCell};
+use failnext::{Cooldown, Endpoint, Failover};
+use failnext_blocklag::Monitor;
+use failnext_loopback::anvil::{DEFAULT_CHAIN_ID, DEV_ADDRESSES, DEV_PRIVATE_KEYS};
+use failnext_loopback::{Anvil, AnvilOptions, AttemptLog};
+use serde_json::json;
+
+/// Every call of a test ends within this, or the test fails.
+const BOUND: Duration = Duration::from_secs(20);
+
+async fn node(options: AnvilOptions) -> Anvil {
+    Anvil::start(options).await.unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn endpoints(nodes: &[(&str, &Anvil)]) -> Vec<Endpoint> {
+    nodes.iter().map(|(id, n)| Endpoint::new(*id, n.url())).collect()
+}
+
+/// A transport over `nodes` (cooldown off, so each call shows the rule under test), with a
+/// per-attempt log of the endpoints reached.
+fn transport(nodes: &[(&str, &Anvil)], eligible: Option<Monitor>) -> (FailoverTransport, AttemptLog) {
+    let mut builder = Failover::builder(endpoints(nodes))
+        .cooldown(Cooldown::disabled())
+        .attempt_timeout(Duration::from_secs(1))
+        .classifier(failnext::jsonrpc::JsonRpcClassifier::new());
+    if let Some(monitor) = eligible {
+        builder = builder.eligible(monitor);
+    }
+    let failover = builder.build().unwrap();
+    let log = AttemptLog::default();
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let client =
+        reqwest_middleware::ClientBuilder::new(http).with(failover.clone()).with(log.clone()).build();
+    (FailoverTransport::with_client(client, &failover), log)
+}
+
+async fn within<F: std::future::IntoFuture>(f: F) -> F::Output {
+    tokio::time::timeout(BOUND, f.into_future()).await.expect("the call ended within the bound")
+}
+
+/// A signed transfer of 1 wei from dev account `from` with `nonce`.
+async fn transfer(from: usize, nonce: u64) -> (Bytes, B256) {
+    let signer = PrivateKeySigner::from_str(DEV_PRIVATE_KEYS[from]).unwrap();
+    let wallet = EthereumWallet::from(signer);
+    let tx = TransactionRequest::default()
+        .with_to(Address::from_str(DEV_ADDRESSES[4]).unwrap())
+        .with_value(U256::from(1))
+        .with_nonce(nonce)
+        .with_chain_id(DEFAULT_CHAIN_ID)
+        .with_gas_limit(21_000)
+        .with_max_fee_per_gas(20_000_000_000)
+        .with_max_priority_fee_per_gas(1_000_000_000);
+    let envelope =
+        <TransactionRequest as NetworkTransactionBuilder<Ethereum>>::build(tx, &wallet).await.unwrap();
+    (Bytes::from(envelope.encoded_2718()), *envelope.tx_hash())
+}
+
+/// Each node's pending nonce of dev account `from`: the transactions it has received from it,
+/// mined or not (anvil mines right after it answers).
+async fn nonces(nodes: &[&Anvil], from: usize) -> Vec<u64> {
+    let mut out = Vec::new();
+    for n in nodes {
+        let answer = n.rpc("eth_getTransactionCount", json!([DEV_ADDRESSES[from], "pending"])).await.unwrap();
+        out.push(u64::from_str_radix(answer.as_str().unwrap().trim_start_matches("0x"), 16).unwrap());
+    }
+    out
+}
+
+#[tokio::test]
+async fn provider_builder_reads_from_the_backup_while_the_primary_is_down_in_five_lines() {
+    let (mut primary, backup) = (node(AnvilOptions::new()).await, node(AnvilOptions::new()).await);
+    backup.mine(7).await.unwrap();
+    primary.kill().unwrap();
+    let (primary_url, backup_url) = (primary.url(), backup.url());
+    // The user's code: five lines.
+    let transport =
+        FailoverTransport::new([Endpoint::new("primary", primary_url), Endpoint::new("backup", backup_url)])
+            .unwrap();
+    let provider = ProviderBuilder::new().connect_client(RpcClient::new(transport, false));
+    let block = within(provider.get_block_number()).await.unwrap();
+    assert_eq!(block, 7, "the backup's height");
+}
+
+#[tokio::test]
+async fn a_signed_transfer_lands_on_one_node_only_with_the_primary_alive_and_killed() {
+    let (mut primary, backup) = (node(AnvilOptions::new()).await, node(AnvilOptions::new()).await);
+    let (t, log) = transport(&[("primary", &primary), ("backup", &backup)], None);
+    let provider = ProviderBuilder::new().connect_client(RpcClient::new(t, true));
+    let (raw, hash) = transfer(0, 0).await;
+    let pending = within(provider.send_raw_transaction(&raw)).await.unwrap();
+    assert_eq!(*pending.tx_hash(), hash);
+    assert_eq!(nonces(&[&primary, &backup], 0).await, [1, 0], "on the primary, never on the backup");
+    assert_eq!(log.take(), [primary.url()], "one attempt");
+    // The primary dies: the next transfer is not sent anywhere else. Signed once, sent once.
+    primary.kill().unwrap();
+    let (raw, hash) = transfer(0, 1).await;
+    let err = within(provider.send_raw_transaction(&raw)).await.unwrap_err();
+    let typed = NeverSent::find(&err)
+        .map(|e| e.hash())
+        .or_else(|| PossiblySubmitted::find(&err).map(|e| e.hash()))
+        .unwrap_or_else(|| panic!("not a typed lost broadcast: {err}"));
+    assert_eq!(typed, Some(hash), "the hash, computed locally");
+    assert_eq!(nonces(&[&backup], 0).await, [0], "the backup never saw it");
+    assert_eq!(log.take(), [primary.url()]);
+}
+
+#[tokio::test]
+async fn a_killed_primarys_broadcast_is_never_sent_once_its_connections_are_gone() {
+    let (mut primary, backup) = (node(AnvilOptions::new()).await, node(AnvilOptions::new()).await);
+    primary.kill().unwrap();
+    let (t, _) = transport(&[("primary", &primary), ("backup", &backup)], None);
+    let provider = ProviderBuilder::new().connect_client(RpcClient::new(t, true));
+    let (raw, hash) = transfer(1, 0).await;
+    let err = within(provider.send_raw_transaction(&raw)).await.unwrap_err();
+    let never = NeverSent::find(&err).unwrap_or_else(|| panic!("not NeverSent: {err}"));
+    assert_eq!(never.hash(), Some(hash));
+    assert_eq!(nonces(&[&backup], 1).await, [0]);
+}
+
+#[tokio::test]
+async fn a_hung_primary_is_bounded_by_the_attempt_timeout_and_a_read_fails_over() {
+    let (primary, backup) = (node(AnvilOptions::new()).await, node(AnvilOptions::new()).await);
+    backup.mine(3).await.unwrap();
+    let (t, log) = transport(&[("primary", &primary), ("backup", &backup)], None);
+    let provider = ProviderBuilder::new().connect_client(RpcClient::new(t, true));
+    primary.pause().unwrap();
+    assert_eq!(within(provider.get_block_number()).await.unwrap(), 3);
+    assert_eq!(log.take(), [primary.url(), backup.url()]);
+    // A raw transaction to the hung primary: possibly submitted (it was written), never resent.
+    let (raw, hash) = transfer(2, 0).await;
+    let err = within(provider.send_raw_transaction(&raw)).await.unwrap_err();
+    let lost = PossiblySubmitted::find(&err).unwrap_or_else(|| panic!("not PossiblySubmitted: {err}"));
+    assert_eq!(lost.hash(), Some(hash));
+    assert_eq!(log.take(), [primary.url()]);
+    primary.resume().unwrap();
+    assert_eq!(nonces(&[&backup], 2).await, [0], "the backup never saw it");
+}
+
+#[tokio::test]
+async fn the_monitor_keeps_reads_off_a_lagging_node_and_a_wrong_chain_node() {
+    let lagging = node(AnvilOptions::new()).await;
+    let wrong = node(AnvilOptions::new().chain_id(5)).await;
+    let good = node(AnvilOptions::new()).await;
+    good.mine(20).await.unwrap();
+    wrong.mine(20).await.unwrap();
+    let nodes = [("lagging", &lagging), ("wrong", &wrong), ("good", &good)];
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let monitor = Monitor::builder(endpoints(&nodes))
+        .client(http)
+        .max_lag(2)
+        .expected_chain_id(DEFAULT_CHAIN_ID)
+        .build()
+        .unwrap();
+    // The check reports the wrong chain as a failed probe, and publishes.
+    let _ = within(monitor.check()).await;
+    assert!(!monitor.eligible("lagging") && !monitor.eligible("wrong"));
+    let (t, log) = transport(&nodes, Some(monitor));
+    let provider = ProviderBuilder::new().connect_client(RpcClient::new(t, true));
+    assert_eq!(within(provider.get_block_number()).await.unwrap(), 20);
+    assert_eq!(within(provider.get_chain_id()).await.unwrap(), DEFAULT_CHAIN_ID);
+    assert_eq!(log.take(), [good.url(), good.url()], "neither the lagging nor the wrong-chain node");
+}
+
+#[tokio::test]
+async fn a_revert_is_returned_from_the_first_node_and_not_retried() {
+    let (primary, backup) = (node(AnvilOptions::new()).await, node(AnvilOptions::new()).await);
+    // PUSH1 0 PUSH1 0 REVERT at the same address on both nodes.
+    let reverter = "0x00000000000000000000000000000000000000aa";
+    for n in [&primary, &backup] {
+        n.rpc("anvil_setCode", json!([reverter, "0x60006000fd"])).await.unwrap();
+    }
+    let (t, log) = transport(&[("primary", &primary), ("backup", &backup)], None);
+    let provider = ProviderBuilder::new().connect_client(RpcClient::new(t, true));
+    let call = TransactionRequest::default().with_to(Address::from_str(reverter).unwrap());
+    let err = within(provider.call(call)).await.unwrap_err();
+    let payload = err.as_error_resp().unwrap_or_else(|| panic!("not a JSON-RPC error: {err}"));
+    assert_eq!(payload.code, 3, "{payload:?}");
+    assert_eq!(log.take(), [primary.url()], "the backup was not asked");
+}
+
+#[tokio::test]
+async fn a_batch_of_reads_fails_over_as_one_packet() {
+    let (mut primary, backup) = (node(AnvilOptions::new()).await, node(AnvilOptions::new()).await);
+    backup.mine(4).await.unwrap();
+    primary.kill().unwrap();
+    let (t, log) = transport(&[("primary", &primary), ("backup", &backup)], None);
+    let client = RpcClient::new(t, true);
+    let mut batch = client.new_batch();
+    let number = batch.add_call::<_, alloy::primitives::U64>("eth_blockNumber", &()).unwrap();
+    let chain = batch.add_call::<_, alloy::primitives::U64>("eth_chainId", &()).unwrap();
+    within(batch.send()).await.unwrap();
+    assert_eq!(within(number).await.unwrap().to::<u64>(), 4);
+    assert_eq!(within(chain).await.unwrap().to::<u64>(), DEFAULT_CHAIN_ID);
+    assert_eq!(log.take(), [primary.url(), backup.url()], "one packet, one failover");
+}
+
+#[tokio::test]
+async fn watch_blocks_keeps_its_filter_while_other_reads_fail_back() {
+    let (primary, backup) = (node(AnvilOptions::new()).await, node(AnvilOptions::new()).await);
+    let (t, log) = transport(&[("primary", &primary), ("backup", &backup)], None);
+    let provider = ProviderBuilder::new().connect_client(RpcClient::new(t, true));
+    // The filter is created while the primary hangs: on the backup.
+    primary.pause().unwrap();
+    let watcher =
+        within(provider.watch_blocks()).await.unwrap().with_poll_interval(Duration::from_millis(50));
+    primary.resume().unwrap();
+    let mut stream = watcher.into_stream();
+    log.take();
+    // Other reads go back to the primary; the filter's polls stay on the backup.
+    primary.mine(2).await.unwrap();
+    assert_eq!(within(provider.get_block_number()).await.unwrap(), 2, "the primary's height");
+    backup.mine(1).await.unwrap();
+    let hashes = within(futures::StreamExt::next(&mut stream)).await.expect("a block from the filter");
+    let mined = backup.rpc("eth_getBlockByNumber", json!(["0x1", false])).await.unwrap();
+    assert_eq!(
+        hashes.first().map(ToString::to_string).as_deref(),
+        mined["hash"].as_str(),
+        "the backup's block"
+    );
+    let attempts = log.take();
+    assert!(attempts.contains(&primary.url()) && attempts.contains(&backup.url()), "{attempts:?}");
+}
+
+#[tokio::test]
+async fn a_receipt_and_the_pending_nonce_are_read_where_the_transaction_was_broadcast() {
+    let (primary, backup) = (node(AnvilOptions::new()).await, node(AnvilOptions::new()).await);
+    let (t, log) = transport(&[("primary", &primary), ("backup", &backup)], None);
+    let provider = ProviderBuilder::new().connect_client(RpcClient::new(t, true));
+    // Broadcast through the backup (a per-call preference), while the primary is healthy.
+    let (raw, hash) = transfer(3, 0).await;
+    let served = ServedByCell::new();
+    let sent: B256 = within(
+        provider
+            .client()
+            .request("eth_sendRawTransaction", (raw,))
+            .map_meta(|meta| meta.prefer_endpoint("backup").record_served_by(&served)),
+    )
+    .await
+    .unwrap();
+    assert_eq!((sent, served.get().map(|e| e.to_string())), (hash, Some("backup".to_owned())));
+    log.take();
+    // The primary (another chain) has never heard of it: the lookups follow the broadcast.
+    // anvil mines right after it answers: poll (bounded) as a bot would.
+    let mut receipt = None;
+    for _ in 0..100 {
+        receipt = within(provider.get_transaction_receipt(hash)).await.unwrap();
+        if receipt.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(receipt.is_some_and(|r| r.status()), "the backup's receipt");
+    let nonce =
+        within(provider.get_transaction_count(Address::from_str(DEV_ADDRESSES[3]).unwrap()).pending())
+            .await
+            .unwrap();
+    assert_eq!(nonce, 1, "the backup's pending nonce, not the primary's 0");
+    let attempts = log.take();
+    assert!(!attempts.is_empty() && attempts.iter().all(|a| *a == backup.url()), "{attempts:?}");
+    assert_eq!(nonces(&[&primary], 3).await, [0]);
+}
