@@ -276,3 +276,36 @@ async fn a_receipt_and_the_pending_nonce_are_read_where_the_transaction_was_broa
     assert!(!attempts.is_empty() && attempts.iter().all(|a| *a == backup.url()), "{attempts:?}");
     assert_eq!(nonces(&[&primary], 3).await, [0]);
 }
+
+/// Under alloy's `ClientBuilder::layer(RetryBackoffLayer)`: a provider's 429 reaches the layer
+/// as an HTTP error it retries (as from alloy's `Http`), and the retry is answered. A loopback
+/// stub, not anvil: anvil does not rate-limit.
+#[tokio::test]
+async fn retry_backoff_layer_retries_a_rate_limit_through_the_transport() {
+    use alloy::rpc::client::ClientBuilder;
+    use alloy::transports::layers::RetryBackoffLayer;
+    use failnext_loopback::{Action, Received, Reply, Server};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let seen = std::sync::Arc::new(AtomicUsize::new(0));
+    let count = seen.clone();
+    let stub = Server::start(std::sync::Arc::new(move |req: &Received| {
+        let id = serde_json::from_slice::<serde_json::Value>(&req.body)
+            .map(|v| v["id"].clone())
+            .unwrap_or_default();
+        if count.fetch_add(1, Ordering::SeqCst) == 0 {
+            Action::Reply(Reply::new(429).text("Too Many Requests"))
+        } else {
+            Action::Reply(
+                Reply::new(200).json(json!({"jsonrpc": "2.0", "id": id, "result": "0x2a"}).to_string()),
+            )
+        }
+    }))
+    .await;
+    let transport = FailoverTransport::new([Endpoint::new("only", stub.url("/"))]).unwrap();
+    let client =
+        ClientBuilder::default().layer(RetryBackoffLayer::new(3, 10, 10_000)).transport(transport, true);
+    let provider = ProviderBuilder::new().connect_client(client);
+    assert_eq!(within(provider.get_block_number()).await.unwrap(), 42);
+    assert_eq!(seen.load(Ordering::SeqCst), 2, "the 429, then the layer's retry");
+}
