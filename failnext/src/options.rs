@@ -18,6 +18,18 @@ use crate::permission::Permission;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ExcludedEndpoints(pub Vec<EndpointId>);
 
+impl ExcludedEndpoints {
+    /// Adds `ids` to the exclusions already in `ext` (or makes them).
+    pub(crate) fn add_to(ext: &mut Extensions, ids: impl Iterator<Item = EndpointId>) {
+        match ext.get_mut::<ExcludedEndpoints>() {
+            Some(excluded) => excluded.0.extend(ids),
+            None => {
+                ext.insert(ExcludedEndpoints(ids.collect()));
+            }
+        }
+    }
+}
+
 /// The endpoint a request tries first. Request-scoped: stored in the request's extensions.
 ///
 /// If it is eligible and not excluded, it is tried first and the others keep their configured
@@ -122,13 +134,7 @@ impl RequestBuilderExt for reqwest_middleware::RequestBuilder {
         I: IntoIterator<Item = T>,
         T: Into<EndpointId>,
     {
-        let ext = self.extensions();
-        match ext.get_mut::<ExcludedEndpoints>() {
-            Some(excluded) => excluded.0.extend(ids.into_iter().map(Into::into)),
-            None => {
-                ext.insert(ExcludedEndpoints(ids.into_iter().map(Into::into).collect()));
-            }
-        }
+        ExcludedEndpoints::add_to(self.extensions(), ids.into_iter().map(Into::into));
         self
     }
 

@@ -60,14 +60,7 @@ impl CallExt for RequestMeta {
         I: IntoIterator<Item = T>,
         T: Into<EndpointId>,
     {
-        let ext = self.extensions_mut();
-        let ids = ids.into_iter().map(Into::into);
-        match ext.get_mut::<ExcludedEndpoints>() {
-            Some(excluded) => excluded.0.extend(ids),
-            None => {
-                ext.insert(ExcludedEndpoints(ids.collect()));
-            }
-        }
+        ExcludedEndpoints::add_to(self.extensions_mut(), ids.into_iter().map(Into::into));
         self
     }
 
