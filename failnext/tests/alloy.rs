@@ -317,3 +317,22 @@ async fn no_error_holds_an_endpoint_url() {
         }
     }
 }
+
+#[tokio::test]
+async fn per_call_deny_keeps_a_read_on_one_provider_and_allow_lets_an_unknown_method_fail_over() {
+    let primary = node(|_, _| status(503)).await;
+    let backup = node(|_, _| ok(json!("0x3"))).await;
+    let t = transport(&[("primary", primary.url("/")), ("backup", backup.url("/"))]);
+    let mut read = call("eth_blockNumber", json!([]), 1);
+    *read.meta_mut() = read.meta().clone().deny_failover();
+    let err = send(&t, RequestPacket::Single(read)).await.unwrap_err();
+    assert_eq!(err.as_transport_err().and_then(|k| k.as_http_error()).map(|h| h.status), Some(503), "{err}");
+    assert_eq!(backup.requests(), 0, "denied: the primary's answer, the backup never asked");
+    let err = send(&t, single("acme_quote", json!([]))).await.unwrap_err();
+    assert!(err.to_string().contains("503"), "an unknown method does not fail over: {err}");
+    assert_eq!(backup.requests(), 0);
+    let mut custom = call("acme_quote", json!([]), 2);
+    *custom.meta_mut() = custom.meta().clone().allow_failover();
+    assert_eq!(result(&send(&t, RequestPacket::Single(custom)).await.unwrap()), json!("0x3"));
+    assert_eq!(backup.requests(), 1, "allowed for this call");
+}
