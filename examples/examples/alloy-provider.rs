@@ -1,124 +1,117 @@
-//! An alloy `Provider` running on failnext.
+//! An alloy `Provider` on failnext's `FailoverTransport`: reads fail over, a raw transaction
+//! never reaches a second provider, and one call can be steered.
 //!
-//! alloy talks to a node through a transport: any `tower::Service<RequestPacket>` that answers
-//! with a `ResponsePacket`. It does not take a `ClientWithMiddleware` directly, so this example
-//! writes that small adapter. The adapter decides permission from the JSON-RPC method names in
-//! each packet: a packet made only of known reads may fail over; anything else, such as
-//! `eth_sendRawTransaction`, may not.
+//! `failnext::alloy::FailoverTransport` (feature `alloy` of failnext) is an alloy transport:
+//! two lines give a `Provider` that sends every JSON-RPC call through failnext. It decides
+//! from each call's method whether it may fail over (`MethodTable`: reads may, writes and
+//! signing never do). The primary answers 503 to everything here, and:
+//!
+//! - `eth_blockNumber` is served by the backup; a `ServedByCell` in the call's metadata says so;
+//! - `eth_sendRawTransaction` goes to the primary only. A 503 may come from a gateway that
+//!   forwarded the transaction already, so the transport returns `PossiblySubmitted` with the
+//!   hash computed from the raw bytes: reconcile by that hash (the example `alloy-write`),
+//!   never sign again. The backup never sees the transaction;
+//! - per call, `CallExt` on the call's metadata (`map_meta`): `exclude_endpoints(["primary"])`
+//!   sends a read straight to the backup, `deny_failover()` keeps a read on the primary, so
+//!   its 503 comes back as alloy's HTTP error.
 //!
 //! Run it with `cargo run -p failnext-examples --features alloy --example alloy-provider`.
 #![allow(clippy::print_stdout, reason = "an example shows what happened on stdout")]
 
 use std::error::Error;
-use std::task::{Context, Poll};
 
 use alloy::providers::{Provider, ProviderBuilder};
 use alloy::rpc::client::RpcClient;
-use alloy::rpc::json_rpc::{RequestPacket, ResponsePacket};
-use alloy::transports::{TransportError, TransportErrorKind, TransportFut};
-use failnext::{Failover, RequestBuilderExt, ResponseExt};
-// Unpublished helpers (simulator, call/send/ensure): see "Copying an example" in examples/README.md.
+use failnext::alloy::{CallExt, FailoverTransport, NeverSent, PossiblySubmitted, ServedByCell};
+// Unpublished helpers (simulator, ensure): see "Copying an example" in examples/README.md.
 use failnext_examples::sim::Behaviour;
 use failnext_examples::{Network, ensure};
-use reqwest_middleware::ClientWithMiddleware;
-
-/// A transport that sends alloy's JSON-RPC packets through a failnext client.
-#[derive(Clone, Debug)]
-struct FailnextTransport {
-    client: ClientWithMiddleware,
-    /// Where requests are addressed; failnext replaces it with each endpoint's URL.
-    url: String,
-}
-
-/// Reads that are safe to repeat on another provider. Everything else is denied failover.
-fn is_read(method: &str) -> bool {
-    method.starts_with("eth_get")
-        || matches!(
-            method,
-            "eth_blockNumber"
-                | "eth_call"
-                | "eth_chainId"
-                | "eth_estimateGas"
-                | "eth_gasPrice"
-                | "eth_feeHistory"
-                | "eth_maxPriorityFeePerGas"
-                | "eth_blobBaseFee"
-                | "eth_syncing"
-                | "net_version"
-                | "web3_clientVersion"
-        )
-}
-
-impl FailnextTransport {
-    async fn send(self, packet: RequestPacket) -> Result<ResponsePacket, TransportError> {
-        let methods = packet.method_names().collect::<Vec<_>>().join(",");
-        let may_fail_over = packet.method_names().all(is_read);
-        let body = packet.serialize().map_err(TransportError::ser_err)?;
-        let request = self
-            .client
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .body(String::from(Box::<str>::from(body)));
-        let request = if may_fail_over { request.allow_failover() } else { request.deny_failover() };
-        let response = request.send().await.map_err(TransportErrorKind::custom)?;
-        let status = response.status();
-        if let Some(id) = response.served_by() {
-            println!("  {methods} -> served by {id} ({status})");
-        }
-        let body = response.bytes().await.map_err(TransportErrorKind::custom)?;
-        if !status.is_success() {
-            let text = String::from_utf8_lossy(&body).into_owned();
-            return Err(TransportErrorKind::http_error(status.as_u16(), text));
-        }
-        serde_json::from_slice(&body)
-            .map_err(|e| TransportError::deser_err(e, String::from_utf8_lossy(&body)))
-    }
-}
-
-impl tower::Service<RequestPacket> for FailnextTransport {
-    type Response = ResponsePacket;
-    type Error = TransportError;
-    type Future = TransportFut<'static>;
-
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, packet: RequestPacket) -> Self::Future {
-        Box::pin(self.clone().send(packet))
-    }
-}
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn Error>> {
     // Simulator set-up: replace `net` with your providers (see examples/README.md).
     let net = Network::from_env().await?;
     println!("{net}");
-    // Simulator only: the primary answers 503 to everything.
+    // Simulator only: the primary answers 503 Service Unavailable to everything.
     if let Some(sim) = net.sim() {
         sim.primary.set(Behaviour::Status(503)).await?;
     }
 
-    let failover = Failover::builder(net.endpoints()).build()?;
-    let client = reqwest_middleware::ClientBuilder::new(net.http_client()?).with(failover).build();
-    let transport = FailnextTransport { client, url: net.url().to_owned() };
+    let transport = FailoverTransport::new(net.endpoints())?;
     let provider = ProviderBuilder::new().connect_client(RpcClient::new(transport, false));
 
-    // A read: alloy's provider, failnext underneath, the backup answers.
-    let block = provider.get_block_number().await?;
-    println!("block number: {block}");
-    let chain_id = provider.get_chain_id().await?;
-    println!("chain id: {chain_id}");
+    // A read may fail over: the backup answers while the primary is down.
+    let served = ServedByCell::new();
+    let block = provider
+        .get_block_number()
+        .map_meta(|meta| meta.record_served_by(&served))
+        .unwrap_or_else(|call| call) // `Err` gives back a call whose metadata cannot be set
+        .await?;
+    println!("block number: {block}, served by: {}", name(&served));
+    ensure(
+        net.sim().is_none() || served.get().is_some_and(|id| id == "backup"),
+        "the backup served the read",
+    )?;
 
-    // Simulator only: checks what happened, and a write that is refused without harm.
+    // A raw transaction never fails over: it reaches the primary only. These bytes do not
+    // decode, so a real node rejects them and nothing is broadcast.
+    let raw = [0xde, 0xad, 0xbe, 0xef];
+    let sent = provider.send_raw_transaction(&raw).await;
+    match &sent {
+        Ok(pending) => println!("write: accepted, transaction {}", pending.tx_hash()),
+        Err(err) => match (PossiblySubmitted::find(err), NeverSent::find(err)) {
+            // The answer was lost (here a 503 that a gateway may have sent after forwarding
+            // the transaction): reconcile by this hash, do not sign again.
+            (Some(lost), _) => println!(
+                "write: possibly submitted to {}, reconcile by hash {}",
+                lost.endpoint().map_or("?", |id| id.as_str()),
+                lost.hash().map(|h| h.to_string()).unwrap_or_default()
+            ),
+            // Provably never left (connection refused): safe to send again.
+            (None, Some(never)) => println!("write: never sent ({never})"),
+            // The node answered with a JSON-RPC error: it refused the transaction.
+            (None, None) => println!("write: refused by the node: {err}"),
+        },
+    }
+    // Simulator only: checks what happened.
     if let Some(sim) = net.sim() {
-        ensure(sim.backup.count("eth_blockNumber") == 1, "the backup served the block number")?;
-        // A write: denied failover, so the primary's 503 comes back and the backup never sees it.
-        let sent = provider.send_raw_transaction(&[0xde, 0xad, 0xbe, 0xef]).await;
-        println!("write: {}", if sent.is_err() { "refused by the primary, not retried" } else { "accepted" });
-        ensure(sent.is_err(), "the write failed on the primary")?;
-        ensure(sim.backup.count("eth_sendRawTransaction") == 0, "the write never reached the backup")?;
-        println!("backup received eth_sendRawTransaction: 0 times");
+        let lost = sent.as_ref().err().and_then(PossiblySubmitted::find);
+        ensure(
+            lost.is_some_and(|l| l.hash().is_some()),
+            "the lost write is PossiblySubmitted, with its hash",
+        )?;
+        let at_backup = sim.backup.count("eth_sendRawTransaction");
+        println!("backup received eth_sendRawTransaction: {at_backup} times");
+        ensure(at_backup == 0, "the write never reached the backup")?;
+    }
+
+    // Per call: never ask the primary for this read.
+    let served = ServedByCell::new();
+    let chain_id = provider
+        .get_chain_id()
+        .map_meta(|meta| meta.exclude_endpoints(["primary"]).record_served_by(&served))
+        .unwrap_or_else(|call| call)
+        .await?;
+    println!("chain id: {chain_id}, primary excluded, served by: {}", name(&served));
+
+    // Per call: this read must not fail over, so the primary's answer comes back.
+    let denied =
+        provider.get_block_number().map_meta(|meta| meta.deny_failover()).unwrap_or_else(|call| call).await;
+    match &denied {
+        Ok(block) => println!("read with failover denied: block number {block}"),
+        Err(err) => println!("read with failover denied: {err}"),
+    }
+    // Simulator only: checks what happened.
+    if let Some(sim) = net.sim() {
+        ensure(served.get().is_some_and(|id| id == "backup"), "the excluded primary did not serve")?;
+        ensure(sim.primary.count("eth_chainId") == 0, "the excluded primary was not asked")?;
+        ensure(denied.is_err(), "the denied read got the primary's 503")?;
+        ensure(sim.backup.count("eth_blockNumber") == 1, "the denied read never reached the backup")?;
     }
     Ok(())
+}
+
+/// The endpoint a [`ServedByCell`] holds, for printing.
+fn name(cell: &ServedByCell) -> String {
+    cell.get().map_or_else(|| "?".to_owned(), |id| id.to_string())
 }

@@ -1,10 +1,47 @@
-//! Ordered, client-side failover for [reqwest], as a [reqwest-middleware] middleware.
+//! Ordered, client-side failover for [reqwest], as a [reqwest-middleware] middleware, and an
+//! alloy transport on top of it.
 //!
 //! `failnext` sends each request to the first usable provider of a small, ordered set, and
 //! moves on to the next one only when that is safe: the failure triggers failover, the request
 //! is allowed to fail over, and its body can be sent again. It was written for Ethereum
 //! JSON-RPC over HTTP, where providers refuse connections, time out, answer 502/503/504 or
 //! rate-limit, but it reads no payload and works for any HTTP API.
+//!
+//! With alloy (feature `alloy`), the module `failnext::alloy` gives a ready transport,
+//! `FailoverTransport`, that decides per JSON-RPC method: reads fail over, writes and signing
+//! calls never do.
+//!
+//! ```ignore
+//! use alloy::providers::{Provider, ProviderBuilder};
+//! use alloy::rpc::client::RpcClient;
+//! use failnext::Endpoint;
+//! use failnext::alloy::{FailoverTransport, NeverSent, PossiblySubmitted};
+//!
+//! let transport = FailoverTransport::new([
+//!     Endpoint::new("primary", "https://provider-a.example/rpc?key=..."),
+//!     Endpoint::new("backup", "https://provider-b.example/rpc?key=..."),
+//! ])?;
+//! let provider = ProviderBuilder::new().connect_client(RpcClient::new(transport, false));
+//!
+//! // A read fails over: while the primary is down, the backup answers.
+//! let block = provider.get_block_number().await?;
+//!
+//! // A raw transaction never reaches a second provider.
+//! if let Err(err) = provider.send_raw_transaction(&signed).await {
+//!     if let Some(lost) = PossiblySubmitted::find(&err) {
+//!         // Sent, but the answer was lost (timeout, reset, gateway 5xx): reconcile by
+//!         // `lost.hash()`, computed from the raw bytes; do not sign again.
+//!     } else if NeverSent::find(&err).is_some() {
+//!         // Provably never left (connection refused): safe to send again.
+//!     }
+//! }
+//! ```
+//!
+//! (`ignore`d here because failnext does not depend on alloy's provider crate; the same
+//! lines run as the example `alloy-provider` of the repository, and `alloy-write` reconciles
+//! a lost broadcast by hash.) The `failnext::alloy` module documentation says which methods
+//! fail over, where filters and receipt lookups go, and how to steer one call. Without alloy,
+//! failnext is the middleware below: see the [Quick start](#quick-start).
 //!
 //! [reqwest]: https://docs.rs/reqwest
 //! [reqwest-middleware]: https://docs.rs/reqwest-middleware
