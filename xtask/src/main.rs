@@ -133,6 +133,7 @@ const EXAMPLES: &[(&str, &[&str], &str)] = &[
     ("cooldown", &[], "primary received 3 of 5 reads"),
     ("permission-policy", &[], "read: status 200 OK, served by: backup"),
     ("alloy-provider", &[], "backup received eth_sendRawTransaction: 0 times"),
+    ("alloy-write", &[], "not signed again"),
     ("blocklag-pairing", &[], "primary eligible: false"),
     ("blocklag-pairing", &[], "served by: backup"),
     (

@@ -44,7 +44,7 @@ impl RawTx {
 /// another transaction.
 ///
 /// ```ignore
-/// // with an alloy `provider` on a `FailoverTransport` (runs as the example `alloy-reconcile`)
+/// // with an alloy `provider` on a `FailoverTransport` (runs as the example `alloy-write`)
 /// match provider.send_raw_transaction(&raw).await {
 ///     Ok(pending) => println!("sent: {}", pending.tx_hash()),
 ///     Err(err) => match PossiblySubmitted::find(&err) {
