@@ -1,7 +1,12 @@
 //! The clients under test. Each variant owns its own `reqwest::Client` (its own connection
-//! pool), and sends the same JSON-RPC POST with a `Bytes` body.
+//! pool), and sends the same JSON-RPC POST with a `Bytes` body; an alloy variant instead has
+//! an alloy `RpcClient` call `eth_blockNumber` over its transport.
 
+use alloy::primitives::U64;
+use alloy::rpc::client::RpcClient;
+use alloy::transports::http::Http;
 use bytes::Bytes;
+use failnext::alloy::FailoverTransport;
 use failnext::{Failover, RequestBuilderExt};
 use reqwest::header::{CONTENT_TYPE, HeaderValue};
 use reqwest::{Response, Url};
@@ -33,6 +38,9 @@ enum Client {
     /// What an application writes without failnext: the primary, then on 502/503/504 or an
     /// error the backup, draining the discarded response so its connection is reused.
     AppLoop { client: reqwest::Client, backup: Url },
+    /// An alloy `RpcClient` (over alloy's `Http` or failnext's `FailoverTransport`) calling
+    /// `eth_blockNumber`; the variant's URL and body are not used.
+    Alloy(RpcClient),
 }
 
 // ===== impl Variant =====
@@ -82,6 +90,23 @@ impl Variant {
         Variant::new(name, primary, client)
     }
 
+    /// An alloy `RpcClient` over alloy's own `Http<reqwest::Client>` transport to `url`.
+    pub(crate) fn alloy_http(name: &'static str, url: &str) -> Result<Variant, BoxError> {
+        let http = Http::with_client(reqwest_client()?, url.parse()?);
+        Variant::new(name, url, Client::Alloy(RpcClient::new(http, true)))
+    }
+
+    /// An alloy `RpcClient` over `transport` (`url` is only shown, never used: the transport
+    /// carries its endpoints).
+    pub(crate) fn alloy_failover(
+        name: &'static str,
+        url: &str,
+        transport: FailoverTransport,
+    ) -> Result<Variant, BoxError> {
+        let local = transport.is_local();
+        Variant::new(name, url, Client::Alloy(RpcClient::new(transport, local)))
+    }
+
     /// Sends `body` instead of the `eth_blockNumber` call.
     pub(crate) fn with_body(mut self, body: Bytes) -> Variant {
         self.body = body;
@@ -102,6 +127,10 @@ impl Variant {
                 req.send().await.ok()
             }
             Client::AppLoop { client, backup } => app_loop(client, &self.url, backup, &self.body).await,
+            Client::Alloy(client) => {
+                let number = client.request_noparams::<U64>("eth_blockNumber").await;
+                return number.is_ok_and(|n| n == U64::from(crate::servers::ECHO_RESULT));
+            }
         };
         match resp {
             Some(resp) => resp.status() == 200 && resp.bytes().await.is_ok(),
@@ -110,7 +139,8 @@ impl Variant {
     }
 }
 
-fn reqwest_client() -> Result<reqwest::Client, BoxError> {
+/// The `reqwest::Client` of every variant: reqwest's defaults without proxies.
+pub(crate) fn reqwest_client() -> Result<reqwest::Client, BoxError> {
     Ok(reqwest::Client::builder().no_proxy().build()?)
 }
 
