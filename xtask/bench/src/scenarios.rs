@@ -125,11 +125,14 @@ pub(crate) fn build(name: &str, servers: &Servers) -> Result<Scenario, BoxError>
                 name: "alloy-healthy",
                 about: "primary answers eth_blockNumber (echoing the id); an alloy RpcClient calls it over \
                         alloy's Http (reqwest, no TLS), over FailoverTransport::from_builder (JSON-RPC \
-                        classifier, the default) and over with_client on a status-only Failover",
+                        classifier, the default), over with_client on a status-only Failover, and (for \
+                        scale) over Http's healthy path rewritten on a ClientWithMiddleware with a \
+                        do-nothing middleware",
                 variants: arcs(vec![
                     Variant::alloy_http("alloy-http", url)?,
                     Variant::alloy_failover("failnext-transport", url, jsonrpc)?,
                     Variant::alloy_failover("failnext-transport-status", url, status_only)?,
+                    Variant::alloy_chain("alloy-chain-pass-through", url)?,
                 ]),
                 servers: vec![primary, backup],
                 sizes: Sizes { full: [1000, 3000], quick: [20, 64] },

@@ -89,6 +89,15 @@ pub(crate) fn evaluate(outcomes: &[Outcome], blocklag: Option<&BlocklagFigures>)
                 out.push(for_scale(format!("{at}: for scale, {what}"), f, s));
             }
         }
+        if let Some(p) = find("alloy-healthy", c, "alloy-chain-pass-through") {
+            let what = "reqwest-middleware under alloy (alloy-chain-pass-through vs alloy-http)";
+            out.push(for_scale(format!("{at}: for scale, {what}"), p, a));
+            if let Some(s) = find("alloy-healthy", c, "failnext-transport-status") {
+                let what =
+                    "failnext above the framework (failnext-transport-status vs alloy-chain-pass-through)";
+                out.push(for_scale(format!("{at}: for scale, {what}"), s, p));
+            }
+        }
     }
     if let (Some(f), Some(b)) = (find("refused", 1, "failover"), find("refused", 1, "empty→backup")) {
         let extra = f.paired(b, |a, b| a.p50_us - b.p50_us);
