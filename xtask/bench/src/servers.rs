@@ -107,7 +107,7 @@ impl Servers {
             Behavior::EchoId => builder.serve(Arc::new(|req: &Received| {
                 let reply = match echo_id(&req.body) {
                     Some(id) => Reply::new(200).json(id),
-                    None => req.rpc_result("0x10"),
+                    None => req.rpc_result(format!("0x{ECHO_RESULT:x}")),
                 };
                 Action::Reply(reply)
             }) as Handler)?,
@@ -181,7 +181,7 @@ mod tests {
         );
         assert_eq!(answer(r#"{"id":0}"#).unwrap(), r#"{"jsonrpc":"2.0","id":0,"result":"0x10"}"#);
         assert_eq!(answer(r#"{"id":"a-1"}"#).unwrap(), r#"{"jsonrpc":"2.0","id":"a-1","result":"0x10"}"#);
-        // Left to the JSON parse: no id, an escaped string, a batch-looking null.
+        // Left to the JSON parse: no id, a string with an escape, a null id.
         assert_eq!(answer(r#"{"method":"x"}"#), None);
         assert_eq!(answer(r#"{"id":"a\"b"}"#), None);
         assert_eq!(answer(r#"{"id":null}"#), None);

@@ -42,8 +42,8 @@ enum Client {
     /// What an application writes without failnext: the primary, then on 502/503/504 or an
     /// error the backup, draining the discarded response so its connection is reused.
     AppLoop { client: reqwest::Client, backup: Url },
-    /// An alloy `RpcClient` (over alloy's `Http` or failnext's `FailoverTransport`) calling
-    /// `eth_blockNumber`; the variant's URL and body are not used.
+    /// An alloy `RpcClient` (over alloy's `Http`, failnext's `FailoverTransport` or the
+    /// bench's [`ChainTransport`]) calling `eth_blockNumber`; the variant's body is not used.
     Alloy(RpcClient),
 }
 
