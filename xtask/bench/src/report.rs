@@ -93,7 +93,7 @@ impl Report<'_> {
                 let _ = writeln!(md, "### blocklag\n\nNot measured: {why}\n");
             }
         }
-        md.push_str("### Targets (issue 6)\n\n| target | measured | verdict |\n|---|---|---|\n");
+        md.push_str("### Targets (issues 6 and 11)\n\n| target | measured | verdict |\n|---|---|---|\n");
         for v in self.verdicts {
             let verdict = match v.met {
                 Some(true) => "met",

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use failnext::alloy::FailoverTransport;
 use failnext::jsonrpc::JsonRpcClassifier;
 use failnext::{Cooldown, Endpoint, Failover, Permission};
 
@@ -19,8 +20,16 @@ pub(crate) const HANG_TIMEOUT: Duration = Duration::from_millis(50);
 pub(crate) const LARGE_BODY: usize = 1 << 20;
 
 /// The names `--scenario` accepts, in run order (blocklag is handled by `blocklag.rs`).
-pub(crate) const NAMES: [&str; 7] =
-    ["healthy-post", "healthy-allow", "refused", "unavailable", "body-1mib", "judge-1mib", "hang"];
+pub(crate) const NAMES: [&str; 8] = [
+    "healthy-post",
+    "healthy-allow",
+    "alloy-healthy",
+    "refused",
+    "unavailable",
+    "body-1mib",
+    "judge-1mib",
+    "hang",
+];
 
 /// One scenario, ready to run.
 #[derive(Debug)]
@@ -97,6 +106,34 @@ pub(crate) fn build(name: &str, servers: &Servers) -> Result<Scenario, BoxError>
                 name: if allow { "healthy-allow" } else { "healthy-post" },
                 about,
                 variants: arcs(variants),
+                servers: vec![primary, backup],
+                sizes: Sizes { full: [1000, 3000], quick: [20, 64] },
+            })
+        }
+        "alloy-healthy" => {
+            let (primary, backup) = (servers.spawn(Behavior::EchoId)?, servers.spawn(Behavior::EchoId)?);
+            let eps = endpoints(&[&primary, &backup]);
+            // As in healthy-*: no attempt timeout, since alloy's `Http` has none.
+            let jsonrpc =
+                FailoverTransport::from_builder(Failover::builder(eps.clone()).no_attempt_timeout())?;
+            let status_only = Failover::builder(eps).no_attempt_timeout().build()?;
+            let chain = reqwest_middleware::ClientBuilder::new(crate::variants::reqwest_client()?)
+                .with(status_only.clone());
+            let status_only = FailoverTransport::with_client(chain.build(), &status_only);
+            let url = primary.url.as_str();
+            Ok(Scenario {
+                name: "alloy-healthy",
+                about: "primary answers eth_blockNumber (echoing the id); an alloy RpcClient calls it over \
+                        alloy's Http (reqwest, no TLS), over FailoverTransport::from_builder (JSON-RPC \
+                        classifier, the default), over with_client on a status-only Failover, and (for \
+                        scale) over Http's healthy path rewritten on a ClientWithMiddleware with a \
+                        do-nothing middleware",
+                variants: arcs(vec![
+                    Variant::alloy_http("alloy-http", url)?,
+                    Variant::alloy_failover("failnext-transport", url, jsonrpc)?,
+                    Variant::alloy_failover("failnext-transport-status", url, status_only)?,
+                    Variant::alloy_chain("alloy-chain-pass-through", url)?,
+                ]),
                 servers: vec![primary, backup],
                 sizes: Sizes { full: [1000, 3000], quick: [20, 64] },
             })

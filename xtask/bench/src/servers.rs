@@ -25,6 +25,10 @@ pub(crate) enum Behavior {
     BigJson,
     /// Echoes the request's JSON-RPC `id` with `result` = `height`, after `delay`.
     Head { delay: Duration, height: u64 },
+    /// HTTP 200 with `{"jsonrpc":"2.0","id":<the request's id>,"result":"0x10"}`: what an alloy
+    /// `RpcClient` (ids counting from 0) accepts as the answer to `eth_blockNumber`. The id is
+    /// cut out of the body by [`echo_id`], without a JSON parse.
+    EchoId,
 }
 
 /// One loopback server, or a port that refuses connections.
@@ -54,6 +58,9 @@ pub(crate) struct Servers {
 const OK_BODY: &str = r#"{"jsonrpc":"2.0","id":1,"result":"0x1316a5f"}"#;
 const UNAVAILABLE_BODY: &str =
     r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"service unavailable"}}"#;
+
+/// The block number a [`Behavior::EchoId`] server answers (`"0x10"`).
+pub(crate) const ECHO_RESULT: u64 = 0x10;
 
 const BIG_JSON_PREFIX: &str = r#"{"jsonrpc":"2.0","id":1,"result":"0x"#;
 const BIG_JSON_SUFFIX: &str = r#""}"#;
@@ -97,6 +104,13 @@ impl Servers {
                 let reply = Reply::new(200).json(big_json());
                 builder.serve(Arc::new(move |_: &Received| Action::Reply(reply.clone())) as Handler)?
             }
+            Behavior::EchoId => builder.serve(Arc::new(|req: &Received| {
+                let reply = match echo_id(&req.body) {
+                    Some(id) => Reply::new(200).json(id),
+                    None => req.rpc_result(format!("0x{ECHO_RESULT:x}")),
+                };
+                Action::Reply(reply)
+            }) as Handler)?,
             Behavior::Hang => builder.serve(Arc::new(|_: &Received| Action::Hang) as Handler)?,
             Behavior::Head { delay, height } => builder.serve(Arc::new(move |req: &Received| {
                 let reply = req.rpc_result(format!("0x{height:x}"));
@@ -124,6 +138,24 @@ fn fixed(status: u16, body: &'static str) -> Handler {
     Arc::new(move |_: &Received| Action::Reply(reply.clone()))
 }
 
+/// The [`Behavior::EchoId`] answer to `body`, a single call whose `id` is a number or a
+/// string without escapes; `None` for anything else (the caller falls back to a JSON parse).
+fn echo_id(body: &[u8]) -> Option<Vec<u8>> {
+    const KEY: &[u8] = br#""id":"#;
+    let at = body.windows(KEY.len()).position(|w| w == KEY)? + KEY.len();
+    let rest = &body[at..];
+    let len = match rest.first()? {
+        b'"' => rest[1..].iter().position(|&b| b == b'"' || b == b'\\').filter(|&i| rest[1 + i] == b'"')? + 2,
+        b'0'..=b'9' => rest.iter().position(|b| !b.is_ascii_digit()).unwrap_or(rest.len()),
+        _ => return None,
+    };
+    let mut answer = Vec::with_capacity(48);
+    answer.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    answer.extend_from_slice(&rest[..len]);
+    answer.extend_from_slice(br#","result":"0x10"}"#);
+    Some(answer)
+}
+
 // ===== impl Server =====
 
 impl Server {
@@ -133,5 +165,25 @@ impl Server {
             Inner::Serving(server) => server.connections() as u64,
             Inner::Refusing { .. } => 0,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn echo_id_answers_with_the_callers_id() {
+        let answer = |body: &str| echo_id(body.as_bytes()).map(|a| String::from_utf8(a).unwrap());
+        assert_eq!(
+            answer(r#"{"method":"eth_blockNumber","params":[],"id":17,"jsonrpc":"2.0"}"#).unwrap(),
+            r#"{"jsonrpc":"2.0","id":17,"result":"0x10"}"#
+        );
+        assert_eq!(answer(r#"{"id":0}"#).unwrap(), r#"{"jsonrpc":"2.0","id":0,"result":"0x10"}"#);
+        assert_eq!(answer(r#"{"id":"a-1"}"#).unwrap(), r#"{"jsonrpc":"2.0","id":"a-1","result":"0x10"}"#);
+        // Left to the JSON parse: no id, a string with an escape, a null id.
+        assert_eq!(answer(r#"{"method":"x"}"#), None);
+        assert_eq!(answer(r#"{"id":"a\"b"}"#), None);
+        assert_eq!(answer(r#"{"id":null}"#), None);
     }
 }

@@ -1,4 +1,4 @@
-//! The targets of issue 6, checked against the measured medians. Informational: the bench
+//! The targets of issues 6 and 11, checked against the measured medians. Informational: the bench
 //! never fails on a miss (no timing assertions anywhere).
 
 use crate::measure::Summary;
@@ -56,6 +56,46 @@ pub(crate) fn evaluate(outcomes: &[Outcome], blocklag: Option<&BlocklagFigures>)
                     let what = "failover vs the do-nothing middleware";
                     out.push(for_scale(format!("{scenario} c={c}: for scale, {what}"), f, p));
                 }
+            }
+        }
+    }
+    for c in [1, 32] {
+        let Some(a) = find("alloy-healthy", c, "alloy-http") else { continue };
+        let at = format!("alloy-healthy c={c}");
+        if let Some(f) = find("alloy-healthy", c, "failnext-transport") {
+            let cpu = f.paired(a, |f, a| f.cpu_process_us / a.cpu_process_us);
+            out.push(Verdict {
+                target: format!("{at}: failnext-transport CPU/req ≤ 1.02 × alloy-http"),
+                measured: format!(
+                    "{cpu:.3}× process ({:.2} vs {:.2} µs), client thread {:.3}×, allocs/req {:+.2} ({:.2} vs {:.2})",
+                    f.cpu_process_us,
+                    a.cpu_process_us,
+                    f.paired(a, |f, a| f.cpu_client_us / a.cpu_client_us),
+                    f.allocs - a.allocs,
+                    f.allocs,
+                    a.allocs
+                ),
+                met: Some(cpu <= 1.02),
+            });
+            let mut info =
+                throughput(format!("{at}: failnext-transport throughput vs alloy-http"), f, a, 0.0);
+            info.met = None;
+            out.push(info);
+        }
+        if let Some(s) = find("alloy-healthy", c, "failnext-transport-status") {
+            out.push(for_scale(format!("{at}: for scale, failnext-transport-status vs alloy-http"), s, a));
+            if let Some(f) = find("alloy-healthy", c, "failnext-transport") {
+                let what = "the JSON-RPC classifier (failnext-transport vs failnext-transport-status)";
+                out.push(for_scale(format!("{at}: for scale, {what}"), f, s));
+            }
+        }
+        if let Some(p) = find("alloy-healthy", c, "alloy-chain-pass-through") {
+            let what = "reqwest-middleware under alloy (alloy-chain-pass-through vs alloy-http)";
+            out.push(for_scale(format!("{at}: for scale, {what}"), p, a));
+            if let Some(s) = find("alloy-healthy", c, "failnext-transport-status") {
+                let what =
+                    "failnext above the framework (failnext-transport-status vs alloy-chain-pass-through)";
+                out.push(for_scale(format!("{at}: for scale, {what}"), s, p));
             }
         }
     }

@@ -1,7 +1,16 @@
 //! The clients under test. Each variant owns its own `reqwest::Client` (its own connection
-//! pool), and sends the same JSON-RPC POST with a `Bytes` body.
+//! pool), and sends the same JSON-RPC POST with a `Bytes` body; an alloy variant instead has
+//! an alloy `RpcClient` call `eth_blockNumber` over its transport.
 
+use std::task::{Context, Poll};
+
+use alloy::primitives::U64;
+use alloy::rpc::client::RpcClient;
+use alloy::rpc::json_rpc::{RequestPacket, ResponsePacket};
+use alloy::transports::http::Http;
+use alloy::transports::{TransportError, TransportErrorKind, TransportFut};
 use bytes::Bytes;
+use failnext::alloy::FailoverTransport;
 use failnext::{Failover, RequestBuilderExt};
 use reqwest::header::{CONTENT_TYPE, HeaderValue};
 use reqwest::{Response, Url};
@@ -33,6 +42,9 @@ enum Client {
     /// What an application writes without failnext: the primary, then on 502/503/504 or an
     /// error the backup, draining the discarded response so its connection is reused.
     AppLoop { client: reqwest::Client, backup: Url },
+    /// An alloy `RpcClient` (over alloy's `Http`, failnext's `FailoverTransport` or the
+    /// bench's [`ChainTransport`]) calling `eth_blockNumber`; the variant's body is not used.
+    Alloy(RpcClient),
 }
 
 // ===== impl Variant =====
@@ -82,6 +94,31 @@ impl Variant {
         Variant::new(name, primary, client)
     }
 
+    /// An alloy `RpcClient` over alloy's own `Http<reqwest::Client>` transport to `url`.
+    pub(crate) fn alloy_http(name: &'static str, url: &str) -> Result<Variant, BoxError> {
+        let http = Http::with_client(reqwest_client()?, url.parse()?);
+        Variant::new(name, url, Client::Alloy(RpcClient::new(http, true)))
+    }
+
+    /// An alloy `RpcClient` over [`ChainTransport`]: alloy's `Http` rewritten on a
+    /// `ClientWithMiddleware` with one do-nothing middleware, to `url`.
+    pub(crate) fn alloy_chain(name: &'static str, url: &str) -> Result<Variant, BoxError> {
+        let client = ClientBuilder::new(reqwest_client()?).with(PassThrough).build();
+        let transport = ChainTransport { client, url: url.parse()? };
+        Variant::new(name, url, Client::Alloy(RpcClient::new(transport, true)))
+    }
+
+    /// An alloy `RpcClient` over `transport` (`url` is only shown, never used: the transport
+    /// carries its endpoints).
+    pub(crate) fn alloy_failover(
+        name: &'static str,
+        url: &str,
+        transport: FailoverTransport,
+    ) -> Result<Variant, BoxError> {
+        let local = transport.is_local();
+        Variant::new(name, url, Client::Alloy(RpcClient::new(transport, local)))
+    }
+
     /// Sends `body` instead of the `eth_blockNumber` call.
     pub(crate) fn with_body(mut self, body: Bytes) -> Variant {
         self.body = body;
@@ -102,6 +139,10 @@ impl Variant {
                 req.send().await.ok()
             }
             Client::AppLoop { client, backup } => app_loop(client, &self.url, backup, &self.body).await,
+            Client::Alloy(client) => {
+                let number = client.request_noparams::<U64>("eth_blockNumber").await;
+                return number.is_ok_and(|n| n == U64::from(crate::servers::ECHO_RESULT));
+            }
         };
         match resp {
             Some(resp) => resp.status() == 200 && resp.bytes().await.is_ok(),
@@ -110,7 +151,8 @@ impl Variant {
     }
 }
 
-fn reqwest_client() -> Result<reqwest::Client, BoxError> {
+/// The `reqwest::Client` of every variant: reqwest's defaults without proxies.
+pub(crate) fn reqwest_client() -> Result<reqwest::Client, BoxError> {
     Ok(reqwest::Client::builder().no_proxy().build()?)
 }
 
@@ -145,5 +187,47 @@ impl reqwest_middleware::Middleware for PassThrough {
         next: reqwest_middleware::Next<'_>,
     ) -> reqwest_middleware::Result<Response> {
         next.run(req, extensions).await
+    }
+}
+
+/// What any alloy transport on reqwest-middleware pays before failnext does anything: the
+/// healthy path of alloy's `Http<reqwest::Client>` (serialize, POST, read the body, parse the
+/// packet), sent through a `ClientWithMiddleware` instead of a `reqwest::Client`. Errors are
+/// flattened: the bench only needs the 200 path.
+#[derive(Clone, Debug)]
+struct ChainTransport {
+    client: ClientWithMiddleware,
+    url: Url,
+}
+
+impl ChainTransport {
+    async fn send(self, packet: RequestPacket) -> Result<ResponsePacket, TransportError> {
+        let body = serde_json::to_vec(&packet).map_err(TransportError::ser_err)?;
+        let request = self.client.post(self.url).headers(packet.headers()).header(CONTENT_TYPE, json());
+        let response = request.body(body).send().await.map_err(TransportErrorKind::custom)?;
+        let status = response.status();
+        let body = response.bytes().await.map_err(TransportErrorKind::custom)?;
+        if !status.is_success() {
+            return Err(TransportErrorKind::http_error(
+                status.as_u16(),
+                String::from_utf8_lossy(&body).into(),
+            ));
+        }
+        serde_json::from_slice(&body)
+            .map_err(|err| TransportError::deser_err(err, String::from_utf8_lossy(&body)))
+    }
+}
+
+impl tower_service::Service<RequestPacket> for ChainTransport {
+    type Response = ResponsePacket;
+    type Error = TransportError;
+    type Future = TransportFut<'static>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), TransportError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, packet: RequestPacket) -> TransportFut<'static> {
+        Box::pin(self.clone().send(packet))
     }
 }
