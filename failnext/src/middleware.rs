@@ -19,7 +19,7 @@ use crate::endpoint::{Endpoint, EndpointId};
 use crate::error::ClassifierPanicked;
 use crate::event::{AttemptOutcome, Emitter, Event, ResultOutcome};
 use crate::judge;
-use crate::options::ServedBy;
+use crate::options::{RequestOptions, ServedBy};
 use crate::session::{Outcome, Session, Step};
 use crate::shared::Shared;
 use crate::slot::position;
@@ -142,15 +142,98 @@ impl Middleware for Failover {
     ) -> reqwest_middleware::Result<Response> {
         let shared = &*self.shared;
         let mut guard = CancelGuard { events: &shared.events, armed: shared.events.is_active() };
-        let outcome = run(shared, req, extensions, next).await;
+        let started = Session::start(shared, req, &RequestOptions::read(extensions));
+        let outcome = match started {
+            Ok(session) => run(shared, session, extensions, &next).await,
+            Err(err) => Err(err),
+        };
         guard.armed = false;
         finish(shared, outcome)
     }
 }
 
+/// How an attempt is sent: down the rest of the middleware chain ([`Next`]), or, for a caller
+/// that owns a plain client (the alloy transport), straight to it.
+pub(crate) trait Sender: Clone + Send + Sync {
+    /// Sends one attempt.
+    fn send<'s>(
+        &'s self,
+        req: Request,
+        ext: &'s mut Extensions,
+    ) -> impl Future<Output = reqwest_middleware::Result<Response>> + Send + 's;
+}
+
+impl Sender for Next<'_> {
+    fn send<'s>(
+        &'s self,
+        req: Request,
+        ext: &'s mut Extensions,
+    ) -> impl Future<Output = reqwest_middleware::Result<Response>> + Send + 's {
+        self.clone().run(req, ext)
+    }
+}
+
+/// A plain `reqwest::Client` as the sender: no middleware chain.
+#[derive(Clone, Copy, Debug)]
+#[cfg_attr(not(feature = "alloy"), allow(dead_code, reason = "used by the alloy transport"))]
+pub(crate) struct Direct<'c>(pub(crate) &'c reqwest::Client);
+
+impl Sender for Direct<'_> {
+    async fn send(&self, req: Request, _ext: &mut Extensions) -> reqwest_middleware::Result<Response> {
+        self.0.execute(req).await.map_err(reqwest_middleware::Error::Reqwest)
+    }
+}
+
+impl Failover {
+    /// One request sent through this `Failover` on `client` directly, without a middleware
+    /// chain and without options in extensions: what the alloy transport does when it owns its
+    /// client. The response is not marked with `ServedBy`; the endpoint's index comes back.
+    #[cfg_attr(not(feature = "alloy"), allow(dead_code, reason = "used by the alloy transport"))]
+    pub(crate) async fn execute_direct(
+        &self,
+        client: &reqwest::Client,
+        req: Request,
+        opts: &RequestOptions<'_>,
+    ) -> Outcome {
+        let shared = &*self.shared;
+        let mut guard = CancelGuard { events: &shared.events, armed: shared.events.is_active() };
+        let mut ext = Extensions::new();
+        let outcome = match Session::start(shared, req, opts) {
+            Ok(session) => run(shared, session, &mut ext, &Direct(client)).await,
+            Err(err) => Err(err),
+        };
+        guard.armed = false;
+        match &outcome {
+            Ok((resp, i)) => {
+                let (endpoint, outcome) = (shared.slots[*i].id(), ResultOutcome::Status(resp.status()));
+                shared.emit(|| Event::Result { endpoint: Some(endpoint), outcome });
+            }
+            Err(err) => shared.emit(|| Event::Result { endpoint: None, outcome: ResultOutcome::Error(err) }),
+        }
+        outcome
+    }
+
+    /// The id of endpoint `i`.
+    #[cfg_attr(not(feature = "alloy"), allow(dead_code, reason = "used by the alloy transport"))]
+    pub(crate) fn endpoint_id(&self, i: usize) -> &EndpointId {
+        self.shared.slots[i].id()
+    }
+
+    /// The URL attempts to the first endpoint are sent to: a request addressed there is not
+    /// re-addressed for that attempt (one URL copy less).
+    #[cfg_attr(not(feature = "alloy"), allow(dead_code, reason = "used by the alloy transport"))]
+    pub(crate) fn first_url(&self) -> Option<&url::Url> {
+        self.shared.slots.first().map(|slot| slot.destination.url())
+    }
+}
+
 /// The attempt loop: the session says where to send, the judge what the outcome means.
-async fn run(shared: &Shared, req: Request, ext: &mut Extensions, next: Next<'_>) -> Outcome {
-    let mut session = Session::start(shared, req, ext)?;
+async fn run<S: Sender>(
+    shared: &Shared,
+    mut session: Session<'_>,
+    ext: &mut Extensions,
+    sender: &S,
+) -> Outcome {
     loop {
         let (i, req) = match session.next() {
             Step::Send(i, req) => (i, req),
@@ -165,11 +248,10 @@ async fn run(shared: &Shared, req: Request, ext: &mut Extensions, next: Next<'_>
         let turn = Turn { i, number: session.sent, trial: session.trial() };
         let attempted = 'judged: {
             // A statement of its own: the sent value is gone before the classifier is awaited.
-            let (judging, retry_after) =
-                match attempt(shared, turn, req, session.host, ext, next.clone()).await {
-                    Sent::Settled(attempted) => break 'judged attempted,
-                    Sent::Judging(judging, retry_after) => (judging, retry_after),
-                };
+            let (judging, retry_after) = match attempt(shared, turn, req, session.host, ext, sender).await {
+                Sent::Settled(attempted) => break 'judged attempted,
+                Sent::Judging(judging, retry_after) => (judging, retry_after),
+            };
             classified_attempt(shared, turn, classify(judging).await, retry_after)
         };
         match attempted {
@@ -194,20 +276,20 @@ async fn wait_for_trial(shared: &Shared, i: usize) -> bool {
 ///
 /// With no classifier configured nothing here is boxed or allocated: the classifier's future
 /// (boxed by `async_trait`) exists only for a response that reaches a configured classifier.
-async fn attempt<'a>(
+async fn attempt<'a, S: Sender>(
     shared: &'a Shared,
     turn: Turn,
     mut req: Request,
     host: HostRule,
     ext: &mut Extensions,
-    next: Next<'_>,
+    sender: &S,
 ) -> Sent<'a> {
     let Turn { i, number, .. } = turn;
     let slot = &shared.slots[i];
     slot.destination.retarget(&mut req, host, shared.attempt_timeout);
     let started = shared.events.is_active().then(Instant::now);
     // Matched in place, not mapped: the healthy path moves the response no further.
-    match next.run(req, ext).await {
+    match sender.send(req, ext).await {
         Ok(resp) => {
             let status = resp.status();
             emit_attempt(shared, i, number, AttemptOutcome::Status(status), started);

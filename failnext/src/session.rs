@@ -1,7 +1,6 @@
 //! `Session`: one request's state across its attempts, and the one place that decides what
 //! the request does next.
 
-use http::Extensions;
 use reqwest::{Request, Response};
 
 use crate::destination::HostRule;
@@ -94,10 +93,9 @@ impl<'a> Session<'a> {
     pub(crate) fn start(
         shared: &'a Shared,
         req: Request,
-        ext: &Extensions,
+        opts: &RequestOptions<'_>,
     ) -> Result<Self, reqwest_middleware::Error> {
-        let opts = RequestOptions::read(ext);
-        let plan = select::plan(&shared.slots, &opts, shared.eligible.as_deref())
+        let plan = select::plan(&shared.slots, opts, shared.eligible.as_deref())
             .map_err(|unknown| mw(Error::unknown(unknown)))?;
         Ok(Session {
             shared,
@@ -283,6 +281,8 @@ fn mw(err: Error) -> reqwest_middleware::Error {
 #[cfg(test)]
 #[allow(unused_must_use, reason = "tests drive Health::record without emitting")]
 mod tests {
+    use http::Extensions;
+
     use super::*;
     use crate::{Endpoint, ExcludedEndpoints, Failover};
 
@@ -322,7 +322,9 @@ mod tests {
         let fo = failover(2);
         let mut ext = Extensions::new();
         ext.insert(ExcludedEndpoints(vec!["e1".into(), "e2".into()]));
-        let mut session = Session::start(fo.shared(), request(reqwest::Method::GET, None), &ext).unwrap();
+        let mut session =
+            Session::start(fo.shared(), request(reqwest::Method::GET, None), &RequestOptions::read(&ext))
+                .unwrap();
         assert_eq!(stopped(session.next()), Stop::NoCandidate);
         let err = session.stop(Stop::NoCandidate).unwrap_err();
         assert!(Error::from_middleware(&err).is_some_and(Error::is_no_usable_endpoint));
@@ -332,7 +334,8 @@ mod tests {
     fn a_denied_request_stops_after_its_first_attempt() {
         let fo = failover(2);
         let mut session =
-            Session::start(fo.shared(), request(reqwest::Method::POST, None), &Extensions::new()).unwrap();
+            Session::start(fo.shared(), request(reqwest::Method::POST, None), &RequestOptions::default())
+                .unwrap();
         assert_eq!(sent_to(session.next()), 0);
         assert!(session.tally.is_none(), "nothing is made for the failover before it is needed");
         let by_default = Settled { allowed: false, by: permission::Decided::ByDefault };
@@ -347,7 +350,8 @@ mod tests {
     fn an_allowed_request_goes_on_until_no_candidate_is_left() {
         let fo = failover(2);
         let mut session =
-            Session::start(fo.shared(), request(reqwest::Method::GET, None), &Extensions::new()).unwrap();
+            Session::start(fo.shared(), request(reqwest::Method::GET, None), &RequestOptions::default())
+                .unwrap();
         assert_eq!(sent_to(session.next()), 0);
         session.fail(0, error());
         assert_eq!(sent_to(session.next()), 1);
@@ -362,7 +366,8 @@ mod tests {
     fn a_single_endpoint_settles_no_permission_and_stops_for_want_of_candidates() {
         let fo = failover(1);
         let mut session =
-            Session::start(fo.shared(), request(reqwest::Method::GET, None), &Extensions::new()).unwrap();
+            Session::start(fo.shared(), request(reqwest::Method::GET, None), &RequestOptions::default())
+                .unwrap();
         assert_eq!(sent_to(session.next()), 0);
         assert_eq!(session.permission, None, "permission is settled only when another endpoint exists");
         session.fail(0, error());
@@ -373,7 +378,7 @@ mod tests {
     async fn a_trial_permit_is_held_for_the_attempt_and_dropped_at_the_next_step() {
         let fo = failover(2);
         let get = || request(reqwest::Method::GET, None);
-        let start = |req| Session::start(fo.shared(), req, &Extensions::new()).unwrap();
+        let start = |req| Session::start(fo.shared(), req, &RequestOptions::default()).unwrap();
         fo.shared().slots[0].health.record(
             crate::Evidence::Failure,
             Some(std::time::Duration::from_millis(1)),
@@ -404,7 +409,8 @@ mod tests {
             None,
         );
         let mut session =
-            Session::start(fo.shared(), request(reqwest::Method::POST, None), &Extensions::new()).unwrap();
+            Session::start(fo.shared(), request(reqwest::Method::POST, None), &RequestOptions::default())
+                .unwrap();
         assert_eq!(sent_to(session.next()), 1, "e1 is open: passed over, remembered");
         assert!(session.permission.is_some_and(|p| !p.allowed), "settled: e1 could still be tried");
         session.fail(1, error());
@@ -414,7 +420,8 @@ mod tests {
             "the last resort never sends a denied request on"
         );
         let mut read =
-            Session::start(fo.shared(), request(reqwest::Method::GET, None), &Extensions::new()).unwrap();
+            Session::start(fo.shared(), request(reqwest::Method::GET, None), &RequestOptions::default())
+                .unwrap();
         assert_eq!(sent_to(read.next()), 1);
         read.fail(1, error());
         assert_eq!(sent_to(read.next()), 0, "a read that may fail over gets the open e1 as its last resort");
@@ -426,14 +433,15 @@ mod tests {
         let fo = failover(2);
         let stream = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from_static(b"x"))]);
         let req = request(reqwest::Method::GET, Some(reqwest::Body::wrap_stream(stream)));
-        let mut session = Session::start(fo.shared(), req, &Extensions::new()).unwrap();
+        let mut session = Session::start(fo.shared(), req, &RequestOptions::default()).unwrap();
         assert_eq!(sent_to(session.next()), 0);
         fo.shared().slots[1].health.record(crate::Evidence::Failure, Some(std::time::Duration::ZERO), None);
         session.fail(0, error());
         assert_eq!(stopped(session.next()), Stop::NotReplayable);
         assert!(session.trial.is_none());
         let mut other =
-            Session::start(fo.shared(), request(reqwest::Method::GET, None), &Extensions::new()).unwrap();
+            Session::start(fo.shared(), request(reqwest::Method::GET, None), &RequestOptions::default())
+                .unwrap();
         other.plan.next();
         assert_eq!(sent_to(other.next()), 1, "e2's trial is free");
         assert!(other.trial.is_some());
@@ -444,7 +452,7 @@ mod tests {
         let fo = failover(2);
         let stream = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from_static(b"x"))]);
         let req = request(reqwest::Method::GET, Some(reqwest::Body::wrap_stream(stream)));
-        let mut session = Session::start(fo.shared(), req, &Extensions::new()).unwrap();
+        let mut session = Session::start(fo.shared(), req, &RequestOptions::default()).unwrap();
         assert_eq!(sent_to(session.next()), 0);
         session.fail(0, error());
         assert_eq!(stopped(session.next()), Stop::NotReplayable);

@@ -10,7 +10,7 @@ use alloy_transport::{
     BoxTransport, TransportConnect, TransportError, TransportErrorKind, TransportFut, TransportResult,
 };
 use http::StatusCode;
-use http::header::CONTENT_TYPE;
+use http::header::{CONTENT_TYPE, HeaderValue};
 use reqwest_middleware::ClientWithMiddleware;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -20,6 +20,7 @@ use super::call::ServedByCell;
 use super::memory::Memory;
 use super::methods::{Access, MethodTable};
 use crate::jsonrpc::JsonRpcClassifier;
+use crate::options::RequestOptions;
 use crate::{
     ConfigError, Endpoint, EndpointId, Error, ExcludedEndpoints, Failover, FailoverBuilder, Permission,
     PreferredEndpoint, ResponseExt,
@@ -28,6 +29,14 @@ use crate::{
 /// Where the transport addresses its requests: `Failover` points each attempt at an
 /// endpoint's URL, so this one never leaves the process (and holds no secret).
 const ADDRESS: &str = "http://failnext.invalid/";
+
+/// [`ADDRESS`] as a `Url`, parsed once (a request parses a `&str` URL every time); `None`
+/// never happens (the constant parses), and then the request parses the string.
+fn address() -> Option<url::Url> {
+    static PARSED: std::sync::LazyLock<Option<url::Url>> =
+        std::sync::LazyLock::new(|| url::Url::parse(ADDRESS).ok());
+    PARSED.clone()
+}
 
 /// How long a broadcast's endpoint is preferred for lookups of its hash and its sender's
 /// pending nonce, by default.
@@ -58,7 +67,7 @@ const REMEMBER_BROADCASTS: Duration = Duration::from_secs(120);
 /// see from `Http`. No error holds an endpoint URL: failnext's errors name endpoint ids.
 #[derive(Clone, Debug)]
 pub struct FailoverTransport {
-    client: ClientWithMiddleware,
+    route: Route,
     endpoints: Arc<[EndpointId]>,
     table: MethodTable,
     memory: Arc<Memory>,
@@ -87,19 +96,22 @@ impl FailoverTransport {
         let builder =
             if builder.has_classifier() { builder } else { builder.classifier(JsonRpcClassifier::new()) };
         let failover = builder.build()?;
-        let client =
-            reqwest_middleware::ClientBuilder::new(reqwest::Client::new()).with(failover.clone()).build();
-        Ok(FailoverTransport::with_client(client, &failover))
+        let route = Route::Direct { client: reqwest::Client::new(), failover: failover.clone() };
+        Ok(FailoverTransport::on(route, &failover))
     }
 
     /// A transport over your own client chain, which must carry `failover` (middlewares
     /// before it run once per call, after it once per attempt). Judging is `failover`'s: give
     /// it a [`JsonRpcClassifier`] so that HTTP-200 rate limits and truncated bodies fail over.
     pub fn with_client(client: ClientWithMiddleware, failover: &Failover) -> FailoverTransport {
+        FailoverTransport::on(Route::Chain(client), failover)
+    }
+
+    fn on(route: Route, failover: &Failover) -> FailoverTransport {
         let endpoints: Arc<[EndpointId]> = failover.endpoints().iter().map(|e| e.id().clone()).collect();
         let local = failover.endpoints().iter().all(|e| is_loopback(e.url()));
         FailoverTransport {
-            client,
+            route,
             endpoints,
             table: MethodTable::new(),
             memory: Arc::new(Memory::new(REMEMBER_BROADCASTS)),
@@ -133,24 +145,55 @@ impl FailoverTransport {
     async fn send(self, packet: RequestPacket) -> TransportResult<ResponsePacket> {
         let plan = Plan::of(&packet, &self.table, &self.memory, &self.endpoints)?;
         let body = serde_json::to_vec(&packet).map_err(TransportError::ser_err)?;
-        let mut request = self
-            .client
-            .post(ADDRESS)
-            .headers(packet.headers())
-            .header(CONTENT_TYPE, "application/json")
-            .body(body)
-            .with_extension(if plan.may_fail_over { Permission::Allow } else { Permission::Deny });
-        if !plan.excluded.is_empty() {
-            request = request.with_extension(ExcludedEndpoints(plan.excluded.clone()));
-        }
-        if let Some(id) = &plan.preferred {
-            request = request.with_extension(PreferredEndpoint(id.clone()));
-        }
-        let response = match request.send().await {
-            Ok(response) => response,
-            Err(err) => return Err(plan.send_failed(err)),
+        let permission = if plan.may_fail_over { Permission::Allow } else { Permission::Deny };
+        let (response, served) = match &self.route {
+            Route::Direct { client, failover } => {
+                // Addressed to the first endpoint: its attempt needs no other URL.
+                let request = match failover.first_url().cloned().or_else(address) {
+                    Some(url) => client.post(url),
+                    None => client.post(ADDRESS),
+                };
+                let request = request
+                    .headers(packet.headers())
+                    .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+                    .body(body)
+                    .build()
+                    .map_err(|e| TransportErrorKind::custom(e.without_url()))?;
+                let opts = RequestOptions {
+                    permission: Some(permission),
+                    excluded: &plan.excluded,
+                    preferred: plan.preferred.as_ref(),
+                };
+                match failover.execute_direct(client, request, &opts).await {
+                    Ok((response, i)) => (response, Some(failover.endpoint_id(i).clone())),
+                    Err(err) => return Err(plan.send_failed(err)),
+                }
+            }
+            Route::Chain(client) => {
+                let request = match address() {
+                    Some(url) => client.post(url),
+                    None => client.post(ADDRESS),
+                };
+                let mut request = request
+                    .headers(packet.headers())
+                    .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+                    .body(body)
+                    .with_extension(permission);
+                if !plan.excluded.is_empty() {
+                    request = request.with_extension(ExcludedEndpoints(plan.excluded.clone()));
+                }
+                if let Some(id) = &plan.preferred {
+                    request = request.with_extension(PreferredEndpoint(id.clone()));
+                }
+                match request.send().await {
+                    Ok(response) => {
+                        let served = response.served_by().cloned();
+                        (response, served)
+                    }
+                    Err(err) => return Err(plan.send_failed(err)),
+                }
+            }
         };
-        let served = response.served_by().cloned();
         if let Some(id) = &served {
             plan.cells.iter().for_each(|cell| cell.set(id));
         }
@@ -216,11 +259,21 @@ impl TransportConnect for FailoverTransport {
     }
 }
 
-/// One call of a packet, as the plan needs it.
+/// How the transport reaches `Failover`.
+#[derive(Clone, Debug)]
+enum Route {
+    /// It owns its client: failnext's attempt loop runs on it directly, without a middleware
+    /// chain or options in extensions (the healthy path costs less).
+    Direct { client: reqwest::Client, failover: Failover },
+    /// The caller's chain, which carries `Failover`.
+    Chain(ClientWithMiddleware),
+}
+
+/// One call of a packet that is not a plain read, as the plan needs it after the answer.
 #[derive(Debug)]
-struct Call {
-    id: alloy_json_rpc::Id,
-    method: String,
+struct Call<'p> {
+    id: &'p alloy_json_rpc::Id,
+    method: &'p str,
     access: Access,
     /// For `eth_sendRawTransaction`: the transaction, decoded locally.
     raw: Option<RawTx>,
@@ -230,8 +283,10 @@ struct Call {
 
 /// What the transport decided for one packet before sending it.
 #[derive(Debug, Default)]
-struct Plan {
-    calls: Vec<Call>,
+struct Plan<'p> {
+    /// The calls that are not plain reads (a read needs nothing after its answer): empty, so
+    /// allocation-free, for a packet of reads.
+    calls: Vec<Call<'p>>,
     may_fail_over: bool,
     excluded: Vec<EndpointId>,
     preferred: Option<EndpointId>,
@@ -240,13 +295,13 @@ struct Plan {
     cells: Vec<ServedByCell>,
 }
 
-impl Plan {
+impl<'p> Plan<'p> {
     fn of(
-        packet: &RequestPacket,
+        packet: &'p RequestPacket,
         table: &MethodTable,
         memory: &Memory,
         endpoints: &[EndpointId],
-    ) -> TransportResult<Plan> {
+    ) -> TransportResult<Plan<'p>> {
         let mut plan = Plan { may_fail_over: true, ..Plan::default() };
         let mut explicit_preference = false;
         for req in packet.requests() {
@@ -271,8 +326,7 @@ impl Plan {
             if let Some(cell) = ext.get::<ServedByCell>() {
                 plan.cells.push(cell.clone());
             }
-            let mut call =
-                Call { id: req.id().clone(), method: method.to_owned(), access, raw: None, from: None };
+            let mut call = Call { id: req.id(), method, access, raw: None, from: None };
             match (access, method) {
                 (Access::UseFilter, _) => plan.pin_filter(req, memory)?,
                 (
@@ -302,7 +356,9 @@ impl Plan {
                 }
                 _ => {}
             }
-            plan.calls.push(call);
+            if access != Access::Read {
+                plan.calls.push(call);
+            }
         }
         if let Some((endpoint, _)) = &plan.pinned {
             // Only the filter's endpoint: every other one is excluded, and nothing fails over.
@@ -385,12 +441,15 @@ impl Plan {
     /// After an answer from `served`: remembers created filters and accepted broadcasts, and
     /// turns "already known" for a raw transaction into success with its hash.
     fn learn(&self, answer: &mut ResponsePacket, served: &EndpointId, memory: &Memory) {
+        if self.calls.is_empty() {
+            return;
+        }
         let responses: &mut [Response] = match answer {
             ResponsePacket::Single(r) => std::slice::from_mut(r),
             ResponsePacket::Batch(rs) => rs.as_mut_slice(),
         };
         for response in responses {
-            let Some(call) = self.calls.iter().find(|c| c.id == response.id) else { continue };
+            let Some(call) = self.calls.iter().find(|c| *c.id == response.id) else { continue };
             match (&response.payload, call.access) {
                 (ResponsePayload::Success(result), Access::NewFilter) => {
                     if let Ok(filter) = serde_json::from_str::<String>(result.get()) {
