@@ -79,8 +79,13 @@ pub(crate) async fn read(mut response: Response, cap: usize) -> Outcome {
 
 /// The response with `parts`, whose body is `chunks` then `rest`.
 pub(crate) fn rebuild(parts: Parts, chunks: Vec<Bytes>, rest: Option<reqwest::Body>) -> Response {
-    let remaining = chunks.iter().map(|c| c.len() as u64).sum();
-    let body = reqwest::Body::wrap(Replay { chunks: chunks.into_iter(), remaining, rest });
+    let body = match (rest, <[Bytes; 1]>::try_from(chunks)) {
+        // The whole body in one chunk (most answers): reqwest keeps those bytes as they are,
+        // with no stream around them.
+        (None, Ok([chunk])) => reqwest::Body::from(chunk),
+        (rest, Ok([chunk])) => rebuilt_stream(vec![chunk], rest),
+        (rest, Err(chunks)) => rebuilt_stream(chunks, rest),
+    };
     let mut rebuilt = http::Response::new(body);
     *rebuilt.status_mut() = parts.status;
     *rebuilt.version_mut() = parts.version;
@@ -93,6 +98,12 @@ pub(crate) fn rebuild(parts: Parts, chunks: Vec<Bytes>, rest: Option<reqwest::Bo
         rebuilt.extensions_mut().extend(carrier.into_parts().0.extensions);
     }
     Response::from(rebuilt)
+}
+
+/// The chunks already read, then the rest of the original stream, as one body.
+fn rebuilt_stream(chunks: Vec<Bytes>, rest: Option<reqwest::Body>) -> reqwest::Body {
+    let remaining = chunks.iter().map(|c| c.len() as u64).sum();
+    reqwest::Body::wrap(Replay { chunks: chunks.into_iter(), remaining, rest })
 }
 
 /// A body that hands out chunks already read, then the rest of the original stream.
