@@ -203,13 +203,7 @@ impl Failover {
             Err(err) => Err(err),
         };
         guard.armed = false;
-        match &outcome {
-            Ok((resp, i)) => {
-                let (endpoint, outcome) = (shared.slots[*i].id(), ResultOutcome::Status(resp.status()));
-                shared.emit(|| Event::Result { endpoint: Some(endpoint), outcome });
-            }
-            Err(err) => shared.emit(|| Event::Result { endpoint: None, outcome: ResultOutcome::Error(err) }),
-        }
+        emit_result(shared, &outcome);
         outcome
     }
 
@@ -419,18 +413,21 @@ impl<F: Future + Unpin> Future for CatchUnwind<F> {
 
 /// Marks the response with the endpoint that produced it and emits the request's `Result`.
 fn finish(shared: &Shared, outcome: Outcome) -> reqwest_middleware::Result<Response> {
+    emit_result(shared, &outcome);
+    outcome.map(|(mut resp, i)| {
+        resp.extensions_mut().insert(ServedBy(shared.slots[i].id().clone()));
+        resp
+    })
+}
+
+/// Emits the request's `Result` event.
+fn emit_result(shared: &Shared, outcome: &Outcome) {
     match outcome {
-        Ok((mut resp, i)) => {
-            let endpoint = shared.slots[i].id();
-            resp.extensions_mut().insert(ServedBy(endpoint.clone()));
-            let outcome = ResultOutcome::Status(resp.status());
+        Ok((resp, i)) => {
+            let (endpoint, outcome) = (shared.slots[*i].id(), ResultOutcome::Status(resp.status()));
             shared.emit(|| Event::Result { endpoint: Some(endpoint), outcome });
-            Ok(resp)
         }
-        Err(err) => {
-            shared.emit(|| Event::Result { endpoint: None, outcome: ResultOutcome::Error(&err) });
-            Err(err)
-        }
+        Err(err) => shared.emit(|| Event::Result { endpoint: None, outcome: ResultOutcome::Error(err) }),
     }
 }
 
