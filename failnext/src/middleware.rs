@@ -20,7 +20,7 @@ use crate::error::ClassifierPanicked;
 use crate::event::{AttemptOutcome, Emitter, Event, ResultOutcome};
 use crate::judge;
 use crate::options::{RequestOptions, ServedBy};
-use crate::session::{Outcome, Session, Step};
+use crate::session::{Outcome, Rebuild, Session, Step};
 use crate::shared::Shared;
 use crate::slot::position;
 
@@ -194,12 +194,13 @@ impl Failover {
         client: &reqwest::Client,
         req: Request,
         opts: &RequestOptions<'_>,
+        rebuild: &(dyn Rebuild + '_),
     ) -> Outcome {
         let shared = &*self.shared;
         let mut guard = CancelGuard { events: &shared.events, armed: shared.events.is_active() };
         let mut ext = Extensions::new();
         let outcome = match Session::start(shared, req, opts) {
-            Ok(session) => run(shared, session, &mut ext, &Direct(client)).await,
+            Ok(session) => run(shared, session.rebuild_with(rebuild), &mut ext, &Direct(client)).await,
             Err(err) => Err(err),
         };
         guard.armed = false;

@@ -17,6 +17,13 @@ use crate::shared::Shared;
 /// What a request ends with: a response and the index of the endpoint that produced it.
 pub(crate) type Outcome = Result<(Response, usize), reqwest_middleware::Error>;
 
+/// A caller that can make a later attempt's request itself (its body is never a stream), so
+/// that nothing is copied before the first attempt.
+pub(crate) trait Rebuild: Sync {
+    /// The request for an attempt to `url`.
+    fn request(&self, url: &url::Url) -> Request;
+}
+
 /// What the request does next.
 #[derive(Debug)]
 #[allow(
@@ -66,6 +73,9 @@ pub(crate) struct Session<'a> {
     permission: Option<Settled>,
     /// What later attempts are made from; `None` when not needed or the body is a stream.
     replay: Option<Replay>,
+    /// The caller's own way to make later attempts (the alloy transport rebuilds them from its
+    /// packet), used instead of copying the request up front.
+    rebuild: Option<&'a dyn Rebuild>,
     pub(crate) host: HostRule,
     /// Attempts sent so far; the last one's number.
     pub(crate) sent: u32,
@@ -105,10 +115,18 @@ impl<'a> Session<'a> {
             explicit: opts.permission,
             permission: None,
             replay: None,
+            rebuild: None,
             sent: 0,
             trial: None,
             tally: None,
         })
+    }
+
+    /// Later attempts are made by `rebuild` instead of a copy of the request.
+    #[cfg_attr(not(feature = "alloy"), allow(dead_code, reason = "used by the alloy transport"))]
+    pub(crate) fn rebuild_with(mut self, rebuild: &'a dyn Rebuild) -> Self {
+        self.rebuild = Some(rebuild);
+        self
     }
 
     /// The one decision point: send to the next usable endpoint, or stop, and why.
@@ -210,7 +228,7 @@ impl<'a> Session<'a> {
     fn settle(&mut self, mut req: Request) -> Request {
         if self.plan.has_more() {
             let settled = permission::resolve(self.explicit, self.shared.policy.as_ref(), &req);
-            if settled.allowed {
+            if settled.allowed && self.rebuild.is_none() {
                 self.replay = Replay::prepare(&mut req);
             }
             self.permission = Some(settled);
@@ -221,8 +239,11 @@ impl<'a> Session<'a> {
     /// A later attempt's request to endpoint `i`, or `None` when the body is a stream. The
     /// last possible attempt takes the copy's headers instead of copying them.
     fn replay(&mut self, i: usize) -> Option<Request> {
-        let copy = self.replay.take()?;
         let url = self.shared.slots[i].destination.url();
+        if let (Some(rebuild), Some(true)) = (self.rebuild, self.permission.map(|p| p.allowed)) {
+            return Some(rebuild.request(url));
+        }
+        let copy = self.replay.take()?;
         if self.plan.has_more() {
             let req = copy.request(url);
             self.replay = Some(copy);

@@ -164,7 +164,7 @@ impl FailoverTransport {
                     excluded: &plan.excluded,
                     preferred: plan.preferred.as_ref(),
                 };
-                match failover.execute_direct(client, request, &opts).await {
+                match failover.execute_direct(client, request, &opts, &Again(&packet)).await {
                     Ok((response, i)) => (response, Some(failover.endpoint_id(i).clone())),
                     Err(err) => return Err(plan.send_failed(err)),
                 }
@@ -256,6 +256,22 @@ impl TransportConnect for FailoverTransport {
 
     async fn get_transport(&self) -> Result<BoxTransport, TransportError> {
         Ok(BoxTransport::new(self.clone()))
+    }
+}
+
+/// A later attempt of `packet`, made again from the packet (serialized anew) rather than
+/// copied before the first attempt: the healthy path copies nothing.
+struct Again<'p>(&'p RequestPacket);
+
+impl crate::session::Rebuild for Again<'_> {
+    fn request(&self, url: &url::Url) -> reqwest::Request {
+        let mut req = reqwest::Request::new(http::Method::POST, url.clone());
+        let headers = req.headers_mut();
+        headers.extend(self.0.headers());
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        // It serialized for the first attempt, so it does again; an empty body otherwise.
+        *req.body_mut() = Some(serde_json::to_vec(self.0).unwrap_or_default().into());
+        req
     }
 }
 
