@@ -13,6 +13,7 @@ use crate::eligibility::Eligibility;
 use crate::endpoint::Endpoint;
 use crate::event::{Emitter, Event, HookFn};
 use crate::judge::Triggers;
+use crate::latency::LatencyOrdering;
 use crate::middleware::Failover;
 use crate::permission::{Permission, PolicyFn};
 use crate::shared::Shared;
@@ -41,6 +42,7 @@ pub struct FailoverBuilder {
     classifier: Option<Box<dyn Classifier>>,
     cooldown: Cooldown,
     attempt_timeout: Option<Duration>,
+    ordering: Option<LatencyOrdering>,
     hook: Option<HookFn>,
 }
 
@@ -54,6 +56,7 @@ impl FailoverBuilder {
             classifier: None,
             cooldown: Cooldown::default(),
             attempt_timeout: Some(DEFAULT_ATTEMPT_TIMEOUT),
+            ordering: None,
             hook: None,
         }
     }
@@ -133,6 +136,13 @@ impl FailoverBuilder {
     /// untouched (0.1's rule).
     pub fn classifier(mut self, classifier: impl Classifier) -> Self {
         self.classifier = Some(Box::new(classifier));
+        self
+    }
+
+    /// Orders endpoints by latency as well as priority; see [`LatencyOrdering`]. Default: none,
+    /// priority order only (the reference rule).
+    pub fn latency_ordering(mut self, ordering: LatencyOrdering) -> Self {
+        self.ordering = Some(ordering);
         self
     }
 
@@ -223,6 +233,7 @@ impl FailoverBuilder {
             classifier: self.classifier,
             cooldown: self.cooldown,
             attempt_timeout: self.attempt_timeout,
+            ordering: self.ordering.map(crate::latency::Ordered::new),
             events: Emitter::new(self.hook),
         }))
     }

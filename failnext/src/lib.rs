@@ -536,6 +536,7 @@ mod health;
 #[cfg(feature = "jsonrpc")]
 pub mod jsonrpc;
 mod judge;
+mod latency;
 mod middleware;
 mod options;
 mod permission;
@@ -556,6 +557,7 @@ pub use endpoint::{Endpoint, EndpointId};
 pub use error::{Attempt, Error};
 pub use event::{AttemptOutcome, Event, ResultOutcome};
 pub use health::BreakerState;
+pub use latency::LatencyOrdering;
 pub use middleware::Failover;
 pub use options::{ExcludedEndpoints, PreferredEndpoint, RequestBuilderExt, ResponseExt, ServedBy};
 pub use permission::Permission;

@@ -7,7 +7,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use http::Extensions;
 use reqwest::{Request, Response};
@@ -73,12 +75,14 @@ impl Attempted {
 }
 
 /// One attempt: to endpoint `i`, the request's attempt `number`, holding the trial permit of
-/// epoch `trial` when it is its breaker's trial.
+/// epoch `trial` when it is its breaker's trial, sent at `started`.
 #[derive(Clone, Copy, Debug)]
 struct Turn {
     i: usize,
     number: u32,
     trial: Option<u64>,
+    /// When it was sent, if anyone needs to know (events, latency-aware ordering).
+    started: Option<Instant>,
 }
 
 /// What sending an attempt produced: settled already, or a response the classifier is now
@@ -208,6 +212,18 @@ impl Failover {
         outcome
     }
 
+    /// Adds a latency sample for endpoint `id` to its average (see [`LatencyOrdering`]): a
+    /// monitor's probe latency, say. Does nothing for an unknown id or without latency-aware
+    /// ordering.
+    ///
+    /// [`LatencyOrdering`]: crate::LatencyOrdering
+    pub fn observe_latency(&self, id: &str, latency: Duration) {
+        let slots = &self.shared.slots;
+        if let (Some(_), Some(i)) = (&self.shared.ordering, position(slots, id)) {
+            slots[i].latency.observe(latency);
+        }
+    }
+
     /// The id of endpoint `i`.
     #[cfg_attr(not(feature = "alloy"), allow(dead_code, reason = "used by the alloy transport"))]
     pub(crate) fn endpoint_id(&self, i: usize) -> &EndpointId {
@@ -240,7 +256,10 @@ async fn run<S: Sender>(
             }
             Step::Stop(reason) => return session.stop(reason),
         };
-        let turn = Turn { i, number: session.sent, trial: session.trial() };
+        // Timed only when someone looks: an event hook, or latency-aware ordering.
+        let timed = shared.events.is_active() || shared.ordering.is_some();
+        let turn =
+            Turn { i, number: session.sent, trial: session.trial(), started: timed.then(Instant::now) };
         let attempted = 'judged: {
             // A statement of its own: the sent value is gone before the classifier is awaited.
             let (judging, retry_after) = match attempt(shared, turn, req, session.host, ext, sender).await {
@@ -282,7 +301,7 @@ async fn attempt<'a, S: Sender>(
     let Turn { i, number, .. } = turn;
     let slot = &shared.slots[i];
     slot.destination.retarget(&mut req, host, shared.attempt_timeout);
-    let started = shared.events.is_active().then(Instant::now);
+    let started = turn.started;
     // Matched in place, not mapped: the healthy path moves the response no further.
     match sender.send(req, ext).await {
         Ok(resp) => {
@@ -351,8 +370,11 @@ fn emit_attempt(
 /// After the judgement: emits its `Judged` event, then tells endpoint `i`'s health the
 /// evidence, with the hint (the verdict's `cool_for`, else the `Retry-After` read).
 fn conclude(shared: &Shared, turn: Turn, judgement: Judgement, retry_after: Option<Duration>) {
-    let Turn { i, number, trial } = turn;
+    let Turn { i, number, trial, started } = turn;
     let slot = &shared.slots[i];
+    if let (Some(_), Some(started), Evidence::Success) = (&shared.ordering, started, judgement.evidence) {
+        slot.latency.observe(started.elapsed());
+    }
     let endpoint = slot.id();
     let Judgement { verdict, evidence, class } = judgement;
     shared.emit(|| Event::Judged { endpoint, attempt: number, class, verdict, evidence });

@@ -6,11 +6,14 @@
 //! plan remembers the candidates it passed over because their breaker was open (or half-open
 //! with its trial taken), for the last resort ([`Plan::last_resort`]).
 
+use std::time::Duration;
+
 use tokio::time::Instant;
 
 use crate::eligibility::Eligibility;
 use crate::endpoint::EndpointId;
 use crate::health::Admit;
+use crate::latency::{Ordered, faster_than};
 use crate::options::RequestOptions;
 use crate::slot::{Slot, position};
 
@@ -53,6 +56,7 @@ pub(crate) fn plan(
     slots: &[Slot],
     opts: &RequestOptions<'_>,
     eligible: Option<&dyn Eligibility>,
+    ordering: Option<&Ordered>,
 ) -> Result<Plan, EndpointId> {
     if let Some(unknown) = opts.excluded.iter().find(|id| position(slots, id).is_none()) {
         return Err(unknown.clone());
@@ -61,7 +65,11 @@ pub(crate) fn plan(
         None => None,
         Some(id) => Some(position(slots, id).ok_or_else(|| id.clone())?),
     };
-    Ok(Plan::new(slots.len(), preferred, |i| skip_at_start(&slots[i], opts.excluded, eligible)))
+    let mut plan = Plan::new(slots.len(), preferred, |i| skip_at_start(&slots[i], opts.excluded, eligible));
+    if let Some(ordered) = ordering {
+        plan.order_by_latency(ordered, |i| slots[i].latency.get());
+    }
+    Ok(plan)
 }
 
 /// Why `slot` is out of the request from its start, or `None` when it is usable. Eligibility
@@ -122,6 +130,26 @@ impl Plan {
         let passed_open = Mask::empty(len);
         let waited = [Mask::empty(len), Mask::empty(len)];
         Plan { usable, preferred, preferred_done: false, cursor: 0, remaining, len, passed_open, waited }
+    }
+
+    /// Latency-aware ordering: the first usable candidate in configured order gives its place
+    /// to the fastest usable one when that is faster by more than the margin, unless the request
+    /// prefers an endpoint of its own (that wins) or explores (then each usable endpoint goes
+    /// first in turn).
+    fn order_by_latency(&mut self, ordered: &Ordered, latency: impl Fn(usize) -> Option<Duration>) {
+        if self.preferred.is_some() {
+            return;
+        }
+        let usable = |i: &usize| self.usable.get(*i);
+        let Some(first) = (0..self.len).find(usable) else { return };
+        if let Some(turn) = ordered.explores() {
+            let count = (0..self.len).filter(usable).count();
+            self.preferred = (0..self.len).filter(usable).nth(turn as usize % count.max(1));
+            return;
+        }
+        if let Some(faster) = faster_than(first, (0..self.len).filter(usable), ordered.rule.margin, latency) {
+            self.preferred = Some(faster);
+        }
     }
 
     /// Whether any endpoint is left to consider: in the plan, or for the last resort.
@@ -322,7 +350,7 @@ mod tests {
         };
         let excluded = [EndpointId::from("a")];
         let opts = RequestOptions { excluded: &excluded, ..RequestOptions::default() };
-        let order: Vec<usize> = plan(&slots, &opts, Some(&eligible)).unwrap().collect();
+        let order: Vec<usize> = plan(&slots, &opts, Some(&eligible), None).unwrap().collect();
         assert_eq!(*asked.lock().unwrap(), ["b", "c", "d"]);
         assert_eq!(order, [1, 3]);
     }

@@ -105,7 +105,7 @@ impl<'a> Session<'a> {
         req: Request,
         opts: &RequestOptions<'_>,
     ) -> Result<Self, reqwest_middleware::Error> {
-        let plan = select::plan(&shared.slots, opts, shared.eligible.as_deref())
+        let plan = select::plan(&shared.slots, opts, shared.eligible.as_deref(), shared.ordering.as_ref())
             .map_err(|unknown| mw(Error::unknown(unknown)))?;
         Ok(Session {
             shared,

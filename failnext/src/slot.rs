@@ -6,6 +6,7 @@ use crate::cooldown::Cooldown;
 use crate::destination::Destination;
 use crate::endpoint::{Endpoint, EndpointId};
 use crate::health::Health;
+use crate::latency::Latency;
 
 /// One endpoint: who it is, where its attempts go, and how healthy it is.
 #[derive(Debug)]
@@ -13,12 +14,19 @@ pub(crate) struct Slot {
     pub(crate) endpoint: Endpoint,
     pub(crate) destination: Destination,
     pub(crate) health: Health,
+    /// The latency average, kept only with latency-aware ordering.
+    pub(crate) latency: Latency,
 }
 
 impl Slot {
     /// The slot of `endpoint`, whose URL passed validation as `url`.
     pub(crate) fn new(endpoint: Endpoint, url: Url, cooldown: Cooldown) -> Slot {
-        Slot { endpoint, destination: Destination::new(url), health: Health::new(cooldown) }
+        Slot {
+            endpoint,
+            destination: Destination::new(url),
+            health: Health::new(cooldown),
+            latency: Latency::default(),
+        }
     }
 
     pub(crate) fn id(&self) -> &EndpointId {

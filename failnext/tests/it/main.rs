@@ -13,6 +13,7 @@ mod host;
 #[cfg(feature = "jsonrpc")]
 mod jsonrpc;
 mod judging;
+mod latency;
 mod permission;
 mod redaction;
 mod replay;

@@ -81,6 +81,14 @@ pub(crate) fn build(name: &str, servers: &Servers) -> Result<Scenario, BoxError>
             // timeout: a timer per attempt.
             let failover = Failover::builder(eps.clone()).no_attempt_timeout().build()?;
             let timed = Failover::builder(eps.clone()).build()?;
+            // Latency-aware ordering (opt-in, issue 12): a clock read per attempt and one
+            // atomic average per endpoint; exploration off, so every request goes the same way.
+            let ordered = Failover::builder(eps.clone())
+                .no_attempt_timeout()
+                .latency_ordering(
+                    failnext::LatencyOrdering::new(std::time::Duration::from_millis(50)).explore_every(0),
+                )
+                .build()?;
             let url = primary.url.as_str();
             let mut variants = vec![
                 Variant::bare("bare", url)?,
@@ -89,6 +97,7 @@ pub(crate) fn build(name: &str, servers: &Servers) -> Result<Scenario, BoxError>
                 Variant::pass_through("pass-through", url)?,
                 Variant::failover("failover", url, failover, allow)?,
                 Variant::failover("failover-timeout", url, timed, allow)?,
+                Variant::failover("failover-latency", url, ordered, allow)?,
             ];
             if allow {
                 // The same permission from a client-wide policy: no per-request extension.
