@@ -155,6 +155,38 @@ impl Health {
         }
     }
 
+    /// What survives a restart: the open time left (the reference cooldown's too), the failed
+    /// trials that grew it, the failure streak and the probation. A trial in flight does not.
+    pub(crate) fn export(&self) -> Kept {
+        if self.is_clean() {
+            return Kept::default();
+        }
+        let now = Instant::now();
+        let state = self.lock();
+        Kept {
+            open_for: state.until.map(|until| until.saturating_duration_since(now)),
+            failed_trials: state.level,
+            failures: state.failures,
+            probation: state.probation,
+        }
+    }
+
+    /// Takes `kept` over (into a breaker that has seen nothing yet, usually): an open time that
+    /// is over by now makes the breaker half-open, so the next request is its trial.
+    pub(crate) fn import(&self, kept: &Kept) {
+        if matches!(self.rule, Rule::Disabled) {
+            return;
+        }
+        let now = Instant::now();
+        let mut state = self.lock();
+        state.until = kept.open_for.map(|d| deadline(now, d));
+        state.level = kept.failed_trials;
+        state.failures = kept.failures;
+        state.probation = kept.probation;
+        state.trial = None;
+        self.publish(&state);
+    }
+
     /// Learns the eligibility hook's answer for this endpoint at a request's start. When it
     /// turns from ineligible to eligible (a monitor saw the provider fit again), an open
     /// breaker's open time ends now: the next request takes its trial, instead of waiting out
@@ -339,6 +371,16 @@ impl Health {
         state.failures = 0;
         self.publish(&state);
     }
+}
+
+/// A breaker's state as it survives a restart (see [`Health::export`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Kept {
+    /// How long it stays open (or cooling) from now; `Some(0)`: half-open.
+    pub(crate) open_for: Option<Duration>,
+    pub(crate) failed_trials: u32,
+    pub(crate) failures: u32,
+    pub(crate) probation: u32,
 }
 
 /// One attempt's outcome, as [`Health::record`] takes it.

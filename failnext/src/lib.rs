@@ -540,6 +540,7 @@ mod latency;
 mod middleware;
 mod options;
 mod permission;
+mod persist;
 mod replay;
 mod select;
 mod session;
@@ -561,6 +562,7 @@ pub use latency::LatencyOrdering;
 pub use middleware::Failover;
 pub use options::{ExcludedEndpoints, PreferredEndpoint, RequestBuilderExt, ResponseExt, ServedBy};
 pub use permission::Permission;
+pub use persist::{EndpointHealth, HealthSnapshot};
 pub use validate::validate_endpoints;
 
 /// The workspace README's code, compiled as doc tests so it cannot rot.

@@ -212,6 +212,42 @@ impl Failover {
         outcome
     }
 
+    /// Every endpoint's health now (breaker state, open-until as a wall-clock deadline, latency
+    /// average), to restore after a restart; see [`HealthSnapshot`](crate::HealthSnapshot).
+    pub fn health(&self) -> crate::HealthSnapshot {
+        let now = std::time::SystemTime::now();
+        let endpoints = self
+            .shared
+            .slots
+            .iter()
+            .map(|slot| {
+                crate::persist::EndpointHealth::of(slot.id(), slot.health.export(), slot.latency.get(), now)
+            })
+            .collect();
+        crate::HealthSnapshot { taken_at: now, endpoints }
+    }
+
+    /// Takes over `snapshot` (from [`health`](Failover::health), before a restart), endpoint by
+    /// endpoint, by id: open times continue until their deadline (one that passed meanwhile
+    /// leaves the breaker half-open), failed trials keep growing the next open time, latency
+    /// averages are kept. Ids not configured here are ignored. Returns how many endpoints took
+    /// their state over. Meant for a fresh `Failover`: it replaces what this one has learnt.
+    pub fn restore_health(&self, snapshot: &crate::HealthSnapshot) -> usize {
+        let now = std::time::SystemTime::now();
+        let slots = &self.shared.slots;
+        let mut restored = 0;
+        for kept in snapshot.endpoints() {
+            if let Some(i) = position(slots, kept.id()) {
+                slots[i].health.import(&kept.kept(now));
+                if let Some(latency) = kept.latency() {
+                    slots[i].latency.observe(latency);
+                }
+                restored += 1;
+            }
+        }
+        restored
+    }
+
     /// Adds a latency sample for endpoint `id` to its average (see [`LatencyOrdering`]): a
     /// monitor's probe latency, say. Does nothing for an unknown id or without latency-aware
     /// ordering.

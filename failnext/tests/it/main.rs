@@ -15,6 +15,7 @@ mod jsonrpc;
 mod judging;
 mod latency;
 mod permission;
+mod persist;
 mod redaction;
 mod replay;
 mod retained;
