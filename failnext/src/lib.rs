@@ -336,6 +336,25 @@
 //! # Ok::<(), failnext::ConfigError>(())
 //! ```
 //!
+//! # Latency-aware ordering
+//!
+//! Opt-in ([`FailoverBuilder::latency_ordering`] with a [`LatencyOrdering`]); priority order
+//! stays the default. Each endpoint keeps a latency average (fed by attempts that come back
+//! with a response it does not fail over from, and by [`Failover::observe_latency`], e.g. from
+//! a monitor's probes); the first candidate in priority order gives its place to the fastest
+//! one only when that one is faster by more than the margin. One request in 16 explores (each
+//! endpoint goes first in turn), so a slow primary that got fast again gets its reads back. A
+//! request's own [`PreferredEndpoint`] wins. Cost on the healthy path: a clock read per
+//! attempt (bench variant `failover-latency`, +0.2 µs/req, no allocation).
+//!
+//! # Health across restarts
+//!
+//! [`Failover::health`] takes every endpoint's breaker state (open-until as a wall-clock
+//! deadline, failed trials, latency average) as a [`HealthSnapshot`] (serializable with the
+//! feature `serde`); [`Failover::restore_health`] gives it to the `Failover` of the restarted
+//! process, so a provider that asked for a minute's pause does not get hammered at start-up,
+//! and an open time that ended while the process was down leaves the breaker half-open.
+//!
 //! # Middleware order
 //!
 //! Middlewares added to the `ClientBuilder` *before* `Failover` run once per request; those
@@ -505,6 +524,10 @@
 //! - `jsonrpc` (off by default): `failnext::jsonrpc::JsonRpcClassifier`, which judges
 //!   JSON-RPC answers by their body (rate limits, internal errors, missing data, malformed or
 //!   truncated bodies fail over; reverts are returned), with serde_json.
+//! - `alloy` (off by default, implies `jsonrpc`): `failnext::alloy::FailoverTransport`, an alloy
+//!   transport with method-aware permission, filter pinning, read-your-writes and typed lost
+//!   broadcasts.
+//! - `serde` (off by default): [`HealthSnapshot`] serializes.
 //!
 //! failnext enables no TLS backend and no tokio runtime of its own: configure reqwest as you
 //! need.
