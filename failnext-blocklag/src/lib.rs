@@ -18,7 +18,8 @@
 //! # How it works
 //!
 //! You call [`Monitor::check`] when you want fresh eligibility, typically every few seconds
-//! from a task of your own; there is no background polling. Each check:
+//! from a task of your own, or let [`Monitor::spawn`] check on an adaptive schedule until its
+//! [`MonitorHandle`] is stopped or dropped. Each check:
 //!
 //! 1. sends every configured provider one JSON-RPC 2.0 `eth_blockNumber` POST, all providers
 //!    at once, with the monitor's own `reqwest::Client`, never through failnext;
@@ -89,8 +90,7 @@
 //! - Routing. Eligibility only rules endpoints out; failnext still applies its order,
 //!   cooldown, exclusions, failover permission, triggers and replay rules. In particular an
 //!   eligible provider does not make a JSON-RPC POST safe to send twice.
-//! - Scheduling, expiry (TTL), retries or backoff, scoring, metrics, service discovery,
-//!   WebSocket transports.
+//! - Retries or backoff, scoring, metrics, service discovery, WebSocket transports.
 //! - Following redirects or sending probes through failnext: give
 //!   [`client`](MonitorBuilder::client) a plain client that goes where it is told.
 //!
@@ -173,6 +173,7 @@ mod probe;
 mod probe_error;
 mod round;
 mod rpc;
+mod schedule;
 mod settings;
 mod snapshot;
 
@@ -183,6 +184,7 @@ pub use monitor::Monitor;
 pub use parse::{parse_quantity, parse_response};
 pub use probe_error::ProbeError;
 pub use rpc::MAX_BODY;
+pub use schedule::MonitorHandle;
 pub use snapshot::{Snapshot, SnapshotEntry};
 
 /// This crate's README (what crates.io shows), compiled as doc tests so it cannot rot.

@@ -10,4 +10,5 @@ mod config;
 mod publication;
 mod redaction;
 mod rejection;
+mod schedule;
 mod with_failnext;
