@@ -52,16 +52,24 @@
 //! | the `check()` future is dropped before publication | previous snapshot kept | nothing: it was dropped |
 //!
 //! One successful probe is enough to publish; that provider is then eligible. Before the
-//! first publication every configured endpoint is eligible (fail-open); ids that are not
-//! configured are never eligible. A later check can make an ineligible provider eligible
-//! again.
+//! first publication every configured endpoint is eligible (fail-open; opt in to fail-closed
+//! with [`MonitorBuilder::fail_closed`]); ids that are not configured are never eligible. A
+//! later check can make an ineligible provider eligible again.
 //!
 //! A [`CheckError`] does not mean eligibility is unchanged: a partial failure publishes and
 //! still returns an error. Every failure names its endpoint id; no error or `Debug` output
 //! shows more of a URL than `scheme://host[:port]`.
 //!
-//! Published eligibility does not expire. If checks stop, or every later check fails, the
-//! last snapshot stays in force.
+//! By default published eligibility does not expire: if checks stop, or every later check
+//! fails, the last snapshot stays in force. Two options make unknown not count as healthy,
+//! both applied by [`Monitor::eligible`] at the time of asking (they make it read the clock;
+//! the default path does not):
+//!
+//! - [`grace`](MonitorBuilder::grace): an endpoint whose last good probe (carried across
+//!   snapshots, [`SnapshotEntry::last_good_age`]) is older than the grace is ineligible;
+//! - [`max_age`](MonitorBuilder::max_age): a snapshot older than that
+//!   ([`Snapshot::age`]) no longer decides, and the monitor answers as before its first
+//!   publication (fail-open, or fail-closed with [`fail_closed`](MonitorBuilder::fail_closed)).
 //!
 //! # Relative, not canonical, freshness
 //!

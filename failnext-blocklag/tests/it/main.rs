@@ -7,6 +7,7 @@ mod support;
 mod chain;
 mod concurrency;
 mod config;
+mod freshness;
 mod publication;
 mod redaction;
 mod rejection;
