@@ -22,7 +22,7 @@ use crate::snapshot::Snapshot;
 /// [`check`](Monitor::check) probes every provider and publishes a [`Snapshot`];
 /// [`eligible`](Monitor::eligible) answers from the latest one without I/O. Give a clone to
 /// [`failnext::FailoverBuilder::eligible`] (the monitor implements [`Eligibility`]) and call
-/// `check` on your own schedule: there is no background task.
+/// `check` on your own schedule, or let [`spawn`](Monitor::spawn) run it on an adaptive one.
 ///
 /// Cloning is cheap; clones share the snapshot and the check queue. See the
 /// [crate documentation](crate) for the rules and a complete example.

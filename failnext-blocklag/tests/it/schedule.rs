@@ -61,3 +61,28 @@ async fn the_schedule_publishes_like_a_manual_check() {
     assert!(!handle.is_finished());
     within_guard("stop", handle.stop()).await;
 }
+
+#[tokio::test]
+async fn the_schedule_probes_four_times_as_often_while_a_provider_fails() {
+    let (a, b) = (Node::at(100).await, Node::at(100).await);
+    b.set_failing(true);
+    let monitor = monitor([("a", a.url()), ("b", b.url())]).build().unwrap();
+    let interval = Duration::from_millis(400);
+
+    // While b fails, checks are ~100 ms apart: six take well under the ~2 s they would at the
+    // full interval.
+    let started = std::time::Instant::now();
+    let handle = monitor.spawn(interval);
+    wait_until("six checks while b fails", || async { a.requests().await >= 6 }).await;
+    assert!(started.elapsed() < Duration::from_millis(1800), "{:?}", started.elapsed());
+    within_guard("stop", handle.stop()).await;
+
+    // All fit: at the full interval, at most 1 + 1.2 s / 360 ms checks in 1.2 s.
+    b.set_failing(false);
+    let before = a.requests().await;
+    let handle = monitor.spawn(interval);
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    within_guard("stop", handle.stop()).await;
+    let checks = a.requests().await - before;
+    assert!((1..=4).contains(&checks), "{checks} checks in 1.2 s at a 400 ms interval");
+}
