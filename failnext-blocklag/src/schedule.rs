@@ -39,6 +39,11 @@ impl Monitor {
     /// [`Snapshot`](crate::Snapshot) (a failed probe is an ineligible entry with its
     /// [`error`](crate::SnapshotEntry::error)).
     ///
+    /// With a [`grace`](crate::MonitorBuilder::grace) or a
+    /// [`max_age`](crate::MonitorBuilder::max_age), keep `interval` (plus the longest check,
+    /// about one [probe timeout](crate::MonitorBuilder::probe_timeout)) below them, or fit
+    /// providers expire between two checks.
+    ///
     /// The task holds a clone of the monitor, so the monitor lives at least as long as the
     /// task.
     ///
