@@ -8,7 +8,7 @@ use failnext::Endpoint;
 
 use crate::config_error::ConfigError;
 use crate::monitor::Monitor;
-use crate::settings::Settings;
+use crate::settings::{Freshness, Settings};
 
 /// The probe timeout used when none is set.
 const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -31,6 +31,7 @@ pub struct MonitorBuilder {
     client: Option<reqwest::Client>,
     probe_timeout: Duration,
     expected_chain_id: Option<u64>,
+    freshness: Freshness,
 }
 
 impl MonitorBuilder {
@@ -41,6 +42,7 @@ impl MonitorBuilder {
             client: None,
             probe_timeout: DEFAULT_PROBE_TIMEOUT,
             expected_chain_id: None,
+            freshness: Freshness::default(),
         }
     }
 
@@ -100,8 +102,53 @@ impl MonitorBuilder {
         self
     }
 
+    /// Makes answers expire per endpoint: [`Monitor::eligible`] accepts an endpoint only if its
+    /// last good probe (the last check in which it answered with a valid height, carried from
+    /// snapshot to snapshot) is at most `grace` old at the time of asking. An endpoint that has
+    /// never answered is ineligible, and one that was fit stops being eligible `grace` after
+    /// its last answer when checks stop or keep failing. Other rules still apply: within the
+    /// grace an endpoint is eligible only if it is fit in the latest snapshot.
+    ///
+    /// Grace does not apply before the first publication, which stays fail-open unless
+    /// [`fail_closed`](MonitorBuilder::fail_closed) is set. Setting it makes `eligible()` read
+    /// the (Tokio) clock on every call.
+    ///
+    /// Default is no grace: published answers do not expire.
+    pub fn grace(mut self, grace: Duration) -> Self {
+        self.freshness.grace = Some(grace);
+        self
+    }
+
+    /// Makes the latest snapshot stop deciding once it is older than `max_age`
+    /// ([`Snapshot::age`](crate::Snapshot::age)), as when no check has published yet: every
+    /// configured endpoint is then eligible (fail-open, the default), or none is with
+    /// [`fail_closed`](MonitorBuilder::fail_closed). A later publication decides again.
+    ///
+    /// This expires the monitor's knowledge as a whole; [`grace`](MonitorBuilder::grace)
+    /// expires each endpoint, and always towards ineligible. Setting it makes `eligible()`
+    /// read the (Tokio) clock on every call.
+    ///
+    /// Default is no maximum age: the latest snapshot stays in force.
+    pub fn max_age(mut self, max_age: Duration) -> Self {
+        self.freshness.max_age = Some(max_age);
+        self
+    }
+
+    /// Makes the monitor fail-closed: before the first check publishes (and while the
+    /// snapshot is older than [`max_age`](MonitorBuilder::max_age)), no endpoint is eligible.
+    ///
+    /// failnext then has no eligible endpoint for a request until the first successful check,
+    /// so check (or [`spawn`](Monitor::spawn)) before sending. Costs nothing on `eligible()`.
+    ///
+    /// Default is fail-open: every configured endpoint is eligible until a check publishes.
+    pub fn fail_closed(mut self) -> Self {
+        self.freshness.fail_closed = true;
+        self
+    }
+
     /// Validates the configuration and builds the monitor. No probe is sent: every configured
-    /// endpoint is eligible until the first check publishes.
+    /// endpoint is eligible until the first check publishes (none is, with
+    /// [`fail_closed`](MonitorBuilder::fail_closed)).
     ///
     /// # Errors
     ///
@@ -112,11 +159,19 @@ impl MonitorBuilder {
     ///   host, has a `#`, surrounding whitespace or a malformed `%` escape); the
     ///   [`failnext::ConfigError`] is the source;
     /// - the probe timeout is zero;
+    /// - the [grace](MonitorBuilder::grace) is zero;
+    /// - the [maximum age](MonitorBuilder::max_age) is zero;
     /// - no client was given and the default one cannot be built.
     pub fn build(self) -> Result<Monitor, ConfigError> {
         let validated = failnext::validate_endpoints(&self.endpoints).map_err(ConfigError::endpoints)?;
         if self.probe_timeout.is_zero() {
             return Err(ConfigError::probe_timeout());
+        }
+        if self.freshness.grace.is_some_and(|grace| grace.is_zero()) {
+            return Err(ConfigError::grace());
+        }
+        if self.freshness.max_age.is_some_and(|max_age| max_age.is_zero()) {
+            return Err(ConfigError::max_age());
         }
         let client = match self.client {
             Some(client) => client,
@@ -130,6 +185,7 @@ impl MonitorBuilder {
             client,
             probe_timeout: self.probe_timeout,
             expected_chain_id: self.expected_chain_id,
+            freshness: self.freshness,
         }))
     }
 }
@@ -146,6 +202,9 @@ impl fmt::Debug for MonitorBuilder {
             .field("client", &self.client.as_ref().map(|_| "<reqwest::Client>"))
             .field("probe_timeout", &self.probe_timeout)
             .field("expected_chain_id", &self.expected_chain_id)
+            .field("fail_closed", &self.freshness.fail_closed)
+            .field("grace", &self.freshness.grace)
+            .field("max_age", &self.freshness.max_age)
             .finish()
     }
 }

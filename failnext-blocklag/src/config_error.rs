@@ -22,6 +22,10 @@ enum ConfigErrorKind {
     Endpoints(#[source] failnext::ConfigError),
     #[error("probe timeout must be non-zero")]
     ProbeTimeout,
+    #[error("grace must be non-zero")]
+    Grace,
+    #[error("max age must be non-zero")]
+    MaxAge,
     /// Holds no URL: stripped on construction.
     #[error("the default probe client could not be built")]
     Client(#[source] reqwest::Error),
@@ -36,6 +40,14 @@ impl ConfigError {
 
     pub(crate) fn probe_timeout() -> Self {
         ConfigError { kind: ConfigErrorKind::ProbeTimeout }
+    }
+
+    pub(crate) fn grace() -> Self {
+        ConfigError { kind: ConfigErrorKind::Grace }
+    }
+
+    pub(crate) fn max_age() -> Self {
+        ConfigError { kind: ConfigErrorKind::MaxAge }
     }
 
     pub(crate) fn client(error: reqwest::Error) -> Self {
@@ -67,6 +79,8 @@ impl fmt::Debug for ConfigError {
         match &self.kind {
             ConfigErrorKind::Endpoints(e) => d.field("endpoints", e),
             ConfigErrorKind::ProbeTimeout => d.field("kind", &format_args!("ProbeTimeout")),
+            ConfigErrorKind::Grace => d.field("kind", &format_args!("Grace")),
+            ConfigErrorKind::MaxAge => d.field("kind", &format_args!("MaxAge")),
             ConfigErrorKind::Client(e) => d.field("client", e),
         };
         d.finish()

@@ -26,6 +26,12 @@ pub(crate) enum Fitness {
     ProbeFailed,
     /// Not one of the monitor's endpoints: never eligible.
     Unknown,
+    /// No check has published yet (or the snapshot is older than the maximum age) and the
+    /// monitor is fail-closed: not eligible.
+    Closed,
+    /// Fit in the snapshot, but its last good probe is older than the grace (or it never
+    /// answered): not eligible.
+    Unheard,
 }
 
 impl Fitness {
@@ -48,7 +54,11 @@ impl Fitness {
     pub(crate) fn behind(self) -> Option<u64> {
         match self {
             Fitness::Fit { behind } | Fitness::Lagging { behind } => Some(behind),
-            Fitness::Unchecked | Fitness::ProbeFailed | Fitness::Unknown => None,
+            Fitness::Unchecked
+            | Fitness::ProbeFailed
+            | Fitness::Unknown
+            | Fitness::Closed
+            | Fitness::Unheard => None,
         }
     }
 }
@@ -73,13 +83,17 @@ mod tests {
         assert!(!Fitness::Lagging { behind: 2 }.is_eligible());
         assert!(!Fitness::ProbeFailed.is_eligible());
         assert!(!Fitness::Unknown.is_eligible());
+        assert!(!Fitness::Closed.is_eligible());
+        assert!(!Fitness::Unheard.is_eligible());
     }
 
     #[test]
     fn only_measured_endpoints_are_behind() {
         assert_eq!(Fitness::Fit { behind: 2 }.behind(), Some(2));
         assert_eq!(Fitness::Lagging { behind: 5 }.behind(), Some(5));
-        for unmeasured in [Fitness::Unchecked, Fitness::ProbeFailed, Fitness::Unknown] {
+        let unmeasured =
+            [Fitness::Unchecked, Fitness::ProbeFailed, Fitness::Unknown, Fitness::Closed, Fitness::Unheard];
+        for unmeasured in unmeasured {
             assert_eq!(unmeasured.behind(), None);
         }
     }

@@ -18,7 +18,8 @@
 //! # How it works
 //!
 //! You call [`Monitor::check`] when you want fresh eligibility, typically every few seconds
-//! from a task of your own; there is no background polling. Each check:
+//! from a task of your own, or let [`Monitor::spawn`] check on an adaptive schedule until its
+//! [`MonitorHandle`] is stopped or dropped. Each check:
 //!
 //! 1. sends every configured provider one JSON-RPC 2.0 `eth_blockNumber` POST, all providers
 //!    at once, with the monitor's own `reqwest::Client`, never through failnext;
@@ -51,16 +52,24 @@
 //! | the `check()` future is dropped before publication | previous snapshot kept | nothing: it was dropped |
 //!
 //! One successful probe is enough to publish; that provider is then eligible. Before the
-//! first publication every configured endpoint is eligible (fail-open); ids that are not
-//! configured are never eligible. A later check can make an ineligible provider eligible
-//! again.
+//! first publication every configured endpoint is eligible (fail-open; opt in to fail-closed
+//! with [`MonitorBuilder::fail_closed`]); ids that are not configured are never eligible. A
+//! later check can make an ineligible provider eligible again.
 //!
 //! A [`CheckError`] does not mean eligibility is unchanged: a partial failure publishes and
 //! still returns an error. Every failure names its endpoint id; no error or `Debug` output
 //! shows more of a URL than `scheme://host[:port]`.
 //!
-//! Published eligibility does not expire. If checks stop, or every later check fails, the
-//! last snapshot stays in force.
+//! By default published eligibility does not expire: if checks stop, or every later check
+//! fails, the last snapshot stays in force. Two options make unknown not count as healthy,
+//! both applied by [`Monitor::eligible`] at the time of asking (they make it read the clock;
+//! the default path does not):
+//!
+//! - [`grace`](MonitorBuilder::grace): an endpoint whose last good probe (carried across
+//!   snapshots, [`SnapshotEntry::last_good_age`]) is older than the grace is ineligible;
+//! - [`max_age`](MonitorBuilder::max_age): a snapshot older than that
+//!   ([`Snapshot::age`]) no longer decides, and the monitor answers as before its first
+//!   publication (fail-open, or fail-closed with [`fail_closed`](MonitorBuilder::fail_closed)).
 //!
 //! # Relative, not canonical, freshness
 //!
@@ -89,8 +98,7 @@
 //! - Routing. Eligibility only rules endpoints out; failnext still applies its order,
 //!   cooldown, exclusions, failover permission, triggers and replay rules. In particular an
 //!   eligible provider does not make a JSON-RPC POST safe to send twice.
-//! - Scheduling, expiry (TTL), retries or backoff, scoring, metrics, service discovery,
-//!   WebSocket transports.
+//! - Retries or backoff, scoring, metrics, service discovery, WebSocket transports.
 //! - Following redirects or sending probes through failnext: give
 //!   [`client`](MonitorBuilder::client) a plain client that goes where it is told.
 //!
@@ -173,6 +181,7 @@ mod probe;
 mod probe_error;
 mod round;
 mod rpc;
+mod schedule;
 mod settings;
 mod snapshot;
 
@@ -183,6 +192,7 @@ pub use monitor::Monitor;
 pub use parse::{parse_quantity, parse_response};
 pub use probe_error::ProbeError;
 pub use rpc::MAX_BODY;
+pub use schedule::MonitorHandle;
 pub use snapshot::{Snapshot, SnapshotEntry};
 
 /// This crate's README (what crates.io shows), compiled as doc tests so it cannot rot.

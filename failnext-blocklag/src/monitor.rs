@@ -13,7 +13,7 @@ use crate::check_error::CheckError;
 use crate::fitness::Fitness;
 use crate::probe::{self, ProbeConfig};
 use crate::round;
-use crate::settings::Settings;
+use crate::settings::{Freshness, Settings};
 use crate::snapshot::Snapshot;
 
 /// Watches the block heights of a fixed set of providers and says which ones are close enough
@@ -22,7 +22,7 @@ use crate::snapshot::Snapshot;
 /// [`check`](Monitor::check) probes every provider and publishes a [`Snapshot`];
 /// [`eligible`](Monitor::eligible) answers from the latest one without I/O. Give a clone to
 /// [`failnext::FailoverBuilder::eligible`] (the monitor implements [`Eligibility`]) and call
-/// `check` on your own schedule: there is no background task.
+/// `check` on your own schedule, or let [`spawn`](Monitor::spawn) run it on an adaptive one.
 ///
 /// Cloning is cheap; clones share the snapshot and the check queue. See the
 /// [crate documentation](crate) for the rules and a complete example.
@@ -43,10 +43,11 @@ struct Inner {
 }
 
 impl Monitor {
-    /// A monitor of `settings` that has not checked yet: every endpoint is eligible.
+    /// A monitor of `settings` that has not checked yet: every endpoint is eligible (none,
+    /// when fail-closed).
     pub(crate) fn new(settings: Settings) -> Self {
         let n = settings.endpoints.len();
-        let bits = (n <= 64).then(|| AtomicU64::new(mask(n, None)));
+        let bits = (n <= 64).then(|| AtomicU64::new(mask(n, None, &settings.freshness)));
         let inner = Inner {
             settings,
             published: ArcSwapOption::empty(),
@@ -104,7 +105,10 @@ impl Monitor {
             });
         let outcomes = futures::future::join_all(probes).await;
         // From here to the store there is no await: a dropped future publishes all or nothing.
-        let round = round::assemble(outcomes, settings.max_lag, SystemTime::now());
+        let previous = inner.published.load();
+        let now = tokio::time::Instant::now();
+        let round = round::assemble(outcomes, settings.max_lag, SystemTime::now(), previous.as_deref(), now);
+        drop(previous);
         let published = match round.snapshot {
             Some(snapshot) => {
                 inner.publish(snapshot);
@@ -121,9 +125,14 @@ impl Monitor {
 
     /// Whether the endpoint `id` may be used, according to the latest published snapshot.
     ///
-    /// Before the first publication every configured endpoint is eligible (fail-open). Ids
-    /// that are not configured are never eligible. Published eligibility does not expire: if
-    /// checks stop or keep failing completely, the last snapshot stays in force.
+    /// Before the first publication every configured endpoint is eligible (fail-open; none is
+    /// with [`fail_closed`](crate::MonitorBuilder::fail_closed)). Ids that are not configured
+    /// are never eligible. By default published eligibility does not expire: if checks stop or
+    /// keep failing completely, the last snapshot stays in force. With a
+    /// [`max_age`](crate::MonitorBuilder::max_age), a snapshot older than that answers as if
+    /// nothing was published; with a [`grace`](crate::MonitorBuilder::grace), an endpoint whose
+    /// last good probe is older than that is ineligible. Only these two options make this call
+    /// read the clock.
     ///
     /// Lock-free and without I/O: it never waits for a running check. Two calls may see two
     /// different snapshots when a check publishes between them; to ask several questions of
@@ -137,11 +146,17 @@ impl Monitor {
         // snapshot.
         let inner = &*self.inner;
         let Some(i) = inner.settings.position(id) else { return Fitness::Unknown.is_eligible() };
+        let freshness = &inner.settings.freshness;
+        if freshness.needs_clock() {
+            let published = inner.published.load();
+            let now = tokio::time::Instant::now();
+            return decide(Some(i), published.as_deref(), freshness, Some(now)).is_eligible();
+        }
         if let Some(bits) = &inner.bits {
             return bits.load(Ordering::Acquire) & (1 << i) != 0;
         }
         let published = inner.published.load();
-        decide(Some(i), published.as_deref()).is_eligible()
+        decide(Some(i), published.as_deref(), freshness, None).is_eligible()
     }
 
     /// The latest published snapshot: heights, the highest one, per-endpoint eligibility and
@@ -155,7 +170,7 @@ impl Inner {
     /// Makes `snapshot` the one readers see: the snapshot first, then its bitmask.
     fn publish(&self, snapshot: Snapshot) {
         let n = self.settings.endpoints.len();
-        let bits = self.bits.as_ref().map(|bits| (bits, mask(n, Some(&snapshot))));
+        let bits = self.bits.as_ref().map(|bits| (bits, mask(n, Some(&snapshot), &self.settings.freshness)));
         self.published.store(Some(Arc::new(snapshot)));
         if let Some((bits, mask)) = bits {
             bits.store(mask, Ordering::Release);
@@ -167,19 +182,44 @@ impl Inner {
 ///
 /// `position` is the id's place among the configured endpoints (`None`: not configured, so
 /// never eligible); `published` is the latest published snapshot (`None`: no check has
-/// published yet, so every configured endpoint is eligible).
-fn decide(position: Option<usize>, published: Option<&Snapshot>) -> Fitness {
-    match (position, published) {
-        (None, _) => Fitness::Unknown,
-        (Some(_), None) => Fitness::Unchecked,
-        (Some(i), Some(snapshot)) => snapshot.fitness_at(i),
+/// published yet, so every configured endpoint is eligible, or none when fail-closed).
+/// `now` is the time of asking, given when the [`Freshness`] rules need it
+/// ([`Freshness::needs_clock`]); without it the time rules are not applied.
+///
+/// In order: a snapshot older than `max_age` answers as no snapshot; then the snapshot's
+/// fitness; then a fit endpoint whose last good probe is older than `grace` is
+/// [`Fitness::Unheard`].
+fn decide(
+    position: Option<usize>,
+    published: Option<&Snapshot>,
+    freshness: &Freshness,
+    now: Option<tokio::time::Instant>,
+) -> Fitness {
+    let unpublished = if freshness.fail_closed { Fitness::Closed } else { Fitness::Unchecked };
+    let (i, snapshot) = match (position, published) {
+        (None, _) => return Fitness::Unknown,
+        (Some(_), None) => return unpublished,
+        (Some(i), Some(snapshot)) => (i, snapshot),
+    };
+    let Some(now) = now else { return snapshot.fitness_at(i) };
+    let older_than =
+        |at: tokio::time::Instant, limit: std::time::Duration| now.saturating_duration_since(at) > limit;
+    if freshness.max_age.is_some_and(|max_age| older_than(snapshot.checked(), max_age)) {
+        return unpublished;
     }
+    let fitness = snapshot.fitness_at(i);
+    let Some(grace) = freshness.grace else { return fitness };
+    let heard =
+        snapshot.entries().get(i).and_then(|e| e.last_good()).is_some_and(|at| !older_than(at, grace));
+    if fitness.is_eligible() && !heard { Fitness::Unheard } else { fitness }
 }
 
-/// Bit `i` set iff the endpoint at position `i` is eligible by [`decide`], for `n <= 64`
-/// endpoints.
-fn mask(n: usize, published: Option<&Snapshot>) -> u64 {
-    (0..n).filter(|&i| decide(Some(i), published).is_eligible()).fold(0, |mask, i| mask | 1 << i)
+/// Bit `i` set iff the endpoint at position `i` is eligible by [`decide`] without the time
+/// rules, for `n <= 64` endpoints.
+fn mask(n: usize, published: Option<&Snapshot>, freshness: &Freshness) -> u64 {
+    (0..n)
+        .filter(|&i| decide(Some(i), published, freshness, None).is_eligible())
+        .fold(0, |mask, i| mask | 1 << i)
 }
 
 impl Eligibility for Monitor {
@@ -197,6 +237,7 @@ impl fmt::Debug for Monitor {
             .field("max_lag", &settings.max_lag)
             .field("probe_timeout", &settings.probe_timeout)
             .field("expected_chain_id", &settings.expected_chain_id)
+            .field("freshness", &settings.freshness)
             .field("snapshot", &inner.published.load().as_deref())
             .finish_non_exhaustive()
     }
@@ -219,13 +260,13 @@ mod tests {
     fn assert_eligible_follows_decide(monitor: &Monitor) {
         let published = monitor.snapshot();
         for (i, ep) in monitor.endpoints().iter().enumerate() {
-            let want = decide(Some(i), published.as_deref()).is_eligible();
+            let want = decide(Some(i), published.as_deref(), &Freshness::default(), None).is_eligible();
             assert_eq!(monitor.eligible(ep.id()), want, "{}", ep.id());
             let fresh = format!("e{i}");
             assert_eq!(monitor.eligible(&fresh), want, "{fresh}");
         }
         for unknown in ["", "zz", "E0"] {
-            assert_eq!(decide(None, published.as_deref()), Fitness::Unknown);
+            assert_eq!(decide(None, published.as_deref(), &Freshness::default(), None), Fitness::Unknown);
             assert!(!monitor.eligible(unknown), "{unknown:?}");
         }
     }
@@ -235,7 +276,7 @@ mod tests {
         for n in [4, 64, 65] {
             let monitor = monitor_of(n);
             assert_eq!(monitor.inner.bits.is_some(), n <= 64);
-            assert_eq!(decide(Some(n - 1), None), Fitness::Unchecked);
+            assert_eq!(decide(Some(n - 1), None, &Freshness::default(), None), Fitness::Unchecked);
             assert_eligible_follows_decide(&monitor);
 
             let outcomes = monitor.endpoints().iter().enumerate().map(|(i, ep)| {
@@ -247,14 +288,64 @@ mod tests {
                 };
                 (ep.id().clone(), outcome)
             });
-            let round = round::assemble(outcomes.collect(), 3, SystemTime::UNIX_EPOCH);
+            let round = round::assemble(
+                outcomes.collect(),
+                3,
+                SystemTime::UNIX_EPOCH,
+                None,
+                tokio::time::Instant::now(),
+            );
             monitor.inner.publish(round.snapshot.unwrap());
             let published = monitor.snapshot().unwrap();
-            assert_eq!(decide(Some(0), Some(&published)), Fitness::ProbeFailed);
-            assert_eq!(decide(Some(1), Some(&published)), Fitness::Lagging { behind: 10 });
-            assert_eq!(decide(Some(2), Some(&published)), Fitness::Fit { behind: 3 });
-            assert_eq!(decide(Some(n - 1), Some(&published)), Fitness::Fit { behind: 0 });
+            assert_eq!(decide(Some(0), Some(&published), &Freshness::default(), None), Fitness::ProbeFailed);
+            assert_eq!(
+                decide(Some(1), Some(&published), &Freshness::default(), None),
+                Fitness::Lagging { behind: 10 }
+            );
+            assert_eq!(
+                decide(Some(2), Some(&published), &Freshness::default(), None),
+                Fitness::Fit { behind: 3 }
+            );
+            assert_eq!(
+                decide(Some(n - 1), Some(&published), &Freshness::default(), None),
+                Fitness::Fit { behind: 0 }
+            );
             assert_eligible_follows_decide(&monitor);
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_time_rules_apply_only_with_a_clock_and_in_order() {
+        use std::time::Duration;
+        use tokio::time::Instant;
+
+        let monitor = monitor_of(2);
+        let ids = monitor.endpoints().iter().map(|ep| ep.id().clone());
+        let outcomes = ids.zip([Ok(100), Ok(90)]).collect();
+        let snapshot =
+            round::assemble(outcomes, 3, SystemTime::UNIX_EPOCH, None, Instant::now()).snapshot.unwrap();
+        let secs = Duration::from_secs;
+        let rules = |fail_closed, grace: Option<u64>, max_age: Option<u64>| Freshness {
+            fail_closed,
+            grace: grace.map(secs),
+            max_age: max_age.map(secs),
+        };
+        let at = |after: u64| Some(Instant::now() + secs(after));
+        let fit = Fitness::Fit { behind: 0 };
+        let lagging = Fitness::Lagging { behind: 10 };
+        let s = Some(&snapshot);
+
+        // Without `now`, no time rule: what the bitmask stores.
+        assert_eq!(decide(Some(0), s, &rules(true, Some(1), Some(1)), None), fit);
+        assert_eq!(decide(Some(0), None, &rules(true, None, None), None), Fitness::Closed);
+        // Grace: inclusive, only turns fit into unheard.
+        assert_eq!(decide(Some(0), s, &rules(false, Some(5), None), at(5)), fit);
+        assert_eq!(decide(Some(0), s, &rules(false, Some(5), None), at(6)), Fitness::Unheard);
+        assert_eq!(decide(Some(1), s, &rules(false, Some(5), None), at(6)), lagging);
+        // Max age: inclusive, then the unpublished rule, before grace.
+        assert_eq!(decide(Some(1), s, &rules(false, None, Some(5)), at(5)), lagging);
+        assert_eq!(decide(Some(1), s, &rules(false, None, Some(5)), at(6)), Fitness::Unchecked);
+        assert_eq!(decide(Some(0), s, &rules(true, Some(1), Some(5)), at(6)), Fitness::Closed);
+        assert_eq!(decide(None, s, &rules(false, Some(1), Some(5)), at(6)), Fitness::Unknown);
     }
 }

@@ -3,6 +3,7 @@
 use std::time::SystemTime;
 
 use failnext::EndpointId;
+use tokio::time::Instant;
 
 use crate::check_error::ProbeFailure;
 use crate::fitness::Fitness;
@@ -19,16 +20,25 @@ pub(crate) struct Round {
 /// Compares the heights of one check. Pure: the caller publishes.
 ///
 /// `outcomes` holds one result per configured endpoint, in configured order. Without any
-/// success there is nothing to compare, so no snapshot.
+/// success there is nothing to compare, so no snapshot. `previous` is the latest published
+/// snapshot, whose history the new one carries forward (same endpoints, same order);
+/// `checked_at` is when probing ended, on the Tokio clock.
 pub(crate) fn assemble(
     outcomes: Vec<(EndpointId, Result<u64, ProbeFailure>)>,
     max_lag: u64,
     taken_at: SystemTime,
+    previous: Option<&Snapshot>,
+    checked_at: Instant,
 ) -> Round {
     let highest = outcomes.iter().filter_map(|(_, outcome)| outcome.as_ref().ok().copied()).max();
     let mut entries = Vec::with_capacity(outcomes.len());
     let mut failures = Vec::new();
-    for (endpoint, outcome) in outcomes {
+    for (i, (endpoint, outcome)) in outcomes.into_iter().enumerate() {
+        // The last good probe: this one if it succeeded, else the previous snapshot's.
+        let last_good = match outcome {
+            Ok(_) => Some(checked_at),
+            Err(_) => previous.and_then(|p| p.entries().get(i)).and_then(SnapshotEntry::last_good),
+        };
         let entry = match outcome {
             Ok(height) => {
                 // `highest` is the maximum of the successes, this one included.
@@ -41,9 +51,10 @@ pub(crate) fn assemble(
                 entry
             }
         };
-        entries.push(entry);
+        entries.push(entry.last_good_at(last_good));
     }
-    let snapshot = highest.map(|highest| Snapshot::new(entries, highest, max_lag, taken_at));
+    let snapshot =
+        highest.map(|highest| Snapshot::new(entries, highest, max_lag, taken_at).checked_at(checked_at));
     Round { snapshot, failures }
 }
 
@@ -62,7 +73,7 @@ mod tests {
     }
 
     fn round(outcomes: Vec<(EndpointId, Result<u64, ProbeFailure>)>, max_lag: u64) -> Round {
-        assemble(outcomes, max_lag, SystemTime::UNIX_EPOCH)
+        assemble(outcomes, max_lag, SystemTime::UNIX_EPOCH, None, Instant::now())
     }
 
     #[test]
@@ -119,5 +130,22 @@ mod tests {
         assert!(!snap.is_eligible(""));
         assert!(!snap.is_eligible("A"));
         assert_eq!(snap.height("z"), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_last_good_probe_is_carried_through_failed_checks() {
+        let first = round(vec![ok("a", 1), failed("b")], 10).snapshot.unwrap();
+        let heard = first.entry("a").unwrap().last_good();
+        assert_eq!(heard, Some(first.checked()));
+        assert_eq!(first.entry("b").unwrap().last_good(), None, "never answered");
+
+        tokio::time::advance(std::time::Duration::from_secs(7)).await;
+        let second =
+            assemble(vec![failed("a"), ok("b", 2)], 10, SystemTime::UNIX_EPOCH, Some(&first), Instant::now());
+        let second = second.snapshot.unwrap();
+        assert_eq!(second.entry("a").unwrap().last_good(), heard, "carried from the first");
+        assert_eq!(second.entry("b").unwrap().last_good(), Some(second.checked()));
+        assert_eq!(second.entry("a").unwrap().last_good_age(), Some(std::time::Duration::from_secs(7)));
+        assert_eq!(second.age(), std::time::Duration::ZERO);
     }
 }

@@ -23,6 +23,28 @@ pub(crate) struct Settings {
     pub(crate) probe_timeout: Duration,
     /// When set, every check also verifies each provider's chain id.
     pub(crate) expected_chain_id: Option<u64>,
+    /// How unknown and old answers count (issue 12, point 4).
+    pub(crate) freshness: Freshness,
+}
+
+/// The "unknown is not healthy" rules: what eligibility is before the first publication, and
+/// when published answers are too old to count.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Freshness {
+    /// Before the first publication (and when the snapshot is older than `max_age`), no
+    /// endpoint is eligible, instead of all of them.
+    pub(crate) fail_closed: bool,
+    /// An endpoint whose last good probe is older than this is ineligible.
+    pub(crate) grace: Option<Duration>,
+    /// A snapshot older than this no longer decides: the unpublished rule does.
+    pub(crate) max_age: Option<Duration>,
+}
+
+impl Freshness {
+    /// Whether eligibility depends on the time of asking, so `eligible()` must read the clock.
+    pub(crate) fn needs_clock(&self) -> bool {
+        self.grace.is_some() || self.max_age.is_some()
+    }
 }
 
 impl Settings {

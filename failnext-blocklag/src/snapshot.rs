@@ -3,7 +3,9 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
+
+use tokio::time::Instant;
 
 use failnext::EndpointId;
 
@@ -21,12 +23,17 @@ use crate::probe_error::ProbeError;
 /// its probe succeeded and `highest - height <= max_lag`, where `highest` is the highest height
 /// observed in this check; an endpoint whose probe failed has no height and is not eligible.
 ///
-/// A snapshot does not expire: it stays in force until a later check publishes another.
+/// A snapshot does not expire: it stays in force until a later check publishes another,
+/// unless the monitor has a [`max_age`](crate::MonitorBuilder::max_age) or a
+/// [`grace`](crate::MonitorBuilder::grace), which [`Monitor::eligible`](crate::Monitor::eligible)
+/// applies at the time of asking ([`Snapshot::is_eligible`] does not: it reads no clock).
 pub struct Snapshot {
     entries: Vec<SnapshotEntry>,
     highest: u64,
     max_lag: u64,
     taken_at: SystemTime,
+    /// When the check finished probing, on the Tokio clock: the origin of [`Snapshot::age`].
+    checked_at: Instant,
 }
 
 /// One endpoint's line in a [`Snapshot`].
@@ -34,6 +41,8 @@ pub struct Snapshot {
 pub struct SnapshotEntry {
     endpoint: EndpointId,
     state: EntryState,
+    /// When its probe last succeeded, in this check or carried from an earlier snapshot.
+    last_good: Option<Instant>,
 }
 
 #[derive(Clone)]
@@ -51,7 +60,24 @@ enum EntryState {
 impl Snapshot {
     /// A snapshot of `entries`, one per configured endpoint in configured order.
     pub(crate) fn new(entries: Vec<SnapshotEntry>, highest: u64, max_lag: u64, taken_at: SystemTime) -> Self {
-        Snapshot { entries, highest, max_lag, taken_at }
+        Snapshot { entries, highest, max_lag, taken_at, checked_at: Instant::now() }
+    }
+
+    /// Sets the Tokio-clock time of the check (`new` takes the current one).
+    pub(crate) fn checked_at(mut self, checked_at: Instant) -> Self {
+        self.checked_at = checked_at;
+        self
+    }
+
+    /// When the check finished probing, on the Tokio clock.
+    pub(crate) fn checked(&self) -> Instant {
+        self.checked_at
+    }
+
+    /// How long ago the check that produced this snapshot finished probing, on the Tokio clock
+    /// (paused in tests; the system's monotonic clock otherwise). Reads the clock.
+    pub fn age(&self) -> Duration {
+        Instant::now().saturating_duration_since(self.checked_at)
     }
 
     /// The highest block height any provider reported in this check: the reference the others
@@ -127,12 +153,30 @@ impl fmt::Debug for Snapshot {
 impl SnapshotEntry {
     /// The entry of an endpoint whose probe succeeded, judged by [`Fitness::of_height`].
     pub(crate) fn probed(endpoint: EndpointId, height: u64, fitness: Fitness) -> Self {
-        SnapshotEntry { endpoint, state: EntryState::Probed { height, fitness } }
+        SnapshotEntry { endpoint, state: EntryState::Probed { height, fitness }, last_good: None }
     }
 
     /// The entry of an endpoint whose probe failed with `error`.
     pub(crate) fn failed(endpoint: EndpointId, error: Arc<ProbeError>) -> Self {
-        SnapshotEntry { endpoint, state: EntryState::Failed(error) }
+        SnapshotEntry { endpoint, state: EntryState::Failed(error), last_good: None }
+    }
+
+    /// Sets when its probe last succeeded.
+    pub(crate) fn last_good_at(mut self, last_good: Option<Instant>) -> Self {
+        self.last_good = last_good;
+        self
+    }
+
+    /// When its probe last succeeded (Tokio clock), in this check or an earlier one.
+    pub(crate) fn last_good(&self) -> Option<Instant> {
+        self.last_good
+    }
+
+    /// How long ago its probe last succeeded (in this check, or in an earlier one when it
+    /// failed in this one), or `None` when it never has since the monitor was built. Reads the
+    /// (Tokio) clock.
+    pub fn last_good_age(&self) -> Option<Duration> {
+        self.last_good.map(|at| Instant::now().saturating_duration_since(at))
     }
 
     /// The endpoint this entry is about.

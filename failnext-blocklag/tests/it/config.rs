@@ -85,3 +85,11 @@ async fn the_monitor_keeps_its_own_copy_of_the_endpoints() {
     monitor.check().await.unwrap();
     assert!(monitor.eligible("only"));
 }
+
+#[test]
+fn zero_grace_and_zero_max_age_are_rejected_naming_the_option() {
+    let a = || monitor([("a", "http://127.0.0.1:1".into())]);
+    assert_eq!(a().grace(Duration::ZERO).build().unwrap_err().to_string(), "grace must be non-zero");
+    assert_eq!(a().max_age(Duration::ZERO).build().unwrap_err().to_string(), "max age must be non-zero");
+    a().grace(Duration::from_nanos(1)).max_age(Duration::from_nanos(1)).fail_closed().build().unwrap();
+}
