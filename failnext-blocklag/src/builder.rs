@@ -31,6 +31,7 @@ pub struct MonitorBuilder {
     client: Option<reqwest::Client>,
     probe_timeout: Duration,
     expected_chain_id: Option<u64>,
+    readmit_after: u32,
 }
 
 impl MonitorBuilder {
@@ -41,6 +42,7 @@ impl MonitorBuilder {
             client: None,
             probe_timeout: DEFAULT_PROBE_TIMEOUT,
             expected_chain_id: None,
+            readmit_after: 1,
         }
     }
 
@@ -100,6 +102,26 @@ impl MonitorBuilder {
         self
     }
 
+    /// Hysteresis: how many consecutive good checks re-admit a provider that was ineligible.
+    ///
+    /// A good check is one whose probe succeeded within [`max_lag`](MonitorBuilder::max_lag)
+    /// of the reference height. A provider eligible in the previous snapshot (or before the
+    /// first publication) stays eligible at a good check; one that was ineligible (failed,
+    /// lagging, or still being re-admitted) becomes eligible only at its `checks`-th good
+    /// check in a row, so a flapping provider cannot change from ineligible to eligible more
+    /// often than once per `checks` checks. Any bad check makes it ineligible at once and
+    /// restarts the count. Only published checks count: a check in which every probe failed
+    /// publishes nothing and changes no count.
+    /// [`SnapshotEntry::consecutive_good_checks`](crate::SnapshotEntry::consecutive_good_checks)
+    /// shows the progress.
+    ///
+    /// Default is 1, the 0.1 behaviour: the first good check re-admits. 0 is rejected by
+    /// [`build`](MonitorBuilder::build).
+    pub fn readmit_after(mut self, checks: u32) -> Self {
+        self.readmit_after = checks;
+        self
+    }
+
     /// Validates the configuration and builds the monitor. No probe is sent: every configured
     /// endpoint is eligible until the first check publishes.
     ///
@@ -112,11 +134,15 @@ impl MonitorBuilder {
     ///   host, has a `#`, surrounding whitespace or a malformed `%` escape); the
     ///   [`failnext::ConfigError`] is the source;
     /// - the probe timeout is zero;
+    /// - [`readmit_after`](MonitorBuilder::readmit_after) is 0;
     /// - no client was given and the default one cannot be built.
     pub fn build(self) -> Result<Monitor, ConfigError> {
         let validated = failnext::validate_endpoints(&self.endpoints).map_err(ConfigError::endpoints)?;
         if self.probe_timeout.is_zero() {
             return Err(ConfigError::probe_timeout());
+        }
+        if self.readmit_after == 0 {
+            return Err(ConfigError::readmit_after());
         }
         let client = match self.client {
             Some(client) => client,
@@ -130,6 +156,7 @@ impl MonitorBuilder {
             client,
             probe_timeout: self.probe_timeout,
             expected_chain_id: self.expected_chain_id,
+            rules: crate::round::Rules { readmit_after: self.readmit_after },
         }))
     }
 }
@@ -146,6 +173,7 @@ impl fmt::Debug for MonitorBuilder {
             .field("client", &self.client.as_ref().map(|_| "<reqwest::Client>"))
             .field("probe_timeout", &self.probe_timeout)
             .field("expected_chain_id", &self.expected_chain_id)
+            .field("readmit_after", &self.readmit_after)
             .finish()
     }
 }

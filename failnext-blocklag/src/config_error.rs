@@ -22,6 +22,8 @@ enum ConfigErrorKind {
     Endpoints(#[source] failnext::ConfigError),
     #[error("probe timeout must be non-zero")]
     ProbeTimeout,
+    #[error("readmit_after must be at least 1 good check")]
+    ReadmitAfter,
     /// Holds no URL: stripped on construction.
     #[error("the default probe client could not be built")]
     Client(#[source] reqwest::Error),
@@ -36,6 +38,10 @@ impl ConfigError {
 
     pub(crate) fn probe_timeout() -> Self {
         ConfigError { kind: ConfigErrorKind::ProbeTimeout }
+    }
+
+    pub(crate) fn readmit_after() -> Self {
+        ConfigError { kind: ConfigErrorKind::ReadmitAfter }
     }
 
     pub(crate) fn client(error: reqwest::Error) -> Self {
@@ -67,6 +73,7 @@ impl fmt::Debug for ConfigError {
         match &self.kind {
             ConfigErrorKind::Endpoints(e) => d.field("endpoints", e),
             ConfigErrorKind::ProbeTimeout => d.field("kind", &format_args!("ProbeTimeout")),
+            ConfigErrorKind::ReadmitAfter => d.field("kind", &format_args!("ReadmitAfter")),
             ConfigErrorKind::Client(e) => d.field("client", e),
         };
         d.finish()

@@ -24,6 +24,15 @@ pub(crate) enum Fitness {
     },
     /// Its probe failed in the published check: it has no height to compare.
     ProbeFailed,
+    /// Within `max_lag` in this check, but it was ineligible before and has not yet had the
+    /// [`readmit_after`](crate::MonitorBuilder::readmit_after) consecutive good checks that
+    /// re-admit it: `good` of them so far.
+    Readmitting {
+        /// Blocks behind the reference height of the check.
+        behind: u64,
+        /// Consecutive good checks so far, this one included.
+        good: u32,
+    },
     /// Not one of the monitor's endpoints: never eligible.
     Unknown,
 }
@@ -47,7 +56,9 @@ impl Fitness {
     /// Blocks behind the highest height, when the endpoint was measured.
     pub(crate) fn behind(self) -> Option<u64> {
         match self {
-            Fitness::Fit { behind } | Fitness::Lagging { behind } => Some(behind),
+            Fitness::Fit { behind } | Fitness::Lagging { behind } | Fitness::Readmitting { behind, .. } => {
+                Some(behind)
+            }
             Fitness::Unchecked | Fitness::ProbeFailed | Fitness::Unknown => None,
         }
     }
@@ -72,6 +83,7 @@ mod tests {
         assert!(Fitness::Fit { behind: 2 }.is_eligible());
         assert!(!Fitness::Lagging { behind: 2 }.is_eligible());
         assert!(!Fitness::ProbeFailed.is_eligible());
+        assert!(!Fitness::Readmitting { behind: 0, good: 1 }.is_eligible());
         assert!(!Fitness::Unknown.is_eligible());
     }
 

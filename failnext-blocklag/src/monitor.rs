@@ -104,7 +104,14 @@ impl Monitor {
             });
         let outcomes = futures::future::join_all(probes).await;
         // From here to the store there is no await: a dropped future publishes all or nothing.
-        let round = round::assemble(outcomes, settings.max_lag, SystemTime::now());
+        let previous = inner.published.load();
+        let round = round::assemble(
+            outcomes,
+            settings.max_lag,
+            SystemTime::now(),
+            previous.as_deref(),
+            settings.rules,
+        );
         let published = match round.snapshot {
             Some(snapshot) => {
                 inner.publish(snapshot);
@@ -247,7 +254,8 @@ mod tests {
                 };
                 (ep.id().clone(), outcome)
             });
-            let round = round::assemble(outcomes.collect(), 3, SystemTime::UNIX_EPOCH);
+            let round =
+                round::assemble(outcomes.collect(), 3, SystemTime::UNIX_EPOCH, None, round::Rules::default());
             monitor.inner.publish(round.snapshot.unwrap());
             let published = monitor.snapshot().unwrap();
             assert_eq!(decide(Some(0), Some(&published)), Fitness::ProbeFailed);

@@ -16,24 +16,44 @@ pub(crate) struct Round {
     pub(crate) failures: Vec<ProbeFailure>,
 }
 
+/// The rules of a round beyond the lag threshold, as configured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Rules {
+    /// Good checks in a row that re-admit an ineligible endpoint (at least 1).
+    pub(crate) readmit_after: u32,
+}
+
+impl Default for Rules {
+    /// The 0.1 rules.
+    fn default() -> Self {
+        Rules { readmit_after: 1 }
+    }
+}
+
 /// Compares the heights of one check. Pure: the caller publishes.
 ///
 /// `outcomes` holds one result per configured endpoint, in configured order. Without any
-/// success there is nothing to compare, so no snapshot.
+/// success there is nothing to compare, so no snapshot. `previous` is the snapshot in force
+/// (the history the rules carry forward, matched by position); `None` before the first
+/// publication, when every endpoint counts as eligible (fail-open).
 pub(crate) fn assemble(
     outcomes: Vec<(EndpointId, Result<u64, ProbeFailure>)>,
     max_lag: u64,
     taken_at: SystemTime,
+    previous: Option<&Snapshot>,
+    rules: Rules,
 ) -> Round {
     let highest = outcomes.iter().filter_map(|(_, outcome)| outcome.as_ref().ok().copied()).max();
     let mut entries = Vec::with_capacity(outcomes.len());
     let mut failures = Vec::new();
-    for (endpoint, outcome) in outcomes {
+    for (i, (endpoint, outcome)) in outcomes.into_iter().enumerate() {
+        let before = previous.and_then(|p| p.entries().get(i));
         let entry = match outcome {
             Ok(height) => {
                 // `highest` is the maximum of the successes, this one included.
                 let fitness = Fitness::of_height(height, highest.unwrap_or(height), max_lag);
-                SnapshotEntry::probed(endpoint, height, fitness)
+                let (fitness, good) = readmission(fitness, before, rules.readmit_after);
+                SnapshotEntry::probed(endpoint, height, fitness).with_good_checks(good)
             }
             Err(failure) => {
                 let entry = SnapshotEntry::failed(endpoint, failure.shared_error());
@@ -45,6 +65,22 @@ pub(crate) fn assemble(
     }
     let snapshot = highest.map(|highest| Snapshot::new(entries, highest, max_lag, taken_at));
     Round { snapshot, failures }
+}
+
+/// Hysteresis: a good check (`fitness` is [`Fitness::Fit`]) of an endpoint that was
+/// ineligible in the snapshot `before` re-admits it only as the `readmit_after`-th good check
+/// in a row; until then it is [`Fitness::Readmitting`]. An endpoint eligible before (or
+/// without a previous snapshot: fail-open) stays eligible at its first good check. Returns the
+/// fitness and the count of good checks in a row.
+fn readmission(fitness: Fitness, before: Option<&SnapshotEntry>, readmit_after: u32) -> (Fitness, u32) {
+    let Fitness::Fit { behind } = fitness else { return (fitness, 0) };
+    let good = before.map_or(0, SnapshotEntry::consecutive_good_checks).saturating_add(1);
+    let was_eligible = before.is_none_or(SnapshotEntry::is_eligible);
+    if was_eligible || good >= readmit_after {
+        (fitness, good)
+    } else {
+        (Fitness::Readmitting { behind, good }, good)
+    }
 }
 
 #[cfg(test)]
@@ -62,7 +98,34 @@ mod tests {
     }
 
     fn round(outcomes: Vec<(EndpointId, Result<u64, ProbeFailure>)>, max_lag: u64) -> Round {
-        assemble(outcomes, max_lag, SystemTime::UNIX_EPOCH)
+        assemble(outcomes, max_lag, SystemTime::UNIX_EPOCH, None, Rules::default())
+    }
+
+    #[test]
+    fn an_ineligible_endpoint_is_readmitted_after_k_good_checks_in_a_row() {
+        let rules = Rules { readmit_after: 3 };
+        let next = |prev: Option<&Snapshot>, b: Option<u64>| {
+            let b = b.map_or_else(|| failed("b").1, Ok);
+            assemble(vec![ok("a", 10), ("b".into(), b)], 0, SystemTime::UNIX_EPOCH, prev, rules)
+                .snapshot
+                .unwrap()
+        };
+        // Eligible before (fail-open): its first good check keeps it eligible.
+        let s1 = next(None, Some(10));
+        assert!(s1.is_eligible("b"));
+        let s2 = next(Some(&s1), None);
+        assert!(!s2.is_eligible("b"));
+        assert_eq!(s2.entry("b").unwrap().consecutive_good_checks(), 0);
+        let s3 = next(Some(&s2), Some(10));
+        assert_eq!(s3.fitness("b"), Fitness::Readmitting { behind: 0, good: 1 });
+        let s4 = next(Some(&s3), Some(9));
+        assert_eq!(s4.fitness("b"), Fitness::Lagging { behind: 1 });
+        let s5 = next(Some(&s4), Some(10));
+        let s6 = next(Some(&s5), Some(10));
+        assert_eq!(s6.fitness("b"), Fitness::Readmitting { behind: 0, good: 2 });
+        let s7 = next(Some(&s6), Some(10));
+        assert_eq!(s7.fitness("b"), Fitness::Fit { behind: 0 });
+        assert_eq!(s7.entry("b").unwrap().consecutive_good_checks(), 3);
     }
 
     #[test]

@@ -23,6 +23,8 @@ pub(crate) struct Settings {
     pub(crate) probe_timeout: Duration,
     /// When set, every check also verifies each provider's chain id.
     pub(crate) expected_chain_id: Option<u64>,
+    /// The rules carried across checks (re-admission, reference height).
+    pub(crate) rules: crate::round::Rules,
 }
 
 impl Settings {

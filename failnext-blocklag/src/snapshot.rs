@@ -34,6 +34,9 @@ pub struct Snapshot {
 pub struct SnapshotEntry {
     endpoint: EndpointId,
     state: EntryState,
+    // Rules carried across checks (re-admission), from the previous snapshot's entry.
+    /// Consecutive good checks (probe succeeded within `max_lag`), this one included.
+    good_checks: u32,
 }
 
 #[derive(Clone)]
@@ -127,12 +130,27 @@ impl fmt::Debug for Snapshot {
 impl SnapshotEntry {
     /// The entry of an endpoint whose probe succeeded, judged by [`Fitness::of_height`].
     pub(crate) fn probed(endpoint: EndpointId, height: u64, fitness: Fitness) -> Self {
-        SnapshotEntry { endpoint, state: EntryState::Probed { height, fitness } }
+        SnapshotEntry { endpoint, state: EntryState::Probed { height, fitness }, good_checks: 0 }
     }
 
     /// The entry of an endpoint whose probe failed with `error`.
     pub(crate) fn failed(endpoint: EndpointId, error: Arc<ProbeError>) -> Self {
-        SnapshotEntry { endpoint, state: EntryState::Failed(error) }
+        SnapshotEntry { endpoint, state: EntryState::Failed(error), good_checks: 0 }
+    }
+
+    /// This entry, having had `good_checks` consecutive good checks.
+    pub(crate) fn with_good_checks(mut self, good_checks: u32) -> Self {
+        self.good_checks = good_checks;
+        self
+    }
+
+    /// How many consecutive published checks, up to and including this one, found the
+    /// endpoint good: its probe succeeded within [`max_lag`](Snapshot::max_lag) of the
+    /// reference height. 0 when this check did not. An endpoint that was ineligible becomes
+    /// eligible again when this reaches
+    /// [`readmit_after`](crate::MonitorBuilder::readmit_after). Saturates at `u32::MAX`.
+    pub fn consecutive_good_checks(&self) -> u32 {
+        self.good_checks
     }
 
     /// The endpoint this entry is about.
@@ -186,6 +204,7 @@ impl fmt::Debug for SnapshotEntry {
                 .field("eligible", &fitness.is_eligible()),
             EntryState::Failed(error) => d.field("eligible", &false).field("error", error),
         };
+        d.field("consecutive_good_checks", &self.good_checks);
         d.finish()
     }
 }

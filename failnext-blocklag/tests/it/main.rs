@@ -10,4 +10,5 @@ mod config;
 mod publication;
 mod redaction;
 mod rejection;
+mod rules;
 mod with_failnext;

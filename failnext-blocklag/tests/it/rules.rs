@@ -1,0 +1,60 @@
+//! Rules carried across checks: re-admission by hysteresis, the reference height, and what a
+//! snapshot keeps about each provider's probes.
+
+use crate::support::*;
+
+#[tokio::test]
+async fn a_flapping_provider_does_not_change_eligibility_faster_than_readmit_after() {
+    let (steady, flapping) = (Node::at(100).await, Node::at(100).await);
+    let monitor = monitor([("steady", steady.url()), ("flapping", flapping.url())])
+        .max_lag(2)
+        .readmit_after(3)
+        .build()
+        .unwrap();
+
+    // Good, then failing: evicted at once.
+    monitor.check().await.unwrap();
+    assert!(monitor.eligible("flapping"));
+    flapping.set_failing(true);
+    monitor.check().await.unwrap_err();
+    assert!(!monitor.eligible("flapping"));
+
+    // Flapping good, bad, good, bad...: never three good checks in a row, never eligible.
+    let mut changes = Vec::new();
+    for check in 0..12 {
+        flapping.set_failing(check % 2 == 1);
+        let _ = monitor.check().await;
+        changes.push(monitor.eligible("flapping"));
+        assert!(monitor.eligible("steady"));
+    }
+    assert!(changes.iter().all(|eligible| !eligible), "{changes:?}");
+
+    // Two good, one lagging (also bad), then three good: re-admitted at the third.
+    flapping.set_failing(false);
+    let mut seen = Vec::new();
+    for height in [100, 100, 90, 100, 100, 100, 100] {
+        flapping.set_height(height);
+        let _ = monitor.check().await;
+        let snapshot = monitor.snapshot().unwrap();
+        let entry = snapshot.entry("flapping").unwrap();
+        seen.push((entry.consecutive_good_checks(), monitor.eligible("flapping")));
+    }
+    assert_eq!(seen, [(1, false), (2, false), (0, false), (1, false), (2, false), (3, true), (4, true)]);
+}
+
+#[tokio::test]
+async fn readmit_after_one_readmits_at_the_first_good_check_as_in_0_1() {
+    let (steady, flapping) = (Node::at(100).await, Node::at(100).await);
+    let monitor = monitor([("steady", steady.url()), ("flapping", flapping.url())]).build().unwrap();
+    for failing in [true, false, true, false] {
+        flapping.set_failing(failing);
+        let _ = monitor.check().await;
+        assert_eq!(monitor.eligible("flapping"), !failing);
+    }
+}
+
+#[test]
+fn readmit_after_zero_is_rejected_naming_the_option() {
+    let err = monitor([("a", "http://127.0.0.1:1".into())]).readmit_after(0).build().unwrap_err();
+    assert!(err.to_string().contains("readmit_after"), "{err}");
+}
