@@ -8,6 +8,7 @@ use failnext::Endpoint;
 
 use crate::config_error::ConfigError;
 use crate::monitor::Monitor;
+use crate::reference::Reference;
 use crate::settings::Settings;
 
 /// The probe timeout used when none is set.
@@ -32,6 +33,7 @@ pub struct MonitorBuilder {
     probe_timeout: Duration,
     expected_chain_id: Option<u64>,
     readmit_after: u32,
+    reference: Reference,
 }
 
 impl MonitorBuilder {
@@ -43,6 +45,7 @@ impl MonitorBuilder {
             probe_timeout: DEFAULT_PROBE_TIMEOUT,
             expected_chain_id: None,
             readmit_after: 1,
+            reference: Reference::Highest,
         }
     }
 
@@ -122,6 +125,20 @@ impl MonitorBuilder {
         self
     }
 
+    /// Which height of a check the others are compared with: the reference that
+    /// [`max_lag`](MonitorBuilder::max_lag) counts from, and that
+    /// [`Snapshot::highest`](crate::Snapshot::highest) reports.
+    ///
+    /// With [`Reference::Corroborated(k)`](Reference::Corroborated), a provider alone far
+    /// ahead of the others cannot make them all ineligible: the reference is the highest
+    /// height at least `k` providers have reached.
+    ///
+    /// Default is [`Reference::Highest`], the 0.1 rule.
+    pub fn reference(mut self, reference: Reference) -> Self {
+        self.reference = reference;
+        self
+    }
+
     /// Validates the configuration and builds the monitor. No probe is sent: every configured
     /// endpoint is eligible until the first check publishes.
     ///
@@ -135,6 +152,7 @@ impl MonitorBuilder {
     ///   [`failnext::ConfigError`] is the source;
     /// - the probe timeout is zero;
     /// - [`readmit_after`](MonitorBuilder::readmit_after) is 0;
+    /// - the [`reference`](MonitorBuilder::reference) is `Corroborated(0)`;
     /// - no client was given and the default one cannot be built.
     pub fn build(self) -> Result<Monitor, ConfigError> {
         let validated = failnext::validate_endpoints(&self.endpoints).map_err(ConfigError::endpoints)?;
@@ -143,6 +161,9 @@ impl MonitorBuilder {
         }
         if self.readmit_after == 0 {
             return Err(ConfigError::readmit_after());
+        }
+        if self.reference == Reference::Corroborated(0) {
+            return Err(ConfigError::reference());
         }
         let client = match self.client {
             Some(client) => client,
@@ -156,7 +177,7 @@ impl MonitorBuilder {
             client,
             probe_timeout: self.probe_timeout,
             expected_chain_id: self.expected_chain_id,
-            rules: crate::round::Rules { readmit_after: self.readmit_after },
+            rules: crate::round::Rules { readmit_after: self.readmit_after, reference: self.reference },
         }))
     }
 }
@@ -174,6 +195,7 @@ impl fmt::Debug for MonitorBuilder {
             .field("probe_timeout", &self.probe_timeout)
             .field("expected_chain_id", &self.expected_chain_id)
             .field("readmit_after", &self.readmit_after)
+            .field("reference", &self.reference)
             .finish()
     }
 }

@@ -24,6 +24,8 @@ enum ConfigErrorKind {
     ProbeTimeout,
     #[error("readmit_after must be at least 1 good check")]
     ReadmitAfter,
+    #[error("reference: Corroborated(k) needs k of at least 1 provider")]
+    Reference,
     /// Holds no URL: stripped on construction.
     #[error("the default probe client could not be built")]
     Client(#[source] reqwest::Error),
@@ -42,6 +44,10 @@ impl ConfigError {
 
     pub(crate) fn readmit_after() -> Self {
         ConfigError { kind: ConfigErrorKind::ReadmitAfter }
+    }
+
+    pub(crate) fn reference() -> Self {
+        ConfigError { kind: ConfigErrorKind::Reference }
     }
 
     pub(crate) fn client(error: reqwest::Error) -> Self {
@@ -74,6 +80,7 @@ impl fmt::Debug for ConfigError {
             ConfigErrorKind::Endpoints(e) => d.field("endpoints", e),
             ConfigErrorKind::ProbeTimeout => d.field("kind", &format_args!("ProbeTimeout")),
             ConfigErrorKind::ReadmitAfter => d.field("kind", &format_args!("ReadmitAfter")),
+            ConfigErrorKind::Reference => d.field("kind", &format_args!("Reference")),
             ConfigErrorKind::Client(e) => d.field("client", e),
         };
         d.finish()

@@ -171,6 +171,7 @@ mod monitor;
 mod parse;
 mod probe;
 mod probe_error;
+mod reference;
 mod round;
 mod rpc;
 mod settings;
@@ -182,6 +183,7 @@ pub use config_error::ConfigError;
 pub use monitor::Monitor;
 pub use parse::{parse_quantity, parse_response};
 pub use probe_error::ProbeError;
+pub use reference::Reference;
 pub use rpc::MAX_BODY;
 pub use snapshot::{Snapshot, SnapshotEntry};
 

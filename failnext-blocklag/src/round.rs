@@ -6,6 +6,7 @@ use failnext::EndpointId;
 
 use crate::check_error::ProbeFailure;
 use crate::fitness::Fitness;
+use crate::reference::Reference;
 use crate::snapshot::{Snapshot, SnapshotEntry};
 
 /// What one check produced: a snapshot to publish (when at least one probe succeeded) and the
@@ -21,12 +22,14 @@ pub(crate) struct Round {
 pub(crate) struct Rules {
     /// Good checks in a row that re-admit an ineligible endpoint (at least 1).
     pub(crate) readmit_after: u32,
+    /// Which height the others are compared with.
+    pub(crate) reference: Reference,
 }
 
 impl Default for Rules {
     /// The 0.1 rules.
     fn default() -> Self {
-        Rules { readmit_after: 1 }
+        Rules { readmit_after: 1, reference: Reference::Highest }
     }
 }
 
@@ -43,14 +46,15 @@ pub(crate) fn assemble(
     previous: Option<&Snapshot>,
     rules: Rules,
 ) -> Round {
-    let highest = outcomes.iter().filter_map(|(_, outcome)| outcome.as_ref().ok().copied()).max();
+    let highest =
+        rules.reference.of(outcomes.iter().filter_map(|(_, outcome)| outcome.as_ref().ok().copied()));
     let mut entries = Vec::with_capacity(outcomes.len());
     let mut failures = Vec::new();
     for (i, (endpoint, outcome)) in outcomes.into_iter().enumerate() {
         let before = previous.and_then(|p| p.entries().get(i));
         let entry = match outcome {
             Ok(height) => {
-                // `highest` is the maximum of the successes, this one included.
+                // `highest` is the reference of the successes; one ahead of it is 0 behind.
                 let fitness = Fitness::of_height(height, highest.unwrap_or(height), max_lag);
                 let (fitness, good) = readmission(fitness, before, rules.readmit_after);
                 SnapshotEntry::probed(endpoint, height, fitness).with_good_checks(good)
@@ -102,8 +106,19 @@ mod tests {
     }
 
     #[test]
+    fn under_corroborated_2_an_outlier_ahead_is_not_the_reference_and_counts_as_0_behind() {
+        let rules = Rules { reference: Reference::Corroborated(2), ..Rules::default() };
+        let outcomes = vec![ok("a", 100), ok("b", 99), ok("liar", 1100), failed("c")];
+        let snap = assemble(outcomes, 2, SystemTime::UNIX_EPOCH, None, rules).snapshot.unwrap();
+        assert_eq!(snap.highest(), 100);
+        assert_eq!(snap.lag("b"), Some(1));
+        assert_eq!(snap.lag("liar"), Some(0));
+        assert!(snap.is_eligible("a") && snap.is_eligible("b") && snap.is_eligible("liar"));
+    }
+
+    #[test]
     fn an_ineligible_endpoint_is_readmitted_after_k_good_checks_in_a_row() {
-        let rules = Rules { readmit_after: 3 };
+        let rules = Rules { readmit_after: 3, ..Rules::default() };
         let next = |prev: Option<&Snapshot>, b: Option<u64>| {
             let b = b.map_or_else(|| failed("b").1, Ok);
             assemble(vec![ok("a", 10), ("b".into(), b)], 0, SystemTime::UNIX_EPOCH, prev, rules)

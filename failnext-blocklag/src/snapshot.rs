@@ -18,8 +18,10 @@ use crate::probe_error::ProbeError;
 /// two separate loads may see two different checks.
 ///
 /// Every configured endpoint has an entry, in configured order. An endpoint is eligible when
-/// its probe succeeded and `highest - height <= max_lag`, where `highest` is the highest height
-/// observed in this check; an endpoint whose probe failed has no height and is not eligible.
+/// its probe succeeded and `highest - height <= max_lag`, where `highest` is the check's
+/// [reference height](Snapshot::highest), and, if it was ineligible in the previous snapshot,
+/// this is its [`readmit_after`](crate::MonitorBuilder::readmit_after)-th good check in a row;
+/// an endpoint whose probe failed has no height and is not eligible.
 ///
 /// A snapshot does not expire: it stays in force until a later check publishes another.
 pub struct Snapshot {
@@ -57,8 +59,11 @@ impl Snapshot {
         Snapshot { entries, highest, max_lag, taken_at }
     }
 
-    /// The highest block height any provider reported in this check: the reference the others
-    /// are compared with. It is relative, not canonical: nothing checks it against the chain.
+    /// The reference height of this check, the one the others are compared with: the highest
+    /// height any provider reported under [`Reference::Highest`](crate::Reference::Highest)
+    /// (the default), the highest height at least `k` providers reached under
+    /// [`Reference::Corroborated(k)`](crate::Reference::Corroborated), so a provider may be
+    /// above it. It is relative, not canonical: nothing checks it against the chain.
     pub fn highest(&self) -> u64 {
         self.highest
     }
@@ -68,14 +73,16 @@ impl Snapshot {
         self.entry(id).and_then(SnapshotEntry::height)
     }
 
-    /// How many blocks `id` was behind [`highest`](Snapshot::highest), or `None` when its probe
-    /// failed or `id` is not configured.
+    /// How many blocks `id` was behind [`highest`](Snapshot::highest) (0 when at or above it),
+    /// or `None` when its probe failed or `id` is not configured.
     pub fn lag(&self, id: &str) -> Option<u64> {
         self.entry(id).and_then(SnapshotEntry::lag)
     }
 
     /// Whether `id` is eligible in this snapshot: configured, probed successfully, and at most
-    /// [`max_lag`](Snapshot::max_lag) blocks behind. Unknown ids are never eligible.
+    /// [`max_lag`](Snapshot::max_lag) blocks behind, and not still being re-admitted
+    /// ([`readmit_after`](crate::MonitorBuilder::readmit_after)). Unknown ids are never
+    /// eligible.
     pub fn is_eligible(&self, id: &str) -> bool {
         self.fitness(id).is_eligible()
     }

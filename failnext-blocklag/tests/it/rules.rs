@@ -1,6 +1,8 @@
 //! Rules carried across checks: re-admission by hysteresis, the reference height, and what a
 //! snapshot keeps about each provider's probes.
 
+use failnext_blocklag::Reference;
+
 use crate::support::*;
 
 #[tokio::test]
@@ -57,4 +59,42 @@ async fn readmit_after_one_readmits_at_the_first_good_check_as_in_0_1() {
 fn readmit_after_zero_is_rejected_naming_the_option() {
     let err = monitor([("a", "http://127.0.0.1:1".into())]).readmit_after(0).build().unwrap_err();
     assert!(err.to_string().contains("readmit_after"), "{err}");
+}
+
+#[tokio::test]
+async fn a_provider_reporting_1000_blocks_ahead_does_not_evict_the_others_under_corroborated_2() {
+    let (a, b, c, liar) = (Node::at(100).await, Node::at(99).await, Node::at(98).await, Node::at(1100).await);
+    let endpoints = [("a", a.url()), ("b", b.url()), ("c", c.url()), ("liar", liar.url())];
+
+    // The 0.1 rule: the liar is the reference and every honest provider lags.
+    let highest = monitor(endpoints.clone()).max_lag(3).build().unwrap();
+    highest.check().await.unwrap();
+    assert_eq!(highest.snapshot().unwrap().highest(), 1100);
+    assert!(!highest.eligible("a") && !highest.eligible("b") && !highest.eligible("c"));
+
+    let monitor = monitor(endpoints).max_lag(3).reference(Reference::Corroborated(2)).build().unwrap();
+    monitor.check().await.unwrap();
+    let snapshot = monitor.snapshot().unwrap();
+    assert_eq!(snapshot.highest(), 100, "the highest height two providers reached");
+    for id in ["a", "b", "c"] {
+        assert!(monitor.eligible(id), "{id}");
+    }
+    assert_eq!(snapshot.lag("c"), Some(2));
+    assert_eq!(snapshot.lag("liar"), Some(0), "ahead of the reference counts as 0 behind");
+
+    // A second provider at the outlier's height corroborates it.
+    b.set_height(1100);
+    monitor.check().await.unwrap();
+    assert_eq!(monitor.snapshot().unwrap().highest(), 1100);
+    assert!(monitor.eligible("b") && monitor.eligible("liar"));
+    assert!(!monitor.eligible("a") && !monitor.eligible("c"));
+}
+
+#[test]
+fn corroborated_0_is_rejected_naming_the_option() {
+    let err = monitor([("a", "http://127.0.0.1:1".into())])
+        .reference(Reference::Corroborated(0))
+        .build()
+        .unwrap_err();
+    assert!(err.to_string().contains("reference"), "{err}");
 }
