@@ -91,8 +91,12 @@ impl MonitorBuilder {
         self
     }
 
-    /// Verifies, in every check, that each provider serves the chain `chain_id` (`1` for
-    /// Ethereum mainnet), with an `eth_chainId` call sent alongside `eth_blockNumber`.
+    /// Verifies that each provider serves the chain `chain_id` (`1` for Ethereum mainnet),
+    /// with an `eth_chainId` call sent alongside `eth_blockNumber`: in a provider's first
+    /// check, and again in the check after any failed probe of it (a recovering provider may
+    /// have come back elsewhere), until one verification succeeds. Checks in between send only
+    /// `eth_blockNumber`: a provider switched to another chain behind the same URL without
+    /// failing a probe is not noticed.
     ///
     /// A provider that reports another chain is ineligible for that check, with
     /// [`ProbeError::WrongChain`](crate::ProbeError::WrongChain); one whose `eth_chainId` call

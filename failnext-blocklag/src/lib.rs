@@ -64,14 +64,17 @@
 //!
 //! # Relative, not canonical, freshness
 //!
-//! The reference height is simply the highest one reported in the same check. If every
-//! provider is equally stale, none looks behind; if one reports an unusually high block, the
-//! honest ones look behind. Configure providers of the same chain. Block hashes, forks,
+//! The reference height is, by default, simply the highest one reported in the same check. If
+//! every provider is equally stale, none looks behind; if one reports an unusually high block,
+//! the honest ones look behind, unless the reference asks for corroboration
+//! ([`MonitorBuilder::reference`] with [`Reference::Corroborated`]). Configure providers of the
+//! same chain. Block hashes, forks,
 //! finality and heights are not checked against any independent source.
 //!
 //! An optional chain check guards against a misconfigured URL: with
-//! [`expected_chain_id`](MonitorBuilder::expected_chain_id), every check also calls
-//! `eth_chainId`, and a provider on another chain is ineligible with
+//! [`expected_chain_id`](MonitorBuilder::expected_chain_id), a check also calls `eth_chainId`
+//! of each provider not verified yet (never verified, or its probe failed since), and a
+//! provider on another chain is ineligible with
 //! [`ProbeError::WrongChain`]. A matching chain id is a sanity check, not proof that a
 //! provider can replace another for every read.
 //!
@@ -182,7 +185,7 @@ pub use check_error::{CheckError, ProbeFailure};
 pub use config_error::ConfigError;
 pub use monitor::Monitor;
 pub use parse::{parse_quantity, parse_response};
-pub use probe_error::ProbeError;
+pub use probe_error::{ProbeError, ProbeErrorKind};
 pub use reference::Reference;
 pub use rpc::MAX_BODY;
 pub use snapshot::{Snapshot, SnapshotEntry};

@@ -1,12 +1,14 @@
 //! `Round`: one check's heights compared, as a snapshot to publish and the failures.
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use failnext::EndpointId;
 
 use crate::check_error::ProbeFailure;
 use crate::fitness::Fitness;
+use crate::probe_error::ProbeErrorKind;
 use crate::reference::Reference;
+use crate::rpc::Method;
 use crate::snapshot::{Snapshot, SnapshotEntry};
 
 /// What one check produced: a snapshot to publish (when at least one probe succeeded) and the
@@ -45,6 +47,7 @@ pub(crate) fn assemble(
     taken_at: SystemTime,
     previous: Option<&Snapshot>,
     rules: Rules,
+    latencies: &[Option<Duration>],
 ) -> Round {
     let highest =
         rules.reference.of(outcomes.iter().filter_map(|(_, outcome)| outcome.as_ref().ok().copied()));
@@ -52,6 +55,7 @@ pub(crate) fn assemble(
     let mut failures = Vec::new();
     for (i, (endpoint, outcome)) in outcomes.into_iter().enumerate() {
         let before = previous.and_then(|p| p.entries().get(i));
+        let failed_now = outcome.as_ref().err().map(|f| (f.call(), f.error().kind()));
         let entry = match outcome {
             Ok(height) => {
                 // `highest` is the reference of the successes; one ahead of it is 0 behind.
@@ -65,6 +69,7 @@ pub(crate) fn assemble(
                 entry
             }
         };
+        let entry = carry_probe_health(entry, before, latencies.get(i).copied().flatten(), failed_now);
         entries.push(entry);
     }
     let snapshot = highest.map(|highest| Snapshot::new(entries, highest, max_lag, taken_at));
@@ -87,11 +92,33 @@ fn readmission(fitness: Fitness, before: Option<&SnapshotEntry>, readmit_after: 
     }
 }
 
+/// The weight of a new latency sample in the EWMA.
+const LATENCY_WEIGHT: f64 = 0.25;
+
+/// Carries the probe latency EWMA (fed by `sample`, the duration of this check's successful
+/// `eth_blockNumber` call) and the last failure (`failed_now`, or the one of the previous
+/// entry `before`).
+fn carry_probe_health(
+    entry: SnapshotEntry,
+    before: Option<&SnapshotEntry>,
+    sample: Option<Duration>,
+    failed_now: Option<(Method, ProbeErrorKind)>,
+) -> SnapshotEntry {
+    let previous = before.and_then(SnapshotEntry::probe_latency);
+    let latency = match (previous, sample) {
+        (Some(old), Some(new)) => {
+            Some(old.mul_f64(1.0 - LATENCY_WEIGHT).saturating_add(new.mul_f64(LATENCY_WEIGHT)))
+        }
+        (old, new) => new.or(old),
+    };
+    let last_failure = failed_now.or_else(|| before.and_then(SnapshotEntry::last_failure));
+    entry.with_probe_health(latency, last_failure)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::probe_error::ProbeError;
-    use crate::rpc::Method;
 
     fn ok(id: &str, height: u64) -> (EndpointId, Result<u64, ProbeFailure>) {
         (id.into(), Ok(height))
@@ -102,14 +129,14 @@ mod tests {
     }
 
     fn round(outcomes: Vec<(EndpointId, Result<u64, ProbeFailure>)>, max_lag: u64) -> Round {
-        assemble(outcomes, max_lag, SystemTime::UNIX_EPOCH, None, Rules::default())
+        assemble(outcomes, max_lag, SystemTime::UNIX_EPOCH, None, Rules::default(), &[])
     }
 
     #[test]
     fn under_corroborated_2_an_outlier_ahead_is_not_the_reference_and_counts_as_0_behind() {
         let rules = Rules { reference: Reference::Corroborated(2), ..Rules::default() };
         let outcomes = vec![ok("a", 100), ok("b", 99), ok("liar", 1100), failed("c")];
-        let snap = assemble(outcomes, 2, SystemTime::UNIX_EPOCH, None, rules).snapshot.unwrap();
+        let snap = assemble(outcomes, 2, SystemTime::UNIX_EPOCH, None, rules, &[]).snapshot.unwrap();
         assert_eq!(snap.highest(), 100);
         assert_eq!(snap.lag("b"), Some(1));
         assert_eq!(snap.lag("liar"), Some(0));
@@ -121,7 +148,7 @@ mod tests {
         let rules = Rules { readmit_after: 3, ..Rules::default() };
         let next = |prev: Option<&Snapshot>, b: Option<u64>| {
             let b = b.map_or_else(|| failed("b").1, Ok);
-            assemble(vec![ok("a", 10), ("b".into(), b)], 0, SystemTime::UNIX_EPOCH, prev, rules)
+            assemble(vec![ok("a", 10), ("b".into(), b)], 0, SystemTime::UNIX_EPOCH, prev, rules, &[])
                 .snapshot
                 .unwrap()
         };

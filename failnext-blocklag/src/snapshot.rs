@@ -3,12 +3,13 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use failnext::EndpointId;
 
 use crate::fitness::Fitness;
-use crate::probe_error::ProbeError;
+use crate::probe_error::{ProbeError, ProbeErrorKind};
+use crate::rpc::Method;
 
 /// The outcome of one check, immutable once published.
 ///
@@ -39,6 +40,11 @@ pub struct SnapshotEntry {
     // Rules carried across checks (re-admission), from the previous snapshot's entry.
     /// Consecutive good checks (probe succeeded within `max_lag`), this one included.
     good_checks: u32,
+    // Probe health carried across checks.
+    /// EWMA of the successful `eth_blockNumber` calls' durations.
+    latency: Option<Duration>,
+    /// The call and kind of the latest failed probe, this check's or an earlier one's.
+    last_failure: Option<(Method, ProbeErrorKind)>,
 }
 
 #[derive(Clone)]
@@ -137,12 +143,24 @@ impl fmt::Debug for Snapshot {
 impl SnapshotEntry {
     /// The entry of an endpoint whose probe succeeded, judged by [`Fitness::of_height`].
     pub(crate) fn probed(endpoint: EndpointId, height: u64, fitness: Fitness) -> Self {
-        SnapshotEntry { endpoint, state: EntryState::Probed { height, fitness }, good_checks: 0 }
+        SnapshotEntry {
+            endpoint,
+            state: EntryState::Probed { height, fitness },
+            good_checks: 0,
+            latency: None,
+            last_failure: None,
+        }
     }
 
     /// The entry of an endpoint whose probe failed with `error`.
     pub(crate) fn failed(endpoint: EndpointId, error: Arc<ProbeError>) -> Self {
-        SnapshotEntry { endpoint, state: EntryState::Failed(error), good_checks: 0 }
+        SnapshotEntry {
+            endpoint,
+            state: EntryState::Failed(error),
+            good_checks: 0,
+            latency: None,
+            last_failure: None,
+        }
     }
 
     /// This entry, having had `good_checks` consecutive good checks.
@@ -158,6 +176,42 @@ impl SnapshotEntry {
     /// [`readmit_after`](crate::MonitorBuilder::readmit_after). Saturates at `u32::MAX`.
     pub fn consecutive_good_checks(&self) -> u32 {
         self.good_checks
+    }
+
+    /// This entry, with its probe latency EWMA and last failure.
+    pub(crate) fn with_probe_health(
+        mut self,
+        latency: Option<Duration>,
+        last_failure: Option<(Method, ProbeErrorKind)>,
+    ) -> Self {
+        self.latency = latency;
+        self.last_failure = last_failure;
+        self
+    }
+
+    /// The provider's probe latency: an exponentially weighted moving average (weight 1/4
+    /// for the newest sample) of the durations of its successful `eth_blockNumber` calls,
+    /// over the published checks so far. Failed probes add no sample and keep the average.
+    /// `None` until one succeeded.
+    pub fn probe_latency(&self) -> Option<Duration> {
+        self.latency
+    }
+
+    /// The kind of the provider's most recent probe failure, in this check or an earlier
+    /// published one (it stays after the provider recovers); `None` if it never failed.
+    pub fn last_error_kind(&self) -> Option<ProbeErrorKind> {
+        self.last_failure.map(|(_, kind)| kind)
+    }
+
+    /// The JSON-RPC method (`"eth_blockNumber"` or `"eth_chainId"`) of the call that failed in
+    /// the provider's most recent probe failure, as [`last_error_kind`](Self::last_error_kind).
+    pub fn last_failed_call(&self) -> Option<&'static str> {
+        self.last_failure.map(|(method, _)| method.name())
+    }
+
+    /// The call and kind of the most recent failure.
+    pub(crate) fn last_failure(&self) -> Option<(Method, ProbeErrorKind)> {
+        self.last_failure
     }
 
     /// The endpoint this entry is about.
@@ -212,6 +266,8 @@ impl fmt::Debug for SnapshotEntry {
             EntryState::Failed(error) => d.field("eligible", &false).field("error", error),
         };
         d.field("consecutive_good_checks", &self.good_checks);
+        d.field("probe_latency", &self.latency);
+        d.field("last_failure", &self.last_failure.map(|(method, kind)| (method.name(), kind)));
         d.finish()
     }
 }

@@ -1,7 +1,9 @@
 //! Rules carried across checks: re-admission by hysteresis, the reference height, and what a
 //! snapshot keeps about each provider's probes.
 
-use failnext_blocklag::Reference;
+use std::time::Duration;
+
+use failnext_blocklag::{ProbeErrorKind, Reference};
 
 use crate::support::*;
 
@@ -97,4 +99,35 @@ fn corroborated_0_is_rejected_naming_the_option() {
         .build()
         .unwrap_err();
     assert!(err.to_string().contains("reference"), "{err}");
+}
+
+#[tokio::test]
+async fn the_snapshot_keeps_each_providers_probe_latency_ewma_and_last_error_kind() {
+    let (fast, slow) = (Node::at(100).await, Node::at(100).await);
+    slow.set_delay(Duration::from_millis(200));
+    let monitor = monitor([("fast", fast.url()), ("slow", slow.url())]).build().unwrap();
+    monitor.check().await.unwrap();
+    let snapshot = monitor.snapshot().unwrap();
+    let latency = |id: &str| snapshot.entry(id).unwrap().probe_latency().unwrap();
+    assert!(latency("slow") >= Duration::from_millis(200), "{:?}", latency("slow"));
+    assert!(latency("fast") < latency("slow"));
+    assert_eq!(snapshot.entry("slow").unwrap().last_error_kind(), None);
+
+    // A failure adds no latency sample and is remembered after the provider recovers.
+    slow.set_failing(true);
+    monitor.check().await.unwrap_err();
+    let failed = monitor.snapshot().unwrap();
+    let entry = failed.entry("slow").unwrap();
+    assert_eq!(entry.last_error_kind(), Some(ProbeErrorKind::Status));
+    assert_eq!(entry.last_failed_call(), Some("eth_blockNumber"));
+    assert_eq!(entry.probe_latency(), Some(latency("slow")));
+    slow.set_failing(false);
+    slow.set_delay(Duration::ZERO);
+    monitor.check().await.unwrap();
+    let recovered = monitor.snapshot().unwrap();
+    let entry = recovered.entry("slow").unwrap();
+    assert_eq!(entry.last_error_kind(), Some(ProbeErrorKind::Status));
+    // The average moves a quarter of the way towards the fast sample.
+    let ewma = entry.probe_latency().unwrap();
+    assert!(ewma < latency("slow") && ewma >= latency("slow").mul_f64(0.75), "{ewma:?}");
 }
