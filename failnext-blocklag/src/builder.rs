@@ -34,6 +34,8 @@ pub struct MonitorBuilder {
     expected_chain_id: Option<u64>,
     readmit_after: u32,
     reference: Reference,
+    max_lag_secs: Option<u64>,
+    stall_after: u32,
 }
 
 impl MonitorBuilder {
@@ -46,6 +48,8 @@ impl MonitorBuilder {
             expected_chain_id: None,
             readmit_after: 1,
             reference: Reference::Highest,
+            max_lag_secs: None,
+            stall_after: crate::round::DEFAULT_STALL_AFTER,
         }
     }
 
@@ -143,6 +147,31 @@ impl MonitorBuilder {
         self
     }
 
+    /// A lag threshold in time as well as in blocks: a provider is eligible when it is within
+    /// [`max_lag`](MonitorBuilder::max_lag) blocks **or** within `seconds` of the reference,
+    /// its lag in time being its lag in blocks times the observed
+    /// [block time](crate::Snapshot::block_time) (inclusive). Until a block time is known (the
+    /// reference has not advanced yet), only the blocks count. Useful across chains: 30
+    /// seconds is 2 blocks on Ethereum and 120 on a chain of 250 ms blocks. Set `max_lag(0)`
+    /// to judge by time alone.
+    ///
+    /// Default is none: only [`max_lag`](MonitorBuilder::max_lag) counts.
+    pub fn max_lag_secs(mut self, seconds: u64) -> Self {
+        self.max_lag_secs = Some(seconds);
+        self
+    }
+
+    /// Stall detection: the reference head is reported
+    /// [stalled](crate::Snapshot::stalled) when it has not advanced for more than `block_times`
+    /// observed [block times](crate::Snapshot::block_time). A stall is reported, not acted on:
+    /// it makes no provider ineligible.
+    ///
+    /// Default is 3. 0 is rejected by [`build`](MonitorBuilder::build).
+    pub fn stall_after(mut self, block_times: u32) -> Self {
+        self.stall_after = block_times;
+        self
+    }
+
     /// Validates the configuration and builds the monitor. No probe is sent: every configured
     /// endpoint is eligible until the first check publishes.
     ///
@@ -157,6 +186,7 @@ impl MonitorBuilder {
     /// - the probe timeout is zero;
     /// - [`readmit_after`](MonitorBuilder::readmit_after) is 0;
     /// - the [`reference`](MonitorBuilder::reference) is `Corroborated(0)`;
+    /// - [`stall_after`](MonitorBuilder::stall_after) is 0;
     /// - no client was given and the default one cannot be built.
     pub fn build(self) -> Result<Monitor, ConfigError> {
         let validated = failnext::validate_endpoints(&self.endpoints).map_err(ConfigError::endpoints)?;
@@ -168,6 +198,9 @@ impl MonitorBuilder {
         }
         if self.reference == Reference::Corroborated(0) {
             return Err(ConfigError::reference());
+        }
+        if self.stall_after == 0 {
+            return Err(ConfigError::stall_after());
         }
         let client = match self.client {
             Some(client) => client,
@@ -181,7 +214,12 @@ impl MonitorBuilder {
             client,
             probe_timeout: self.probe_timeout,
             expected_chain_id: self.expected_chain_id,
-            rules: crate::round::Rules { readmit_after: self.readmit_after, reference: self.reference },
+            rules: crate::round::Rules {
+                readmit_after: self.readmit_after,
+                reference: self.reference,
+                max_lag_secs: self.max_lag_secs,
+                stall_after: self.stall_after,
+            },
         }))
     }
 }
@@ -200,6 +238,8 @@ impl fmt::Debug for MonitorBuilder {
             .field("expected_chain_id", &self.expected_chain_id)
             .field("readmit_after", &self.readmit_after)
             .field("reference", &self.reference)
+            .field("max_lag_secs", &self.max_lag_secs)
+            .field("stall_after", &self.stall_after)
             .finish()
     }
 }

@@ -26,6 +26,8 @@ enum ConfigErrorKind {
     ReadmitAfter,
     #[error("reference: Corroborated(k) needs k of at least 1 provider")]
     Reference,
+    #[error("stall_after must be at least 1 block time")]
+    StallAfter,
     /// Holds no URL: stripped on construction.
     #[error("the default probe client could not be built")]
     Client(#[source] reqwest::Error),
@@ -48,6 +50,10 @@ impl ConfigError {
 
     pub(crate) fn reference() -> Self {
         ConfigError { kind: ConfigErrorKind::Reference }
+    }
+
+    pub(crate) fn stall_after() -> Self {
+        ConfigError { kind: ConfigErrorKind::StallAfter }
     }
 
     pub(crate) fn client(error: reqwest::Error) -> Self {
@@ -81,6 +87,7 @@ impl fmt::Debug for ConfigError {
             ConfigErrorKind::ProbeTimeout => d.field("kind", &format_args!("ProbeTimeout")),
             ConfigErrorKind::ReadmitAfter => d.field("kind", &format_args!("ReadmitAfter")),
             ConfigErrorKind::Reference => d.field("kind", &format_args!("Reference")),
+            ConfigErrorKind::StallAfter => d.field("kind", &format_args!("StallAfter")),
             ConfigErrorKind::Client(e) => d.field("client", e),
         };
         d.finish()

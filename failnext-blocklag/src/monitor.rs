@@ -135,6 +135,7 @@ impl Monitor {
             previous.as_deref(),
             settings.rules,
             &latencies,
+            tokio::time::Instant::now(),
         );
         let published = match round.snapshot {
             Some(snapshot) => {
@@ -228,6 +229,7 @@ impl fmt::Debug for Monitor {
             .field("max_lag", &settings.max_lag)
             .field("probe_timeout", &settings.probe_timeout)
             .field("expected_chain_id", &settings.expected_chain_id)
+            .field("rules", &settings.rules)
             .field("snapshot", &inner.published.load().as_deref())
             .finish_non_exhaustive()
     }
@@ -285,6 +287,7 @@ mod tests {
                 None,
                 round::Rules::default(),
                 &[],
+                tokio::time::Instant::now(),
             );
             monitor.inner.publish(round.snapshot.unwrap());
             let published = monitor.snapshot().unwrap();

@@ -5,6 +5,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use tokio::time::Instant;
+
 use failnext::EndpointId;
 
 use crate::fitness::Fitness;
@@ -30,6 +32,21 @@ pub struct Snapshot {
     highest: u64,
     max_lag: u64,
     taken_at: SystemTime,
+    // The reference head over time (block time, stall).
+    head: Option<HeadTiming>,
+}
+
+/// The reference head's timing as of one check, carried from the previous snapshot.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HeadTiming {
+    /// When this check ran (monotonic, tokio's clock).
+    pub(crate) checked_at: Instant,
+    /// The check at which the reference height became what it is now.
+    pub(crate) head_since: Instant,
+    /// EWMA of the time per block, once the reference advanced.
+    pub(crate) block_time: Option<Duration>,
+    /// Unchanged for more than `stall_after` block times.
+    pub(crate) stalled: bool,
 }
 
 /// One endpoint's line in a [`Snapshot`].
@@ -62,7 +79,48 @@ enum EntryState {
 impl Snapshot {
     /// A snapshot of `entries`, one per configured endpoint in configured order.
     pub(crate) fn new(entries: Vec<SnapshotEntry>, highest: u64, max_lag: u64, taken_at: SystemTime) -> Self {
-        Snapshot { entries, highest, max_lag, taken_at }
+        Snapshot { entries, highest, max_lag, taken_at, head: None }
+    }
+
+    /// This snapshot, with the reference head's timing.
+    pub(crate) fn with_head(mut self, head: Option<HeadTiming>) -> Self {
+        self.head = head;
+        self
+    }
+
+    /// The reference head's timing.
+    pub(crate) fn head(&self) -> Option<HeadTiming> {
+        self.head
+    }
+
+    /// The observed block time: an exponentially weighted moving average (weight 1/4 for the
+    /// newest sample) of the time the [reference height](Snapshot::highest) took per block,
+    /// sampled at each check where it advanced (the time since it last changed, over the
+    /// blocks it advanced; measured between checks, so checks much further apart than one
+    /// block still average out). `None` until the reference advanced once.
+    pub fn block_time(&self) -> Option<Duration> {
+        self.head.and_then(|head| head.block_time)
+    }
+
+    /// How long the [reference height](Snapshot::highest) had been unchanged when this check
+    /// ran (zero when it changed in this check), by the checks' monotonic clock.
+    pub fn head_unchanged_for(&self) -> Duration {
+        self.head.map_or(Duration::ZERO, |head| head.checked_at.saturating_duration_since(head.head_since))
+    }
+
+    /// Whether the reference head is stalled: unchanged for more than
+    /// [`stall_after`](crate::MonitorBuilder::stall_after) [block times](Snapshot::block_time).
+    /// A report only: a stall makes no provider ineligible (they all agree, or the reference
+    /// would have moved). Never true before a block time is known.
+    pub fn stalled(&self) -> bool {
+        self.head.is_some_and(|head| head.stalled)
+    }
+
+    /// How far behind the reference `id` was in time: its [`lag`](Snapshot::lag) in blocks
+    /// times the [`block_time`](Snapshot::block_time). `None` when either is unknown.
+    pub fn lag_time(&self, id: &str) -> Option<Duration> {
+        let behind = self.lag(id)?;
+        Some(crate::round::lag_time(behind, self.block_time()?))
     }
 
     /// The reference height of this check, the one the others are compared with: the highest
@@ -133,6 +191,8 @@ impl fmt::Debug for Snapshot {
             .field("highest", &self.highest)
             .field("max_lag", &self.max_lag)
             .field("taken_at", &self.taken_at)
+            .field("block_time", &self.block_time())
+            .field("stalled", &self.stalled())
             .field("entries", &self.entries)
             .finish()
     }
