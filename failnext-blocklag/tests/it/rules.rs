@@ -1,9 +1,12 @@
 //! Rules carried across checks: re-admission by hysteresis, the reference height, and what a
 //! snapshot keeps about each provider's probes.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use failnext_blocklag::{ProbeErrorKind, Reference};
+use failnext_loopback::{Action, Handler, Received};
 
 use crate::support::*;
 
@@ -130,4 +133,68 @@ async fn the_snapshot_keeps_each_providers_probe_latency_ewma_and_last_error_kin
     // The average moves a quarter of the way towards the fast sample.
     let ewma = entry.probe_latency().unwrap();
     assert!(ewma < latency("slow") && ewma >= latency("slow").mul_f64(0.75), "{ewma:?}");
+}
+
+/// A loopback provider on the current runtime (so paused time works) answering at `height`.
+async fn at_height(height: &Arc<AtomicU64>) -> Server {
+    let height = Arc::clone(height);
+    Server::start(Arc::new(move |req: &Received| {
+        Action::Reply(req.rpc_result(format!("{:#x}", height.load(Ordering::SeqCst))).closing())
+    }) as Handler)
+    .await
+}
+
+#[tokio::test(start_paused = true)]
+async fn lag_in_seconds_and_a_stalled_head_follow_the_time_between_checks() {
+    let heights: Vec<_> = (0..3).map(|_| Arc::new(AtomicU64::new(100))).collect();
+    let mut servers = Vec::new();
+    for height in &heights {
+        servers.push(at_height(height).await);
+    }
+    let urls = servers.iter().map(|s| s.url("/rpc"));
+    let client = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+    let monitor = monitor(["a", "b", "behind"].into_iter().zip(urls))
+        .client(client)
+        .max_lag(0)
+        .max_lag_secs(30)
+        .stall_after(3)
+        .build()
+        .unwrap();
+    let set = |a: u64, behind: u64| {
+        heights[0].store(a, Ordering::SeqCst);
+        heights[1].store(a, Ordering::SeqCst);
+        heights[2].store(behind, Ordering::SeqCst);
+    };
+
+    // A block every 12 s; "behind" 2 blocks (24 s) behind: eligible by time, not by blocks.
+    set(100, 98);
+    monitor.check().await.unwrap();
+    assert!(!monitor.eligible("behind"), "no block time yet: only the blocks count");
+    for head in 101..=103 {
+        tokio::time::advance(Duration::from_secs(12)).await;
+        set(head, head - 2);
+        monitor.check().await.unwrap();
+    }
+    let snapshot = monitor.snapshot().unwrap();
+    assert_eq!(snapshot.block_time(), Some(Duration::from_secs(12)));
+    assert_eq!(snapshot.lag_time("behind"), Some(Duration::from_secs(24)));
+    assert!(monitor.eligible("behind"));
+
+    // 3 blocks (36 s) behind: out.
+    tokio::time::advance(Duration::from_secs(12)).await;
+    set(104, 101);
+    monitor.check().await.unwrap();
+    assert!(!monitor.eligible("behind"));
+    assert!(!monitor.snapshot().unwrap().stalled());
+
+    // The head stops: stalled after more than 3 block times, and nobody is evicted for it.
+    tokio::time::advance(Duration::from_secs(36)).await;
+    monitor.check().await.unwrap();
+    assert!(!monitor.snapshot().unwrap().stalled(), "exactly 3 block times");
+    tokio::time::advance(Duration::from_secs(1)).await;
+    monitor.check().await.unwrap();
+    let snapshot = monitor.snapshot().unwrap();
+    assert!(snapshot.stalled());
+    assert_eq!(snapshot.head_unchanged_for(), Duration::from_secs(37));
+    assert!(monitor.eligible("a") && monitor.eligible("b"));
 }
