@@ -115,7 +115,8 @@ impl MonitorBuilder {
 
     /// Hysteresis: how many consecutive good checks re-admit a provider that was ineligible.
     ///
-    /// A good check is one whose probe succeeded within [`max_lag`](MonitorBuilder::max_lag)
+    /// A good check is one whose probe succeeded within the lag threshold
+    /// ([`max_lag`](MonitorBuilder::max_lag) or [`max_lag_secs`](MonitorBuilder::max_lag_secs))
     /// of the reference height. A provider eligible in the previous snapshot (or before the
     /// first publication) stays eligible at a good check; one that was ineligible (failed,
     /// lagging, or still being re-admitted) becomes eligible only at its `checks`-th good

@@ -41,8 +41,8 @@ impl Fitness {
     /// The lag rule, for an endpoint whose probe succeeded: fit iff
     /// `highest - height <= max_lag` (inclusive; `max_lag` 0 accepts only the highest).
     ///
-    /// `highest` is the maximum of the check's successful heights, `height` included; were
-    /// it lower, the endpoint would count as 0 behind.
+    /// `highest` is the check's reference height ([`Reference`](crate::Reference)); an
+    /// endpoint above it (possible under `Corroborated`) counts as 0 behind.
     pub(crate) fn of_height(height: u64, highest: u64, max_lag: u64) -> Fitness {
         let behind = highest.saturating_sub(height);
         if behind <= max_lag { Fitness::Fit { behind } } else { Fitness::Lagging { behind } }

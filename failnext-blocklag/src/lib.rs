@@ -71,6 +71,16 @@
 //! same chain. Block hashes, forks,
 //! finality and heights are not checked against any independent source.
 //!
+//! Other rules, each off or at its 0.1 behaviour by default:
+//! [`readmit_after`](MonitorBuilder::readmit_after) (hysteresis: an evicted provider returns
+//! only after k good checks in a row), [`max_lag_secs`](MonitorBuilder::max_lag_secs) (a lag
+//! threshold in time, from the observed [block time](Snapshot::block_time)) and
+//! [`stall_after`](MonitorBuilder::stall_after) (a reference head that stops advancing is
+//! reported as [stalled](Snapshot::stalled), without evicting anyone). Each
+//! [`SnapshotEntry`] also keeps the provider's
+//! [probe latency](SnapshotEntry::probe_latency) and
+//! [last failure](SnapshotEntry::last_error_kind).
+//!
 //! An optional chain check guards against a misconfigured URL: with
 //! [`expected_chain_id`](MonitorBuilder::expected_chain_id), a check also calls `eth_chainId`
 //! of each provider not verified yet (never verified, or its probe failed since), and a

@@ -21,7 +21,9 @@ use crate::rpc::Method;
 /// two separate loads may see two different checks.
 ///
 /// Every configured endpoint has an entry, in configured order. An endpoint is eligible when
-/// its probe succeeded and `highest - height <= max_lag`, where `highest` is the check's
+/// its probe succeeded and `highest - height <= max_lag` (or, with
+/// [`max_lag_secs`](crate::MonitorBuilder::max_lag_secs), its [lag in time](Snapshot::lag_time)
+/// is within that many seconds), where `highest` is the check's
 /// [reference height](Snapshot::highest), and, if it was ineligible in the previous snapshot,
 /// this is its [`readmit_after`](crate::MonitorBuilder::readmit_after)-th good check in a row;
 /// an endpoint whose probe failed has no height and is not eligible.
@@ -143,8 +145,8 @@ impl Snapshot {
         self.entry(id).and_then(SnapshotEntry::lag)
     }
 
-    /// Whether `id` is eligible in this snapshot: configured, probed successfully, and at most
-    /// [`max_lag`](Snapshot::max_lag) blocks behind, and not still being re-admitted
+    /// Whether `id` is eligible in this snapshot: configured, probed successfully, at most
+    /// [`max_lag`](Snapshot::max_lag) blocks (or `max_lag_secs`) behind, and not still being re-admitted
     /// ([`readmit_after`](crate::MonitorBuilder::readmit_after)). Unknown ids are never
     /// eligible.
     pub fn is_eligible(&self, id: &str) -> bool {
@@ -230,8 +232,9 @@ impl SnapshotEntry {
     }
 
     /// How many consecutive published checks, up to and including this one, found the
-    /// endpoint good: its probe succeeded within [`max_lag`](Snapshot::max_lag) of the
-    /// reference height. 0 when this check did not. An endpoint that was ineligible becomes
+    /// endpoint good: its probe succeeded within the lag threshold
+    /// ([`max_lag`](crate::MonitorBuilder::max_lag) blocks, or
+    /// [`max_lag_secs`](crate::MonitorBuilder::max_lag_secs)) of the reference height. 0 when this check did not. An endpoint that was ineligible becomes
     /// eligible again when this reaches
     /// [`readmit_after`](crate::MonitorBuilder::readmit_after). Saturates at `u32::MAX`.
     pub fn consecutive_good_checks(&self) -> u32 {
