@@ -8,6 +8,7 @@ use failnext::Endpoint;
 
 use crate::config_error::ConfigError;
 use crate::monitor::Monitor;
+use crate::reference::Reference;
 use crate::settings::{Freshness, Settings};
 
 /// The probe timeout used when none is set.
@@ -32,6 +33,10 @@ pub struct MonitorBuilder {
     probe_timeout: Duration,
     expected_chain_id: Option<u64>,
     freshness: Freshness,
+    readmit_after: u32,
+    reference: Reference,
+    max_lag_secs: Option<u64>,
+    stall_after: u32,
 }
 
 impl MonitorBuilder {
@@ -43,6 +48,10 @@ impl MonitorBuilder {
             probe_timeout: DEFAULT_PROBE_TIMEOUT,
             expected_chain_id: None,
             freshness: Freshness::default(),
+            readmit_after: 1,
+            reference: Reference::Highest,
+            max_lag_secs: None,
+            stall_after: crate::round::DEFAULT_STALL_AFTER,
         }
     }
 
@@ -88,8 +97,12 @@ impl MonitorBuilder {
         self
     }
 
-    /// Verifies, in every check, that each provider serves the chain `chain_id` (`1` for
-    /// Ethereum mainnet), with an `eth_chainId` call sent alongside `eth_blockNumber`.
+    /// Verifies that each provider serves the chain `chain_id` (`1` for Ethereum mainnet),
+    /// with an `eth_chainId` call sent alongside `eth_blockNumber`: in a provider's first
+    /// check, and again in the check after any failed probe of it (a recovering provider may
+    /// have come back elsewhere), until one verification succeeds. Checks in between send only
+    /// `eth_blockNumber`: a provider switched to another chain behind the same URL without
+    /// failing a probe is not noticed.
     ///
     /// A provider that reports another chain is ineligible for that check, with
     /// [`ProbeError::WrongChain`](crate::ProbeError::WrongChain); one whose `eth_chainId` call
@@ -146,6 +159,66 @@ impl MonitorBuilder {
         self
     }
 
+    /// Hysteresis: how many consecutive good checks re-admit a provider that was ineligible.
+    ///
+    /// A good check is one whose probe succeeded within the lag threshold
+    /// ([`max_lag`](MonitorBuilder::max_lag) or [`max_lag_secs`](MonitorBuilder::max_lag_secs))
+    /// of the reference height. A provider eligible in the previous snapshot (or before the
+    /// first publication) stays eligible at a good check; one that was ineligible (failed,
+    /// lagging, or still being re-admitted) becomes eligible only at its `checks`-th good
+    /// check in a row, so a flapping provider cannot change from ineligible to eligible more
+    /// often than once per `checks` checks. Any bad check makes it ineligible at once and
+    /// restarts the count. Only published checks count: a check in which every probe failed
+    /// publishes nothing and changes no count.
+    /// [`SnapshotEntry::consecutive_good_checks`](crate::SnapshotEntry::consecutive_good_checks)
+    /// shows the progress.
+    ///
+    /// Default is 1, the 0.1 behaviour: the first good check re-admits. 0 is rejected by
+    /// [`build`](MonitorBuilder::build).
+    pub fn readmit_after(mut self, checks: u32) -> Self {
+        self.readmit_after = checks;
+        self
+    }
+
+    /// Which height of a check the others are compared with: the reference that
+    /// [`max_lag`](MonitorBuilder::max_lag) counts from, and that
+    /// [`Snapshot::highest`](crate::Snapshot::highest) reports.
+    ///
+    /// With [`Reference::Corroborated(k)`](Reference::Corroborated), a provider alone far
+    /// ahead of the others cannot make them all ineligible: the reference is the highest
+    /// height at least `k` providers have reached.
+    ///
+    /// Default is [`Reference::Highest`], the 0.1 rule.
+    pub fn reference(mut self, reference: Reference) -> Self {
+        self.reference = reference;
+        self
+    }
+
+    /// A lag threshold in time as well as in blocks: a provider is eligible when it is within
+    /// [`max_lag`](MonitorBuilder::max_lag) blocks **or** within `seconds` of the reference,
+    /// its lag in time being its lag in blocks times the observed
+    /// [block time](crate::Snapshot::block_time) (inclusive). Until a block time is known (the
+    /// reference has not advanced yet), only the blocks count. Useful across chains: 30
+    /// seconds is 2 blocks on Ethereum and 120 on a chain of 250 ms blocks. Set `max_lag(0)`
+    /// to judge by time alone.
+    ///
+    /// Default is none: only [`max_lag`](MonitorBuilder::max_lag) counts.
+    pub fn max_lag_secs(mut self, seconds: u64) -> Self {
+        self.max_lag_secs = Some(seconds);
+        self
+    }
+
+    /// Stall detection: the reference head is reported
+    /// [stalled](crate::Snapshot::stalled) when it has not advanced for more than `block_times`
+    /// observed [block times](crate::Snapshot::block_time). A stall is reported, not acted on:
+    /// it makes no provider ineligible.
+    ///
+    /// Default is 3. 0 is rejected by [`build`](MonitorBuilder::build).
+    pub fn stall_after(mut self, block_times: u32) -> Self {
+        self.stall_after = block_times;
+        self
+    }
+
     /// Validates the configuration and builds the monitor. No probe is sent: every configured
     /// endpoint is eligible until the first check publishes (none is, with
     /// [`fail_closed`](MonitorBuilder::fail_closed)).
@@ -161,6 +234,9 @@ impl MonitorBuilder {
     /// - the probe timeout is zero;
     /// - the [grace](MonitorBuilder::grace) is zero;
     /// - the [maximum age](MonitorBuilder::max_age) is zero;
+    /// - [`readmit_after`](MonitorBuilder::readmit_after) is 0;
+    /// - the [`reference`](MonitorBuilder::reference) is `Corroborated(0)`;
+    /// - [`stall_after`](MonitorBuilder::stall_after) is 0;
     /// - no client was given and the default one cannot be built.
     pub fn build(self) -> Result<Monitor, ConfigError> {
         let validated = failnext::validate_endpoints(&self.endpoints).map_err(ConfigError::endpoints)?;
@@ -172,6 +248,15 @@ impl MonitorBuilder {
         }
         if self.freshness.max_age.is_some_and(|max_age| max_age.is_zero()) {
             return Err(ConfigError::max_age());
+        }
+        if self.readmit_after == 0 {
+            return Err(ConfigError::readmit_after());
+        }
+        if self.reference == Reference::Corroborated(0) {
+            return Err(ConfigError::reference());
+        }
+        if self.stall_after == 0 {
+            return Err(ConfigError::stall_after());
         }
         let client = match self.client {
             Some(client) => client,
@@ -186,6 +271,12 @@ impl MonitorBuilder {
             probe_timeout: self.probe_timeout,
             expected_chain_id: self.expected_chain_id,
             freshness: self.freshness,
+            rules: crate::round::Rules {
+                readmit_after: self.readmit_after,
+                reference: self.reference,
+                max_lag_secs: self.max_lag_secs,
+                stall_after: self.stall_after,
+            },
         }))
     }
 }
@@ -205,6 +296,10 @@ impl fmt::Debug for MonitorBuilder {
             .field("fail_closed", &self.freshness.fail_closed)
             .field("grace", &self.freshness.grace)
             .field("max_age", &self.freshness.max_age)
+            .field("readmit_after", &self.readmit_after)
+            .field("reference", &self.reference)
+            .field("max_lag_secs", &self.max_lag_secs)
+            .field("stall_after", &self.stall_after)
             .finish()
     }
 }

@@ -55,6 +55,11 @@ impl ProbeFailure {
         self.method.name()
     }
 
+    /// The failed call, as a [`Method`].
+    pub(crate) fn call(&self) -> Method {
+        self.method
+    }
+
     /// Why it failed.
     pub fn error(&self) -> &ProbeError {
         &self.error
@@ -68,7 +73,7 @@ impl ProbeFailure {
 
 impl fmt::Display for ProbeFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "endpoint {:?}: {}: {}", self.endpoint, self.method.name(), self.error)
+        write!(f, "{} of {:?}: {}", self.method.name(), self.endpoint, self.error)
     }
 }
 
@@ -116,11 +121,15 @@ impl fmt::Display for CheckError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let CheckErrorInner { published, probed, failures } = &*self.inner;
         if *published {
-            write!(f, "{} of {probed} block-height probes failed, new snapshot published", failures.len())?;
+            write!(
+                f,
+                "the probes of {} of {probed} providers failed, new snapshot published",
+                failures.len()
+            )?;
         } else if *probed == 1 {
-            f.write_str("the block-height probe failed, previous snapshot kept")?;
+            f.write_str("the provider's probe failed, previous snapshot kept")?;
         } else {
-            write!(f, "all {probed} block-height probes failed, previous snapshot kept")?;
+            write!(f, "the probes of all {probed} providers failed, previous snapshot kept")?;
         }
         for (i, failure) in failures.iter().enumerate() {
             f.write_str(if i == 0 { ": " } else { "; " })?;
@@ -177,9 +186,9 @@ mod tests {
         );
         assert_eq!(
             err.to_string(),
-            "2 of 3 block-height probes failed, new snapshot published: \
-             endpoint \"a\": eth_blockNumber: no complete answer within the probe timeout; \
-             endpoint \"b\": eth_chainId: wrong chain: expected chain id 1, got 5"
+            "the probes of 2 of 3 providers failed, new snapshot published: \
+             eth_blockNumber of \"a\": no complete answer within the probe timeout; \
+             eth_chainId of \"b\": wrong chain (expected chain id 1, got 5)"
         );
         let kept = CheckError::new(
             false,
@@ -192,8 +201,8 @@ mod tests {
         );
         assert_eq!(
             kept.to_string(),
-            "the block-height probe failed, previous snapshot kept: \
-             endpoint \"a\": eth_blockNumber: http status 502 Bad Gateway, expected 200 OK"
+            "the provider's probe failed, previous snapshot kept: \
+             eth_blockNumber of \"a\": http status 502 Bad Gateway, expected 200 OK"
         );
     }
 }

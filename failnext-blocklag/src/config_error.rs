@@ -26,6 +26,12 @@ enum ConfigErrorKind {
     Grace,
     #[error("max age must be non-zero")]
     MaxAge,
+    #[error("readmit_after must be at least 1 good check")]
+    ReadmitAfter,
+    #[error("reference: Corroborated(k) needs k of at least 1 provider")]
+    Reference,
+    #[error("stall_after must be at least 1 block time")]
+    StallAfter,
     /// Holds no URL: stripped on construction.
     #[error("the default probe client could not be built")]
     Client(#[source] reqwest::Error),
@@ -48,6 +54,18 @@ impl ConfigError {
 
     pub(crate) fn max_age() -> Self {
         ConfigError { kind: ConfigErrorKind::MaxAge }
+    }
+
+    pub(crate) fn readmit_after() -> Self {
+        ConfigError { kind: ConfigErrorKind::ReadmitAfter }
+    }
+
+    pub(crate) fn reference() -> Self {
+        ConfigError { kind: ConfigErrorKind::Reference }
+    }
+
+    pub(crate) fn stall_after() -> Self {
+        ConfigError { kind: ConfigErrorKind::StallAfter }
     }
 
     pub(crate) fn client(error: reqwest::Error) -> Self {
@@ -81,6 +99,9 @@ impl fmt::Debug for ConfigError {
             ConfigErrorKind::ProbeTimeout => d.field("kind", &format_args!("ProbeTimeout")),
             ConfigErrorKind::Grace => d.field("kind", &format_args!("Grace")),
             ConfigErrorKind::MaxAge => d.field("kind", &format_args!("MaxAge")),
+            ConfigErrorKind::ReadmitAfter => d.field("kind", &format_args!("ReadmitAfter")),
+            ConfigErrorKind::Reference => d.field("kind", &format_args!("Reference")),
+            ConfigErrorKind::StallAfter => d.field("kind", &format_args!("StallAfter")),
             ConfigErrorKind::Client(e) => d.field("client", e),
         };
         d.finish()

@@ -24,6 +24,15 @@ pub(crate) enum Fitness {
     },
     /// Its probe failed in the published check: it has no height to compare.
     ProbeFailed,
+    /// Within `max_lag` in this check, but it was ineligible before and has not yet had the
+    /// [`readmit_after`](crate::MonitorBuilder::readmit_after) consecutive good checks that
+    /// re-admit it: `good` of them so far.
+    Readmitting {
+        /// Blocks behind the reference height of the check.
+        behind: u64,
+        /// Consecutive good checks so far, this one included.
+        good: u32,
+    },
     /// Not one of the monitor's endpoints: never eligible.
     Unknown,
     /// No check has published yet (or the snapshot is older than the maximum age) and the
@@ -38,8 +47,8 @@ impl Fitness {
     /// The lag rule, for an endpoint whose probe succeeded: fit iff
     /// `highest - height <= max_lag` (inclusive; `max_lag` 0 accepts only the highest).
     ///
-    /// `highest` is the maximum of the check's successful heights, `height` included; were
-    /// it lower, the endpoint would count as 0 behind.
+    /// `highest` is the check's reference height ([`Reference`](crate::Reference)); an
+    /// endpoint above it (possible under `Corroborated`) counts as 0 behind.
     pub(crate) fn of_height(height: u64, highest: u64, max_lag: u64) -> Fitness {
         let behind = highest.saturating_sub(height);
         if behind <= max_lag { Fitness::Fit { behind } } else { Fitness::Lagging { behind } }
@@ -53,7 +62,9 @@ impl Fitness {
     /// Blocks behind the highest height, when the endpoint was measured.
     pub(crate) fn behind(self) -> Option<u64> {
         match self {
-            Fitness::Fit { behind } | Fitness::Lagging { behind } => Some(behind),
+            Fitness::Fit { behind } | Fitness::Lagging { behind } | Fitness::Readmitting { behind, .. } => {
+                Some(behind)
+            }
             Fitness::Unchecked
             | Fitness::ProbeFailed
             | Fitness::Unknown
@@ -82,6 +93,7 @@ mod tests {
         assert!(Fitness::Fit { behind: 2 }.is_eligible());
         assert!(!Fitness::Lagging { behind: 2 }.is_eligible());
         assert!(!Fitness::ProbeFailed.is_eligible());
+        assert!(!Fitness::Readmitting { behind: 0, good: 1 }.is_eligible());
         assert!(!Fitness::Unknown.is_eligible());
         assert!(!Fitness::Closed.is_eligible());
         assert!(!Fitness::Unheard.is_eligible());

@@ -73,14 +73,27 @@
 //!
 //! # Relative, not canonical, freshness
 //!
-//! The reference height is simply the highest one reported in the same check. If every
-//! provider is equally stale, none looks behind; if one reports an unusually high block, the
-//! honest ones look behind. Configure providers of the same chain. Block hashes, forks,
+//! The reference height is, by default, simply the highest one reported in the same check. If
+//! every provider is equally stale, none looks behind; if one reports an unusually high block,
+//! the honest ones look behind, unless the reference asks for corroboration
+//! ([`MonitorBuilder::reference`] with [`Reference::Corroborated`]). Configure providers of the
+//! same chain. Block hashes, forks,
 //! finality and heights are not checked against any independent source.
 //!
+//! Other rules, each off or at its 0.1 behaviour by default:
+//! [`readmit_after`](MonitorBuilder::readmit_after) (hysteresis: an evicted provider returns
+//! only after k good checks in a row), [`max_lag_secs`](MonitorBuilder::max_lag_secs) (a lag
+//! threshold in time, from the observed [block time](Snapshot::block_time)) and
+//! [`stall_after`](MonitorBuilder::stall_after) (a reference head that stops advancing is
+//! reported as [stalled](Snapshot::stalled), without evicting anyone). Each
+//! [`SnapshotEntry`] also keeps the provider's
+//! [probe latency](SnapshotEntry::probe_latency) and
+//! [last failure](SnapshotEntry::last_error_kind).
+//!
 //! An optional chain check guards against a misconfigured URL: with
-//! [`expected_chain_id`](MonitorBuilder::expected_chain_id), every check also calls
-//! `eth_chainId`, and a provider on another chain is ineligible with
+//! [`expected_chain_id`](MonitorBuilder::expected_chain_id), a check also calls `eth_chainId`
+//! of each provider not verified yet (never verified, or its probe failed since), and a
+//! provider on another chain is ineligible with
 //! [`ProbeError::WrongChain`]. A matching chain id is a sanity check, not proof that a
 //! provider can replace another for every read.
 //!
@@ -179,6 +192,7 @@ mod monitor;
 mod parse;
 mod probe;
 mod probe_error;
+mod reference;
 mod round;
 mod rpc;
 mod schedule;
@@ -190,7 +204,8 @@ pub use check_error::{CheckError, ProbeFailure};
 pub use config_error::ConfigError;
 pub use monitor::Monitor;
 pub use parse::{parse_quantity, parse_response};
-pub use probe_error::ProbeError;
+pub use probe_error::{ProbeError, ProbeErrorKind};
+pub use reference::Reference;
 pub use rpc::MAX_BODY;
 pub use schedule::MonitorHandle;
 pub use snapshot::{Snapshot, SnapshotEntry};

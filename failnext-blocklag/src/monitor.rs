@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use arc_swap::ArcSwapOption;
@@ -40,6 +40,11 @@ struct Inner {
     bits: Option<AtomicU64>,
     /// Serializes checks. Held across the probes; never touched by readers.
     checking: tokio::sync::Mutex<()>,
+    /// Per endpoint, in configured order: its chain id still has to be verified (never
+    /// verified yet, or its probe failed since). Written only under `checking`. Kept here, not
+    /// in the snapshot, because a check in which every probe fails publishes nothing, and the
+    /// failure must still lead to a new verification.
+    chain_pending: Vec<AtomicBool>,
 }
 
 impl Monitor {
@@ -53,6 +58,7 @@ impl Monitor {
             published: ArcSwapOption::empty(),
             bits,
             checking: tokio::sync::Mutex::new(()),
+            chain_pending: (0..n).map(|_| AtomicBool::new(true)).collect(),
         };
         Monitor { inner: Arc::new(inner) }
     }
@@ -65,7 +71,8 @@ impl Monitor {
     /// Probes every provider once and publishes their relative eligibility.
     ///
     /// Each provider gets one `eth_blockNumber` POST (and one `eth_chainId` POST when an
-    /// [expected chain id](crate::MonitorBuilder::expected_chain_id) is set), sent directly
+    /// [expected chain id](crate::MonitorBuilder::expected_chain_id) is set and the provider's
+    /// chain is not verified yet, or its probe failed since), sent directly
     /// with the monitor's own client, never through failnext, all providers at once. Each call
     /// is bounded by the [probe timeout](crate::MonitorBuilder::probe_timeout); nothing is
     /// retried.
@@ -99,16 +106,38 @@ impl Monitor {
             timeout: settings.probe_timeout,
             expected_chain_id: settings.expected_chain_id,
         };
-        let probes =
-            settings.endpoints.iter().zip(&settings.urls).map(|(ep, url)| async move {
-                (ep.id().clone(), probe::endpoint(config, ep.id(), url).await)
-            });
-        let outcomes = futures::future::join_all(probes).await;
+        let probes = settings.endpoints.iter().zip(&settings.urls).zip(&inner.chain_pending).map(
+            |((ep, url), pending)| {
+                // The chain id is verified until it has been once, and again after any failure.
+                let expected_chain_id = config.expected_chain_id.filter(|_| pending.load(Ordering::Relaxed));
+                let config = ProbeConfig { expected_chain_id, ..config };
+                async move { probe::endpoint(config, ep.id(), url).await }
+            },
+        );
+        let reports = futures::future::join_all(probes).await;
         // From here to the store there is no await: a dropped future publishes all or nothing.
+        let mut outcomes = Vec::with_capacity(reports.len());
+        let mut latencies = Vec::with_capacity(reports.len());
+        for ((report, ep), pending) in reports.into_iter().zip(&settings.endpoints).zip(&inner.chain_pending)
+        {
+            if report.result.is_err() {
+                pending.store(true, Ordering::Relaxed);
+            } else if report.chain_verified {
+                pending.store(false, Ordering::Relaxed);
+            }
+            latencies.push(report.latency);
+            outcomes.push((ep.id().clone(), report.result));
+        }
         let previous = inner.published.load();
-        let now = tokio::time::Instant::now();
-        let round = round::assemble(outcomes, settings.max_lag, SystemTime::now(), previous.as_deref(), now);
-        drop(previous);
+        let round = round::assemble(
+            outcomes,
+            settings.max_lag,
+            SystemTime::now(),
+            previous.as_deref(),
+            settings.rules,
+            &latencies,
+            tokio::time::Instant::now(),
+        );
         let published = match round.snapshot {
             Some(snapshot) => {
                 inner.publish(snapshot);
@@ -237,7 +266,7 @@ impl fmt::Debug for Monitor {
             .field("max_lag", &settings.max_lag)
             .field("probe_timeout", &settings.probe_timeout)
             .field("expected_chain_id", &settings.expected_chain_id)
-            .field("freshness", &settings.freshness)
+            .field("rules", &settings.rules)
             .field("snapshot", &inner.published.load().as_deref())
             .finish_non_exhaustive()
     }
@@ -293,6 +322,8 @@ mod tests {
                 3,
                 SystemTime::UNIX_EPOCH,
                 None,
+                round::Rules::default(),
+                &[],
                 tokio::time::Instant::now(),
             );
             monitor.inner.publish(round.snapshot.unwrap());
@@ -322,8 +353,17 @@ mod tests {
         let monitor = monitor_of(2);
         let ids = monitor.endpoints().iter().map(|ep| ep.id().clone());
         let outcomes = ids.zip([Ok(100), Ok(90)]).collect();
-        let snapshot =
-            round::assemble(outcomes, 3, SystemTime::UNIX_EPOCH, None, Instant::now()).snapshot.unwrap();
+        let snapshot = round::assemble(
+            outcomes,
+            3,
+            SystemTime::UNIX_EPOCH,
+            None,
+            round::Rules::default(),
+            &[],
+            Instant::now(),
+        )
+        .snapshot
+        .unwrap();
         let secs = Duration::from_secs;
         let rules = |fail_closed, grace: Option<u64>, max_age: Option<u64>| Freshness {
             fail_closed,

@@ -19,27 +19,45 @@ pub(crate) struct ProbeConfig<'a> {
     pub(crate) expected_chain_id: Option<u64>,
 }
 
-/// Probes one provider: its block height, and its chain id when one is expected.
+/// What one provider's probe found.
+#[derive(Debug)]
+pub(crate) struct ProbeReport {
+    /// The height, or the failure.
+    pub(crate) result: Result<u64, ProbeFailure>,
+    /// How long the `eth_blockNumber` call took, when it succeeded.
+    pub(crate) latency: Option<Duration>,
+    /// Whether an `eth_chainId` call was sent and the result is a height of the expected chain.
+    pub(crate) chain_verified: bool,
+}
+
+/// Probes one provider: its block height, and its chain id when `config` expects one (the
+/// monitor leaves it out once a provider's chain is verified).
 ///
 /// With an expected chain id both calls are sent at once; a chain-id failure (including a
 /// wrong chain) takes precedence over the height, since a height from an unverified chain is
 /// not comparable.
-pub(crate) async fn endpoint(
-    config: ProbeConfig<'_>,
-    id: &failnext::EndpointId,
-    url: &Url,
-) -> Result<u64, ProbeFailure> {
+pub(crate) async fn endpoint(config: ProbeConfig<'_>, id: &failnext::EndpointId, url: &Url) -> ProbeReport {
     let fail = |method, error| ProbeFailure::new(id.clone(), method, error);
-    let height = call(config, url, Method::BlockNumber);
-    let Some(expected) = config.expected_chain_id else {
-        return height.await.map_err(|e| fail(Method::BlockNumber, e));
+    let height = async {
+        let started = tokio::time::Instant::now();
+        let height = call(config, url, Method::BlockNumber).await;
+        (height, started.elapsed())
     };
-    let (chain, height) = futures::future::join(call(config, url, Method::ChainId), height).await;
-    match chain {
+    let Some(expected) = config.expected_chain_id else {
+        let (height, took) = height.await;
+        let latency = height.is_ok().then_some(took);
+        let result = height.map_err(|e| fail(Method::BlockNumber, e));
+        return ProbeReport { result, latency, chain_verified: false };
+    };
+    let (chain, (height, took)) = futures::future::join(call(config, url, Method::ChainId), height).await;
+    let latency = height.is_ok().then_some(took);
+    let result = match chain {
         Ok(actual) if actual == expected => height.map_err(|e| fail(Method::BlockNumber, e)),
         Ok(actual) => Err(fail(Method::ChainId, ProbeError::WrongChain { expected, actual })),
         Err(e) => Err(fail(Method::ChainId, e)),
-    }
+    };
+    let chain_verified = result.is_ok();
+    ProbeReport { result, latency, chain_verified }
 }
 
 /// One JSON-RPC call under the probe timeout. The timeout covers connecting, sending and

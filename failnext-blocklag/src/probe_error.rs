@@ -58,9 +58,52 @@ pub enum ProbeError {
     },
 }
 
+/// The kind of a [`ProbeError`], without its details: what a
+/// [`SnapshotEntry`](crate::SnapshotEntry) keeps about a provider's last failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ProbeErrorKind {
+    /// [`ProbeError::Transport`].
+    Transport,
+    /// [`ProbeError::Timeout`].
+    Timeout,
+    /// [`ProbeError::Status`].
+    Status,
+    /// [`ProbeError::BodyTooLarge`].
+    BodyTooLarge,
+    /// [`ProbeError::InvalidJson`].
+    InvalidJson,
+    /// [`ProbeError::NotJsonRpc`].
+    NotJsonRpc,
+    /// [`ProbeError::IdMismatch`].
+    IdMismatch,
+    /// [`ProbeError::JsonRpc`].
+    JsonRpc,
+    /// [`ProbeError::InvalidQuantity`].
+    InvalidQuantity,
+    /// [`ProbeError::WrongChain`].
+    WrongChain,
+}
+
 // ===== impl ProbeError =====
 
 impl ProbeError {
+    /// The kind of this error.
+    pub fn kind(&self) -> ProbeErrorKind {
+        match self {
+            ProbeError::Transport(_) => ProbeErrorKind::Transport,
+            ProbeError::Timeout => ProbeErrorKind::Timeout,
+            ProbeError::Status(_) => ProbeErrorKind::Status,
+            ProbeError::BodyTooLarge => ProbeErrorKind::BodyTooLarge,
+            ProbeError::InvalidJson => ProbeErrorKind::InvalidJson,
+            ProbeError::NotJsonRpc => ProbeErrorKind::NotJsonRpc,
+            ProbeError::IdMismatch => ProbeErrorKind::IdMismatch,
+            ProbeError::JsonRpc { .. } => ProbeErrorKind::JsonRpc,
+            ProbeError::InvalidQuantity(_) => ProbeErrorKind::InvalidQuantity,
+            ProbeError::WrongChain { .. } => ProbeErrorKind::WrongChain,
+        }
+    }
+
     /// Strips the URL and maps a timeout, from whichever layer, to [`ProbeError::Timeout`].
     pub(crate) fn from_reqwest(error: reqwest::Error) -> Self {
         if error.is_timeout() { ProbeError::Timeout } else { ProbeError::Transport(error.without_url()) }
@@ -86,7 +129,7 @@ impl fmt::Display for ProbeError {
                 write!(f, "result {shown:?} is not a canonical hex quantity fitting u64")
             }
             ProbeError::WrongChain { expected, actual } => {
-                write!(f, "wrong chain: expected chain id {expected}, got {actual}")
+                write!(f, "wrong chain (expected chain id {expected}, got {actual})")
             }
         }
     }

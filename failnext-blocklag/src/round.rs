@@ -1,13 +1,17 @@
 //! `Round`: one check's heights compared, as a snapshot to publish and the failures.
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
+
+use tokio::time::Instant;
 
 use failnext::EndpointId;
-use tokio::time::Instant;
 
 use crate::check_error::ProbeFailure;
 use crate::fitness::Fitness;
-use crate::snapshot::{Snapshot, SnapshotEntry};
+use crate::probe_error::ProbeErrorKind;
+use crate::reference::Reference;
+use crate::rpc::Method;
+use crate::snapshot::{HeadTiming, Snapshot, SnapshotEntry};
 
 /// What one check produced: a snapshot to publish (when at least one probe succeeded) and the
 /// failures, in configured order.
@@ -17,20 +21,53 @@ pub(crate) struct Round {
     pub(crate) failures: Vec<ProbeFailure>,
 }
 
+/// The default of [`MonitorBuilder::stall_after`](crate::MonitorBuilder::stall_after).
+pub(crate) const DEFAULT_STALL_AFTER: u32 = 3;
+
+/// The rules of a round beyond the lag threshold, as configured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Rules {
+    /// Good checks in a row that re-admit an ineligible endpoint (at least 1).
+    pub(crate) readmit_after: u32,
+    /// Which height the others are compared with.
+    pub(crate) reference: Reference,
+    /// Also fit when at most this many seconds behind (blocks behind × block time).
+    pub(crate) max_lag_secs: Option<u64>,
+    /// The head is stalled when unchanged for more than this many block times.
+    pub(crate) stall_after: u32,
+}
+
+impl Default for Rules {
+    /// The 0.1 rules.
+    fn default() -> Self {
+        Rules {
+            readmit_after: 1,
+            reference: Reference::Highest,
+            max_lag_secs: None,
+            stall_after: DEFAULT_STALL_AFTER,
+        }
+    }
+}
+
 /// Compares the heights of one check. Pure: the caller publishes.
 ///
 /// `outcomes` holds one result per configured endpoint, in configured order. Without any
 /// success there is nothing to compare, so no snapshot. `previous` is the latest published
-/// snapshot, whose history the new one carries forward (same endpoints, same order);
-/// `checked_at` is when probing ended, on the Tokio clock.
+/// snapshot, whose history the new one carries forward (matched by position, same endpoints in
+/// the same order); `None` before the first publication, when every endpoint counts as
+/// eligible (fail-open). `checked_at` is when probing ended, on the Tokio clock.
 pub(crate) fn assemble(
     outcomes: Vec<(EndpointId, Result<u64, ProbeFailure>)>,
     max_lag: u64,
     taken_at: SystemTime,
     previous: Option<&Snapshot>,
+    rules: Rules,
+    latencies: &[Option<Duration>],
     checked_at: Instant,
 ) -> Round {
-    let highest = outcomes.iter().filter_map(|(_, outcome)| outcome.as_ref().ok().copied()).max();
+    let highest =
+        rules.reference.of(outcomes.iter().filter_map(|(_, outcome)| outcome.as_ref().ok().copied()));
+    let head = highest.map(|reference| head_timing(reference, previous, checked_at, rules.stall_after));
     let mut entries = Vec::with_capacity(outcomes.len());
     let mut failures = Vec::new();
     for (i, (endpoint, outcome)) in outcomes.into_iter().enumerate() {
@@ -39,11 +76,15 @@ pub(crate) fn assemble(
             Ok(_) => Some(checked_at),
             Err(_) => previous.and_then(|p| p.entries().get(i)).and_then(SnapshotEntry::last_good),
         };
+        let before = previous.and_then(|p| p.entries().get(i));
+        let failed_now = outcome.as_ref().err().map(|f| (f.call(), f.error().kind()));
         let entry = match outcome {
             Ok(height) => {
-                // `highest` is the maximum of the successes, this one included.
+                // `highest` is the reference of the successes; one ahead of it is 0 behind.
                 let fitness = Fitness::of_height(height, highest.unwrap_or(height), max_lag);
-                SnapshotEntry::probed(endpoint, height, fitness)
+                let fitness = within_seconds(fitness, head.and_then(|h| h.block_time), rules.max_lag_secs);
+                let (fitness, good) = readmission(fitness, before, rules.readmit_after);
+                SnapshotEntry::probed(endpoint, height, fitness).with_good_checks(good)
             }
             Err(failure) => {
                 let entry = SnapshotEntry::failed(endpoint, failure.shared_error());
@@ -51,18 +92,112 @@ pub(crate) fn assemble(
                 entry
             }
         };
+        let entry = carry_probe_health(entry, before, latencies.get(i).copied().flatten(), failed_now);
         entries.push(entry.last_good_at(last_good));
     }
-    let snapshot =
-        highest.map(|highest| Snapshot::new(entries, highest, max_lag, taken_at).checked_at(checked_at));
+    let snapshot = highest.map(|highest| {
+        Snapshot::new(entries, highest, max_lag, taken_at).with_head(head).checked_at(checked_at)
+    });
     Round { snapshot, failures }
+}
+
+/// Hysteresis: a good check (`fitness` is [`Fitness::Fit`]) of an endpoint that was
+/// ineligible in the snapshot `before` re-admits it only as the `readmit_after`-th good check
+/// in a row; until then it is [`Fitness::Readmitting`]. An endpoint eligible before (or
+/// without a previous snapshot: fail-open) stays eligible at its first good check. Returns the
+/// fitness and the count of good checks in a row.
+fn readmission(fitness: Fitness, before: Option<&SnapshotEntry>, readmit_after: u32) -> (Fitness, u32) {
+    let Fitness::Fit { behind } = fitness else { return (fitness, 0) };
+    let good = before.map_or(0, SnapshotEntry::consecutive_good_checks).saturating_add(1);
+    let was_eligible = before.is_none_or(SnapshotEntry::is_eligible);
+    if was_eligible || good >= readmit_after {
+        (fitness, good)
+    } else {
+        (Fitness::Readmitting { behind, good }, good)
+    }
+}
+
+/// The weight of a new block-time sample in the EWMA.
+const BLOCK_TIME_WEIGHT: f64 = 0.25;
+
+/// The reference head's timing at `checked_at`: when it last changed, the block-time EWMA
+/// (sampled when it advances: the time since it last changed over the blocks it advanced),
+/// and whether it is stalled (unchanged for more than `stall_after` block times).
+fn head_timing(
+    reference: u64,
+    previous: Option<&Snapshot>,
+    checked_at: Instant,
+    stall_after: u32,
+) -> HeadTiming {
+    let before = previous.and_then(|p| p.head().map(|head| (p.highest(), head)));
+    let (head_since, block_time) = match before {
+        None => (checked_at, None),
+        Some((old, head)) if reference == old => (head.head_since, head.block_time),
+        Some((old, head)) if reference > old => {
+            let blocks = u32::try_from(reference - old).unwrap_or(u32::MAX);
+            let sample = checked_at.saturating_duration_since(head.head_since) / blocks;
+            let block_time = match head.block_time {
+                Some(old) => {
+                    old.mul_f64(1.0 - BLOCK_TIME_WEIGHT).saturating_add(sample.mul_f64(BLOCK_TIME_WEIGHT))
+                }
+                None => sample,
+            };
+            (checked_at, Some(block_time))
+        }
+        // The reference went back (a provider left, a reorg): a new head, no sample.
+        Some((_, head)) => (checked_at, head.block_time),
+    };
+    let stalled = block_time.is_some_and(|block_time| {
+        checked_at.saturating_duration_since(head_since) > block_time.saturating_mul(stall_after)
+    });
+    HeadTiming { checked_at, head_since, block_time, stalled }
+}
+
+/// The lag rule in seconds: a provider lagging in blocks is fit when `behind × block_time`
+/// is at most `max_lag_secs`. Without a block time yet, only the blocks count.
+fn within_seconds(fitness: Fitness, block_time: Option<Duration>, max_lag_secs: Option<u64>) -> Fitness {
+    match (fitness, block_time, max_lag_secs) {
+        (Fitness::Lagging { behind }, Some(block_time), Some(secs))
+            if lag_time(behind, block_time) <= Duration::from_secs(secs) =>
+        {
+            Fitness::Fit { behind }
+        }
+        _ => fitness,
+    }
+}
+
+/// `behind` blocks of `block_time` each, saturating.
+pub(crate) fn lag_time(behind: u64, block_time: Duration) -> Duration {
+    block_time.saturating_mul(u32::try_from(behind).unwrap_or(u32::MAX))
+}
+
+/// The weight of a new latency sample in the EWMA.
+const LATENCY_WEIGHT: f64 = 0.25;
+
+/// Carries the probe latency EWMA (fed by `sample`, the duration of this check's successful
+/// `eth_blockNumber` call) and the last failure (`failed_now`, or the one of the previous
+/// entry `before`).
+fn carry_probe_health(
+    entry: SnapshotEntry,
+    before: Option<&SnapshotEntry>,
+    sample: Option<Duration>,
+    failed_now: Option<(Method, ProbeErrorKind)>,
+) -> SnapshotEntry {
+    let previous = before.and_then(SnapshotEntry::probe_latency);
+    let latency = match (previous, sample) {
+        (Some(old), Some(new)) => {
+            Some(old.mul_f64(1.0 - LATENCY_WEIGHT).saturating_add(new.mul_f64(LATENCY_WEIGHT)))
+        }
+        (old, new) => new.or(old),
+    };
+    let last_failure = failed_now.or_else(|| before.and_then(SnapshotEntry::last_failure));
+    entry.with_probe_health(latency, last_failure)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::probe_error::ProbeError;
-    use crate::rpc::Method;
 
     fn ok(id: &str, height: u64) -> (EndpointId, Result<u64, ProbeFailure>) {
         (id.into(), Ok(height))
@@ -73,7 +208,132 @@ mod tests {
     }
 
     fn round(outcomes: Vec<(EndpointId, Result<u64, ProbeFailure>)>, max_lag: u64) -> Round {
-        assemble(outcomes, max_lag, SystemTime::UNIX_EPOCH, None, Instant::now())
+        assemble(outcomes, max_lag, SystemTime::UNIX_EPOCH, None, Rules::default(), &[], Instant::now())
+    }
+
+    #[test]
+    fn under_corroborated_2_an_outlier_ahead_is_not_the_reference_and_counts_as_0_behind() {
+        let rules = Rules { reference: Reference::Corroborated(2), ..Rules::default() };
+        let outcomes = vec![ok("a", 100), ok("b", 99), ok("liar", 1100), failed("c")];
+        let snap =
+            assemble(outcomes, 2, SystemTime::UNIX_EPOCH, None, rules, &[], Instant::now()).snapshot.unwrap();
+        assert_eq!(snap.highest(), 100);
+        assert_eq!(snap.lag("b"), Some(1));
+        assert_eq!(snap.lag("liar"), Some(0));
+        assert!(snap.is_eligible("a") && snap.is_eligible("b") && snap.is_eligible("liar"));
+    }
+
+    /// A check at `secs` seconds after `t0`, with `heights` for endpoints "a", "b", ...
+    fn timed(
+        prev: Option<&Snapshot>,
+        t0: Instant,
+        secs: u64,
+        heights: &[u64],
+        rules: Rules,
+        max_lag: u64,
+    ) -> Snapshot {
+        let outcomes = heights.iter().zip(["a", "b", "c"]).map(|(h, id)| ok(id, *h)).collect();
+        let at = t0 + Duration::from_secs(secs);
+        assemble(outcomes, max_lag, SystemTime::UNIX_EPOCH, prev, rules, &[], at).snapshot.unwrap()
+    }
+
+    #[test]
+    fn the_block_time_is_an_ewma_of_the_reference_heads_advance_between_checks() {
+        let (t0, rules) = (Instant::now(), Rules::default());
+        let s0 = timed(None, t0, 0, &[100], rules, 0);
+        assert_eq!(s0.block_time(), None);
+        // Checks every 5 s, a block every 12 s: the head moves at 12 (seen at 15) and 24 (25).
+        let s1 = timed(Some(&s0), t0, 5, &[100], rules, 0);
+        let s2 = timed(Some(&s1), t0, 10, &[100], rules, 0);
+        let s3 = timed(Some(&s2), t0, 15, &[101], rules, 0);
+        assert_eq!(s3.block_time(), Some(Duration::from_secs(15)));
+        assert_eq!(s3.head_unchanged_for(), Duration::ZERO);
+        let s4 = timed(Some(&s3), t0, 20, &[101], rules, 0);
+        assert_eq!(s4.head_unchanged_for(), Duration::from_secs(5));
+        let s5 = timed(Some(&s4), t0, 25, &[102], rules, 0);
+        // 15 × 3/4 + 10 × 1/4.
+        assert_eq!(s5.block_time(), Some(Duration::from_millis(13_750)));
+        // Two blocks at once: one sample of half the time each.
+        let s6 = timed(Some(&s5), t0, 49, &[104], rules, 0);
+        assert_eq!(s6.block_time(), Some(Duration::from_micros(13_312_500)));
+    }
+
+    #[test]
+    fn a_stalled_head_is_reported_without_evicting_every_provider() {
+        let (t0, rules) = (Instant::now(), Rules { stall_after: 3, ..Rules::default() });
+        let mut snap = timed(None, t0, 0, &[100, 100, 99], rules, 1);
+        for (i, secs) in [12, 24, 36].into_iter().enumerate() {
+            let h = 101 + i as u64;
+            snap = timed(Some(&snap), t0, secs, &[h, h, h - 1], rules, 1);
+        }
+        assert_eq!(snap.block_time(), Some(Duration::from_secs(12)));
+        // The head stops at 103: stalled once unchanged for more than 3 × 12 s.
+        snap = timed(Some(&snap), t0, 72, &[103, 103, 102], rules, 1);
+        assert!(!snap.stalled());
+        snap = timed(Some(&snap), t0, 73, &[103, 103, 102], rules, 1);
+        assert!(snap.stalled());
+        assert_eq!(snap.head_unchanged_for(), Duration::from_secs(37));
+        assert!(snap.entries().iter().all(SnapshotEntry::is_eligible), "{snap:?}");
+        // Moving again ends the stall.
+        snap = timed(Some(&snap), t0, 80, &[104, 104, 103], rules, 1);
+        assert!(!snap.stalled());
+    }
+
+    #[test]
+    fn lag_in_seconds_makes_a_provider_eligible_within_either_threshold() {
+        let t0 = Instant::now();
+        let rules = Rules { max_lag_secs: Some(30), ..Rules::default() };
+        // Without a block time yet, only the blocks count.
+        let s0 = timed(None, t0, 0, &[100, 98, 100], rules, 1);
+        assert!(!s0.is_eligible("b"));
+        assert_eq!(s0.lag_time("b"), None);
+        let s1 = timed(Some(&s0), t0, 12, &[101, 99, 101], rules, 1);
+        assert_eq!(s1.block_time(), Some(Duration::from_secs(12)));
+        // 2 blocks × 12 s = 24 s <= 30 s: eligible by time, though not by blocks.
+        assert_eq!(s1.lag_time("b"), Some(Duration::from_secs(24)));
+        assert!(s1.is_eligible("b"));
+        let s2 = timed(Some(&s1), t0, 24, &[102, 99, 102], rules, 1);
+        assert_eq!(s2.lag_time("b"), Some(Duration::from_secs(36)));
+        assert!(!s2.is_eligible("b"));
+        // Within the blocks threshold, eligible whatever the time.
+        let strict = Rules { max_lag_secs: Some(0), ..Rules::default() };
+        let s3 = timed(Some(&s2), t0, 36, &[103, 102, 103], strict, 1);
+        assert!(s3.is_eligible("b"));
+    }
+
+    #[test]
+    fn an_ineligible_endpoint_is_readmitted_after_k_good_checks_in_a_row() {
+        let rules = Rules { readmit_after: 3, ..Rules::default() };
+        let next = |prev: Option<&Snapshot>, b: Option<u64>| {
+            let b = b.map_or_else(|| failed("b").1, Ok);
+            assemble(
+                vec![ok("a", 10), ("b".into(), b)],
+                0,
+                SystemTime::UNIX_EPOCH,
+                prev,
+                rules,
+                &[],
+                Instant::now(),
+            )
+            .snapshot
+            .unwrap()
+        };
+        // Eligible before (fail-open): its first good check keeps it eligible.
+        let s1 = next(None, Some(10));
+        assert!(s1.is_eligible("b"));
+        let s2 = next(Some(&s1), None);
+        assert!(!s2.is_eligible("b"));
+        assert_eq!(s2.entry("b").unwrap().consecutive_good_checks(), 0);
+        let s3 = next(Some(&s2), Some(10));
+        assert_eq!(s3.fitness("b"), Fitness::Readmitting { behind: 0, good: 1 });
+        let s4 = next(Some(&s3), Some(9));
+        assert_eq!(s4.fitness("b"), Fitness::Lagging { behind: 1 });
+        let s5 = next(Some(&s4), Some(10));
+        let s6 = next(Some(&s5), Some(10));
+        assert_eq!(s6.fitness("b"), Fitness::Readmitting { behind: 0, good: 2 });
+        let s7 = next(Some(&s6), Some(10));
+        assert_eq!(s7.fitness("b"), Fitness::Fit { behind: 0 });
+        assert_eq!(s7.entry("b").unwrap().consecutive_good_checks(), 3);
     }
 
     #[test]
@@ -140,8 +400,15 @@ mod tests {
         assert_eq!(first.entry("b").unwrap().last_good(), None, "never answered");
 
         tokio::time::advance(std::time::Duration::from_secs(7)).await;
-        let second =
-            assemble(vec![failed("a"), ok("b", 2)], 10, SystemTime::UNIX_EPOCH, Some(&first), Instant::now());
+        let second = assemble(
+            vec![failed("a"), ok("b", 2)],
+            10,
+            SystemTime::UNIX_EPOCH,
+            Some(&first),
+            Rules::default(),
+            &[],
+            Instant::now(),
+        );
         let second = second.snapshot.unwrap();
         assert_eq!(second.entry("a").unwrap().last_good(), heard, "carried from the first");
         assert_eq!(second.entry("b").unwrap().last_good(), Some(second.checked()));

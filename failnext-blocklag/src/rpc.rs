@@ -10,7 +10,7 @@ pub const MAX_BODY: usize = 4096;
 pub(crate) enum Method {
     /// `eth_blockNumber`, sent in every check.
     BlockNumber,
-    /// `eth_chainId`, sent only when an expected chain id is configured.
+    /// `eth_chainId`, sent only when an expected chain id is configured, until verified.
     ChainId,
 }
 

@@ -21,8 +21,10 @@ pub(crate) struct Settings {
     pub(crate) client: reqwest::Client,
     /// Bounds each probe call.
     pub(crate) probe_timeout: Duration,
-    /// When set, every check also verifies each provider's chain id.
+    /// When set, checks verify each provider's chain id (at first, and after a failure).
     pub(crate) expected_chain_id: Option<u64>,
+    /// The rules carried across checks (re-admission, reference height).
+    pub(crate) rules: crate::round::Rules,
     /// How unknown and old answers count (issue 12, point 4).
     pub(crate) freshness: Freshness,
 }

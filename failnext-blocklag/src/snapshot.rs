@@ -10,7 +10,8 @@ use tokio::time::Instant;
 use failnext::EndpointId;
 
 use crate::fitness::Fitness;
-use crate::probe_error::ProbeError;
+use crate::probe_error::{ProbeError, ProbeErrorKind};
+use crate::rpc::Method;
 
 /// The outcome of one check, immutable once published.
 ///
@@ -20,8 +21,12 @@ use crate::probe_error::ProbeError;
 /// two separate loads may see two different checks.
 ///
 /// Every configured endpoint has an entry, in configured order. An endpoint is eligible when
-/// its probe succeeded and `highest - height <= max_lag`, where `highest` is the highest height
-/// observed in this check; an endpoint whose probe failed has no height and is not eligible.
+/// its probe succeeded and `highest - height <= max_lag` (or, with
+/// [`max_lag_secs`](crate::MonitorBuilder::max_lag_secs), its [lag in time](Snapshot::lag_time)
+/// is within that many seconds), where `highest` is the check's
+/// [reference height](Snapshot::highest), and, if it was ineligible in the previous snapshot,
+/// this is its [`readmit_after`](crate::MonitorBuilder::readmit_after)-th good check in a row;
+/// an endpoint whose probe failed has no height and is not eligible.
 ///
 /// A snapshot does not expire: it stays in force until a later check publishes another,
 /// unless the monitor has a [`max_age`](crate::MonitorBuilder::max_age) or a
@@ -34,6 +39,21 @@ pub struct Snapshot {
     taken_at: SystemTime,
     /// When the check finished probing, on the Tokio clock: the origin of [`Snapshot::age`].
     checked_at: Instant,
+    // The reference head over time (block time, stall).
+    head: Option<HeadTiming>,
+}
+
+/// The reference head's timing as of one check, carried from the previous snapshot.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HeadTiming {
+    /// When this check ran (monotonic, tokio's clock).
+    pub(crate) checked_at: Instant,
+    /// The check at which the reference height became what it is now.
+    pub(crate) head_since: Instant,
+    /// EWMA of the time per block, once the reference advanced.
+    pub(crate) block_time: Option<Duration>,
+    /// Unchanged for more than `stall_after` block times.
+    pub(crate) stalled: bool,
 }
 
 /// One endpoint's line in a [`Snapshot`].
@@ -43,6 +63,14 @@ pub struct SnapshotEntry {
     state: EntryState,
     /// When its probe last succeeded, in this check or carried from an earlier snapshot.
     last_good: Option<Instant>,
+    // Rules carried across checks (re-admission), from the previous snapshot's entry.
+    /// Consecutive good checks (probe succeeded within `max_lag`), this one included.
+    good_checks: u32,
+    // Probe health carried across checks.
+    /// EWMA of the successful `eth_blockNumber` calls' durations.
+    latency: Option<Duration>,
+    /// The call and kind of the latest failed probe, this check's or an earlier one's.
+    last_failure: Option<(Method, ProbeErrorKind)>,
 }
 
 #[derive(Clone)]
@@ -60,7 +88,7 @@ enum EntryState {
 impl Snapshot {
     /// A snapshot of `entries`, one per configured endpoint in configured order.
     pub(crate) fn new(entries: Vec<SnapshotEntry>, highest: u64, max_lag: u64, taken_at: SystemTime) -> Self {
-        Snapshot { entries, highest, max_lag, taken_at, checked_at: Instant::now() }
+        Snapshot { entries, highest, max_lag, taken_at, checked_at: Instant::now(), head: None }
     }
 
     /// Sets the Tokio-clock time of the check (`new` takes the current one).
@@ -80,8 +108,52 @@ impl Snapshot {
         Instant::now().saturating_duration_since(self.checked_at)
     }
 
-    /// The highest block height any provider reported in this check: the reference the others
-    /// are compared with. It is relative, not canonical: nothing checks it against the chain.
+    /// This snapshot, with the reference head's timing.
+    pub(crate) fn with_head(mut self, head: Option<HeadTiming>) -> Self {
+        self.head = head;
+        self
+    }
+
+    /// The reference head's timing.
+    pub(crate) fn head(&self) -> Option<HeadTiming> {
+        self.head
+    }
+
+    /// The observed block time: an exponentially weighted moving average (weight 1/4 for the
+    /// newest sample) of the time the [reference height](Snapshot::highest) took per block,
+    /// sampled at each check where it advanced (the time since it last changed, over the
+    /// blocks it advanced; measured between checks, so checks much further apart than one
+    /// block still average out). `None` until the reference advanced once.
+    pub fn block_time(&self) -> Option<Duration> {
+        self.head.and_then(|head| head.block_time)
+    }
+
+    /// How long the [reference height](Snapshot::highest) had been unchanged when this check
+    /// ran (zero when it changed in this check), by the checks' monotonic clock.
+    pub fn head_unchanged_for(&self) -> Duration {
+        self.head.map_or(Duration::ZERO, |head| head.checked_at.saturating_duration_since(head.head_since))
+    }
+
+    /// Whether the reference head is stalled: unchanged for more than
+    /// [`stall_after`](crate::MonitorBuilder::stall_after) [block times](Snapshot::block_time).
+    /// A report only: a stall makes no provider ineligible (they all agree, or the reference
+    /// would have moved). Never true before a block time is known.
+    pub fn stalled(&self) -> bool {
+        self.head.is_some_and(|head| head.stalled)
+    }
+
+    /// How far behind the reference `id` was in time: its [`lag`](Snapshot::lag) in blocks
+    /// times the [`block_time`](Snapshot::block_time). `None` when either is unknown.
+    pub fn lag_time(&self, id: &str) -> Option<Duration> {
+        let behind = self.lag(id)?;
+        Some(crate::round::lag_time(behind, self.block_time()?))
+    }
+
+    /// The reference height of this check, the one the others are compared with: the highest
+    /// height any provider reported under [`Reference::Highest`](crate::Reference::Highest)
+    /// (the default), the highest height at least `k` providers reached under
+    /// [`Reference::Corroborated(k)`](crate::Reference::Corroborated), so a provider may be
+    /// above it. It is relative, not canonical: nothing checks it against the chain.
     pub fn highest(&self) -> u64 {
         self.highest
     }
@@ -91,14 +163,16 @@ impl Snapshot {
         self.entry(id).and_then(SnapshotEntry::height)
     }
 
-    /// How many blocks `id` was behind [`highest`](Snapshot::highest), or `None` when its probe
-    /// failed or `id` is not configured.
+    /// How many blocks `id` was behind [`highest`](Snapshot::highest) (0 when at or above it),
+    /// or `None` when its probe failed or `id` is not configured.
     pub fn lag(&self, id: &str) -> Option<u64> {
         self.entry(id).and_then(SnapshotEntry::lag)
     }
 
-    /// Whether `id` is eligible in this snapshot: configured, probed successfully, and at most
-    /// [`max_lag`](Snapshot::max_lag) blocks behind. Unknown ids are never eligible.
+    /// Whether `id` is eligible in this snapshot: configured, probed successfully, at most
+    /// [`max_lag`](Snapshot::max_lag) blocks (or `max_lag_secs`) behind, and not still being re-admitted
+    /// ([`readmit_after`](crate::MonitorBuilder::readmit_after)). Unknown ids are never
+    /// eligible.
     pub fn is_eligible(&self, id: &str) -> bool {
         self.fitness(id).is_eligible()
     }
@@ -143,6 +217,8 @@ impl fmt::Debug for Snapshot {
             .field("highest", &self.highest)
             .field("max_lag", &self.max_lag)
             .field("taken_at", &self.taken_at)
+            .field("block_time", &self.block_time())
+            .field("stalled", &self.stalled())
             .field("entries", &self.entries)
             .finish()
     }
@@ -153,12 +229,26 @@ impl fmt::Debug for Snapshot {
 impl SnapshotEntry {
     /// The entry of an endpoint whose probe succeeded, judged by [`Fitness::of_height`].
     pub(crate) fn probed(endpoint: EndpointId, height: u64, fitness: Fitness) -> Self {
-        SnapshotEntry { endpoint, state: EntryState::Probed { height, fitness }, last_good: None }
+        SnapshotEntry {
+            endpoint,
+            state: EntryState::Probed { height, fitness },
+            good_checks: 0,
+            latency: None,
+            last_failure: None,
+            last_good: None,
+        }
     }
 
     /// The entry of an endpoint whose probe failed with `error`.
     pub(crate) fn failed(endpoint: EndpointId, error: Arc<ProbeError>) -> Self {
-        SnapshotEntry { endpoint, state: EntryState::Failed(error), last_good: None }
+        SnapshotEntry {
+            endpoint,
+            state: EntryState::Failed(error),
+            good_checks: 0,
+            latency: None,
+            last_failure: None,
+            last_good: None,
+        }
     }
 
     /// Sets when its probe last succeeded.
@@ -177,6 +267,59 @@ impl SnapshotEntry {
     /// (Tokio) clock.
     pub fn last_good_age(&self) -> Option<Duration> {
         self.last_good.map(|at| Instant::now().saturating_duration_since(at))
+    }
+
+    /// This entry, having had `good_checks` consecutive good checks.
+    pub(crate) fn with_good_checks(mut self, good_checks: u32) -> Self {
+        self.good_checks = good_checks;
+        self
+    }
+
+    /// How many consecutive published checks, up to and including this one, found the
+    /// endpoint good: its probe succeeded within the lag threshold
+    /// ([`max_lag`](crate::MonitorBuilder::max_lag) blocks, or
+    /// [`max_lag_secs`](crate::MonitorBuilder::max_lag_secs)) of the reference height. 0 when
+    /// this check did not. An endpoint that was ineligible becomes eligible again when this
+    /// reaches
+    /// [`readmit_after`](crate::MonitorBuilder::readmit_after). Saturates at `u32::MAX`.
+    pub fn consecutive_good_checks(&self) -> u32 {
+        self.good_checks
+    }
+
+    /// This entry, with its probe latency EWMA and last failure.
+    pub(crate) fn with_probe_health(
+        mut self,
+        latency: Option<Duration>,
+        last_failure: Option<(Method, ProbeErrorKind)>,
+    ) -> Self {
+        self.latency = latency;
+        self.last_failure = last_failure;
+        self
+    }
+
+    /// The provider's probe latency: an exponentially weighted moving average (weight 1/4
+    /// for the newest sample) of the durations of its successful `eth_blockNumber` calls,
+    /// over the published checks so far. Failed probes add no sample and keep the average.
+    /// `None` until one succeeded.
+    pub fn probe_latency(&self) -> Option<Duration> {
+        self.latency
+    }
+
+    /// The kind of the provider's most recent probe failure, in this check or an earlier
+    /// published one (it stays after the provider recovers); `None` if it never failed.
+    pub fn last_error_kind(&self) -> Option<ProbeErrorKind> {
+        self.last_failure.map(|(_, kind)| kind)
+    }
+
+    /// The JSON-RPC method (`"eth_blockNumber"` or `"eth_chainId"`) of the call that failed in
+    /// the provider's most recent probe failure, as [`last_error_kind`](Self::last_error_kind).
+    pub fn last_failed_call(&self) -> Option<&'static str> {
+        self.last_failure.map(|(method, _)| method.name())
+    }
+
+    /// The call and kind of the most recent failure.
+    pub(crate) fn last_failure(&self) -> Option<(Method, ProbeErrorKind)> {
+        self.last_failure
     }
 
     /// The endpoint this entry is about.
@@ -230,6 +373,9 @@ impl fmt::Debug for SnapshotEntry {
                 .field("eligible", &fitness.is_eligible()),
             EntryState::Failed(error) => d.field("eligible", &false).field("error", error),
         };
+        d.field("consecutive_good_checks", &self.good_checks);
+        d.field("probe_latency", &self.latency);
+        d.field("last_failure", &self.last_failure.map(|(method, kind)| (method.name(), kind)));
         d.finish()
     }
 }

@@ -21,10 +21,7 @@ async fn provider_on_another_chain_is_ineligible_with_wrong_chain() {
     let failure = &err.failures()[0];
     assert_eq!(failure.method(), "eth_chainId");
     assert!(matches!(failure.error(), ProbeError::WrongChain { expected: 1, actual: 5 }));
-    assert_eq!(
-        failure.to_string(),
-        "endpoint \"other\": eth_chainId: wrong chain: expected chain id 1, got 5"
-    );
+    assert_eq!(failure.to_string(), "eth_chainId of \"other\": wrong chain (expected chain id 1, got 5)");
 
     // The other chain's height is not the reference: mainnet at 100 is the highest that counts.
     assert!(!monitor.eligible("other"));
@@ -44,20 +41,37 @@ async fn chain_check_is_off_by_default() {
 }
 
 #[tokio::test]
-async fn chain_id_is_verified_in_every_check() {
+async fn chain_id_is_verified_at_first_admission_and_after_a_failure_not_at_every_check() {
     let node = Node::at(100).await;
     let monitor = monitor([("only", node.url())]).expected_chain_id(1).build().unwrap();
-    monitor.check().await.unwrap();
-    monitor.check().await.unwrap();
-    let mut methods = node.methods().await;
-    methods.sort();
-    assert_eq!(methods, ["eth_blockNumber", "eth_blockNumber", "eth_chainId", "eth_chainId"]);
+    let chain_calls = || async { node.methods().await.iter().filter(|m| *m == "eth_chainId").count() };
+    for _ in 0..3 {
+        monitor.check().await.unwrap();
+    }
+    assert_eq!(chain_calls().await, 1, "verified once, at first admission");
+    assert_eq!(node.requests().await, 4);
 
-    // A provider moved to another chain behind the same URL is caught by the next check.
+    // A failed probe makes the chain unverified again: the recovering provider is re-verified
+    // (even though that check published nothing), and caught if it came back on another chain.
+    node.set_failing(true);
+    assert!(!monitor.check().await.unwrap_err().published());
+    node.set_failing(false);
     node.set_chain(137);
     let err = monitor.check().await.unwrap_err();
     assert!(matches!(only_error(&err), ProbeError::WrongChain { expected: 1, actual: 137 }));
-    assert!(!err.published());
+    assert_eq!(err.failures()[0].method(), "eth_chainId");
+    assert_eq!(
+        err.to_string(),
+        "the provider's probe failed, previous snapshot kept: \
+        eth_chainId of \"only\": wrong chain (expected chain id 1, got 137)"
+    );
+
+    // Still unverified while it is on the wrong chain; verified once more when it is back.
+    node.set_chain(1);
+    let before = chain_calls().await;
+    monitor.check().await.unwrap();
+    monitor.check().await.unwrap();
+    assert_eq!(chain_calls().await, before + 1);
 }
 
 #[tokio::test]

@@ -11,5 +11,6 @@ mod freshness;
 mod publication;
 mod redaction;
 mod rejection;
+mod rules;
 mod schedule;
 mod with_failnext;

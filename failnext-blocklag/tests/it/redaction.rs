@@ -112,7 +112,8 @@ async fn every_probe_failure_names_its_endpoint_id() {
     let message = err.to_string();
     for (failure, id) in err.failures().iter().zip(ids) {
         assert_eq!(failure.endpoint().as_str(), id);
-        assert!(failure.to_string().starts_with(&format!("endpoint \"{id}\": ")), "{failure}");
+        let named = format!("{} of \"{id}\": ", failure.method());
+        assert!(failure.to_string().starts_with(&named), "{failure}");
         assert!(format!("{failure:?}").contains(id));
         assert!(message.contains(&format!("\"{id}\"")), "{message}");
     }

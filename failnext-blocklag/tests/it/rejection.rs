@@ -234,6 +234,6 @@ async fn refused_connection_is_a_transport_error_without_url() {
         other => panic!("expected Transport, got {other:?}"),
     }
     let failure = &err.failures()[0];
-    assert_eq!(failure.to_string(), "endpoint \"bad\": eth_blockNumber: could not connect");
+    assert_eq!(failure.to_string(), "eth_blockNumber of \"bad\": could not connect");
     assert!(std::error::Error::source(failure).is_some(), "the reqwest error is the source");
 }
