@@ -45,6 +45,8 @@ struct Inner {
     /// in the snapshot, because a check in which every probe fails publishes nothing, and the
     /// failure must still lead to a new verification.
     chain_pending: Vec<AtomicBool>,
+    /// Where each check's probe latencies go, when paired ([`Monitor::feed_latency`]).
+    feed: ArcSwapOption<failnext::LatencyFeed>,
 }
 
 impl Monitor {
@@ -59,6 +61,7 @@ impl Monitor {
             bits,
             checking: tokio::sync::Mutex::new(()),
             chain_pending: (0..n).map(|_| AtomicBool::new(true)).collect(),
+            feed: ArcSwapOption::empty(),
         };
         Monitor { inner: Arc::new(inner) }
     }
@@ -188,6 +191,17 @@ impl Monitor {
         decide(Some(i), published.as_deref(), freshness, None).is_eligible()
     }
 
+    /// Passes every published check's probe latencies (each provider that answered, its
+    /// [`probe_latency`](crate::SnapshotEntry::probe_latency) average) to a failnext
+    /// `Failover` with latency-aware ordering, through `feed`
+    /// (`failover.latency_feed()`, which does not keep the `Failover` alive). So a slow
+    /// primary's reads move to a faster provider, and come back when its probes are fast
+    /// again, without waiting for failnext's own exploring requests. A later call replaces the
+    /// feed.
+    pub fn feed_latency(&self, feed: failnext::LatencyFeed) {
+        self.inner.feed.store(Some(Arc::new(feed)));
+    }
+
     /// The latest published snapshot: heights, the highest one, per-endpoint eligibility and
     /// the time of the check. `None` until a check publishes.
     pub fn snapshot(&self) -> Option<Arc<Snapshot>> {
@@ -198,6 +212,14 @@ impl Monitor {
 impl Inner {
     /// Makes `snapshot` the one readers see: the snapshot first, then its bitmask.
     fn publish(&self, snapshot: Snapshot) {
+        if let Some(feed) = &*self.feed.load() {
+            // Only the providers that answered this check: a failed probe adds no sample.
+            for entry in snapshot.entries().iter().filter(|e| e.height().is_some()) {
+                if let Some(latency) = entry.probe_latency() {
+                    feed.observe(entry.endpoint().as_str(), latency);
+                }
+            }
+        }
         let n = self.settings.endpoints.len();
         let bits = self.bits.as_ref().map(|bits| (bits, mask(n, Some(&snapshot), &self.settings.freshness)));
         self.published.store(Some(Arc::new(snapshot)));

@@ -581,7 +581,7 @@ pub use endpoint::{Endpoint, EndpointId};
 pub use error::{Attempt, Error};
 pub use event::{AttemptOutcome, Event, ResultOutcome};
 pub use health::BreakerState;
-pub use latency::LatencyOrdering;
+pub use latency::{LatencyFeed, LatencyOrdering};
 pub use middleware::Failover;
 pub use options::{ExcludedEndpoints, PreferredEndpoint, RequestBuilderExt, ResponseExt, ServedBy};
 pub use permission::Permission;

@@ -248,6 +248,14 @@ impl Failover {
         restored
     }
 
+    /// A handle that feeds latency samples into this `Failover` without keeping it alive (a
+    /// weak reference): what a monitor holds when it passes its probe latencies on, so that
+    /// the `Failover` (which holds the monitor as its eligibility) and the monitor do not keep
+    /// each other forever. See [`LatencyFeed`](crate::LatencyFeed).
+    pub fn latency_feed(&self) -> crate::LatencyFeed {
+        crate::LatencyFeed(Arc::downgrade(&self.shared))
+    }
+
     /// Adds a latency sample for endpoint `id` to its average (see [`LatencyOrdering`]): a
     /// monitor's probe latency, say. Does nothing for an unknown id or without latency-aware
     /// ordering.
