@@ -1,0 +1,103 @@
+//! Issue 12's simulator scenarios: the monitor's rules over simulated providers of one chain,
+//! checked on a paused tokio clock (the chain is advanced by hand, one block per 100 ms).
+
+use std::time::Duration;
+
+use failnext_blocklag::{Monitor, Reference};
+use failnext_examples::sim::{Behaviour, Chain, Provider};
+
+const BLOCK: Duration = Duration::from_millis(100);
+
+async fn providers(chain: &Chain, ids: &[&str]) -> Vec<Provider> {
+    let mut out = Vec::new();
+    for id in ids {
+        out.push(chain.provider(*id).await.unwrap());
+    }
+    out
+}
+
+/// One block, then a check, 100 ms later on the paused clock.
+async fn block_and_check(chain: &Chain, monitor: &Monitor) {
+    tokio::time::advance(BLOCK).await;
+    chain.advance(1);
+    let _ = monitor.check().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stalled_provider_is_evicted_within_the_configured_seconds() {
+    let chain = Chain::manual(1);
+    let nodes = providers(&chain, &["a", "b", "stuck"]).await;
+    let monitor = Monitor::builder(nodes.iter().map(Provider::endpoint))
+        .max_lag(0)
+        .max_lag_secs(1)
+        .probe_timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    for _ in 0..5 {
+        block_and_check(&chain, &monitor).await;
+    }
+    assert!(monitor.eligible("stuck"));
+    assert_eq!(monitor.snapshot().unwrap().block_time(), Some(BLOCK), "the block time, measured");
+    nodes[2].set(Behaviour::Stalled).await.unwrap();
+    let stalled_at = tokio::time::Instant::now();
+    let mut evicted = None;
+    for _ in 0..30 {
+        block_and_check(&chain, &monitor).await;
+        if !monitor.eligible("stuck") {
+            evicted = Some(stalled_at.elapsed());
+            break;
+        }
+        assert!(stalled_at.elapsed() <= Duration::from_secs(1), "still eligible while within 1 s behind");
+    }
+    let evicted = evicted.expect("evicted");
+    assert!(evicted <= Duration::from_secs(1) + BLOCK, "evicted {evicted:?} after it stalled");
+    assert!(monitor.eligible("a") && monitor.eligible("b"), "the others stay");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_flapping_provider_does_not_change_eligibility_faster_than_readmit_after() {
+    let chain = Chain::manual(1);
+    let nodes = providers(&chain, &["a", "b", "flappy"]).await;
+    let monitor = Monitor::builder(nodes.iter().map(Provider::endpoint)).readmit_after(3).build().unwrap();
+    block_and_check(&chain, &monitor).await;
+    let mut changes = 0;
+    let mut was = monitor.eligible("flappy");
+    // Down one check, up one check, for 24 checks.
+    for round in 0..24 {
+        let behaviour = if round % 2 == 0 { Behaviour::Down } else { Behaviour::Healthy };
+        nodes[2].set(behaviour).await.unwrap();
+        block_and_check(&chain, &monitor).await;
+        let now = monitor.eligible("flappy");
+        changes += usize::from(now != was);
+        was = now;
+    }
+    assert_eq!(changes, 1, "evicted once, never re-admitted: it never had 3 good checks in a row");
+    for _ in 0..3 {
+        nodes[2].set(Behaviour::Healthy).await.unwrap();
+        block_and_check(&chain, &monitor).await;
+    }
+    assert!(monitor.eligible("flappy"), "three good checks in a row re-admit it");
+}
+
+#[tokio::test(start_paused = true)]
+async fn under_corroborated_2_a_provider_reporting_far_ahead_evicts_no_one() {
+    let chain = Chain::manual(1);
+    let nodes = providers(&chain, &["a", "b", "c"]).await;
+    let monitor = Monitor::builder(nodes.iter().map(Provider::endpoint))
+        .reference(Reference::Corroborated(2))
+        .build()
+        .unwrap();
+    block_and_check(&chain, &monitor).await;
+    // "c" runs 1000 blocks ahead of the others (a fork, a bug, a lie): a lagging simulated
+    // provider is behind, so make the honest two the laggards of a chain that jumped.
+    chain.advance(1000);
+    nodes[0].set(Behaviour::Lagging(1000)).await.unwrap();
+    nodes[1].set(Behaviour::Lagging(1000)).await.unwrap();
+    let _ = monitor.check().await;
+    let snapshot = monitor.snapshot().unwrap();
+    assert_eq!(snapshot.highest() + 1000, snapshot.height("c").unwrap());
+    assert!(["a", "b", "c"].iter().all(|id| monitor.eligible(id)), "no one evicted by the outlier");
+    let highest = Monitor::builder(nodes.iter().map(Provider::endpoint)).build().unwrap();
+    let _ = highest.check().await;
+    assert!(!highest.eligible("a") && !highest.eligible("b"), "under Reference::Highest the two are evicted");
+}
