@@ -32,6 +32,7 @@
 
 mod bot;
 mod config;
+mod picture;
 mod summary;
 mod timeline;
 mod trace;

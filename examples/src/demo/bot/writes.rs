@@ -9,6 +9,7 @@ use tokio::time::MissedTickBehavior;
 
 use super::reads::failure_reason;
 use super::{Bot, next};
+use crate::demo::picture::Kind;
 use crate::demo::trace::traced;
 use crate::oracle::{PermissionQuery, reach_limit};
 use crate::{DUMMY_RAW_TX, call, send};
@@ -66,6 +67,7 @@ impl Bot {
                 Ok(Ok(reply)) => {
                     if let Some(i) = self.index(reply.served_by()) {
                         s.served_writes[i] += 1;
+                        self.mark(i, Kind::Write);
                     }
                     let accepted = reply.status().is_success()
                         && reply.error().is_none()
