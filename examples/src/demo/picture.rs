@@ -223,7 +223,14 @@ fn lane(
                 svg,
                 "<rect x=\"{rx:.1}\" y=\"{by:.1}\" width=\"{rw:.1}\" height=\"{BAND_H}\" fill=\"{color}\"/>"
             );
-            if let Some(label) = label.filter(|_| rw > 40.0) {
+            // About 5 px a character at this size: a label is cut to its rectangle.
+            let fits = ((rw - 6.0) / 5.0).max(0.0) as usize;
+            if let Some(label) = label.filter(|_| fits >= 4) {
+                let label: String = if label.chars().count() > fits {
+                    label.chars().take(fits - 1).chain(['…']).collect()
+                } else {
+                    label
+                };
                 let _ = write!(
                     svg,
                     "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"9\">{}</text>",
