@@ -1,5 +1,6 @@
 //! The demo bot, run briefly on a compressed timeline: every invariant holds and every
-//! provider takes its turn.
+//! provider takes its turn. Only the test about the picture writes one (to a temporary
+//! folder): the others leave `target/demo/run.svg` to the last demo run.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -8,7 +9,7 @@ use failnext_examples::demo::{self, Config, PROVIDER_IDS};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_short_run_keeps_every_invariant_and_uses_every_provider() {
-    let config = Config::simulated(Duration::from_secs(3));
+    let config = Config { picture: None, ..Config::simulated(Duration::from_secs(3)) };
     let lines = Arc::new(Mutex::new(Vec::<String>::new()));
     let log = lines.clone();
     let summary = tokio::time::timeout(
@@ -43,7 +44,7 @@ async fn a_short_run_keeps_every_invariant_and_uses_every_provider() {
 
 #[tokio::test]
 async fn an_early_shutdown_still_summarises() {
-    let config = Config::simulated(Duration::from_secs(60));
+    let config = Config { picture: None, ..Config::simulated(Duration::from_secs(60)) };
     let summary = demo::run(config, |_| {}, tokio::time::sleep(Duration::from_millis(500)))
         .await
         .expect("the demo starts");
@@ -78,8 +79,8 @@ async fn with_provider_urls_the_same_bot_runs_without_fault_injection() {
     let chain = failnext_examples::sim::Chain::start(31337, Duration::from_millis(100));
     let primary = chain.provider("a").await.unwrap();
     let backup = chain.provider("b").await.unwrap();
-    let config =
-        Config::real(vec![primary.url().to_owned(), backup.url().to_owned()], Duration::from_secs(2));
+    let urls = vec![primary.url().to_owned(), backup.url().to_owned()];
+    let config = Config { picture: None, ..Config::real(urls, Duration::from_secs(2)) };
     let summary = demo::run(config, |_| {}, std::future::pending()).await.expect("the demo starts");
 
     assert!(!summary.simulated, "{summary}");

@@ -5,7 +5,8 @@
 //! One lane per provider, three bands each: its state by the timeline (healthy, or the fault
 //! it was given; unknown against real providers), whether the monitor held it eligible, and
 //! whether failnext's breaker held it open (cooling down). Above the bands, a tick for each
-//! read it answered and a taller one for each write.
+//! read it answered, a taller one for each write it answered, and a red one for each write
+//! sent to it that got no response.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -34,11 +35,15 @@ pub(crate) struct LaneState {
 /// What a mark stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
+    /// A read the provider answered.
     Read,
+    /// A write the provider answered (accepted or rejected).
     Write,
+    /// A write sent to the provider that got no response (failover denied: nobody else got it).
+    WriteLost,
 }
 
-/// One request a provider answered.
+/// One request a provider answered (or, for a lost write, was sent).
 #[derive(Debug, Clone)]
 pub(crate) struct Mark {
     pub(crate) at: Duration,
@@ -77,6 +82,7 @@ const INELIGIBLE: &str = "#bbbbbb";
 const OPEN: &str = "#d95f02";
 const READ: &str = "#3060c0";
 const WRITE: &str = "#7a1fa2";
+const LOST: &str = "#e00000";
 
 /// The SVG of `recording`: one lane per id in `ids` (configured order) over `elapsed`.
 pub(crate) fn svg(ids: &[String], elapsed: Duration, recording: &Recording) -> String {
@@ -145,6 +151,7 @@ fn legend(svg: &mut String, y: f64) {
         (OPEN, "breaker open"),
         (READ, "read"),
         (WRITE, "write"),
+        (LOST, "write without response"),
     ];
     let mut lx = 12.0;
     for (color, label) in items {
@@ -188,6 +195,7 @@ fn lane(
         let (top, color) = match mark.kind {
             Kind::Read => (y0 + 14.0, READ),
             Kind::Write => (y0 + 4.0, WRITE),
+            Kind::WriteLost => (y0 + 4.0, LOST),
         };
         let _ = write!(
             svg,
@@ -322,6 +330,7 @@ mod tests {
                 Mark { at: ms(100), provider: 0, kind: Kind::Read },
                 Mark { at: ms(600), provider: 1, kind: Kind::Read },
                 Mark { at: ms(700), provider: 1, kind: Kind::Write },
+                Mark { at: ms(800), provider: 0, kind: Kind::WriteLost },
             ],
             steps: vec![(ms(500), "a <down> & \"out\"".to_owned())],
             openings: vec![1, 0],
@@ -349,6 +358,7 @@ mod tests {
         assert!(svg.contains(&format!("fill=\"{OPEN}\"")), "{svg}");
         assert!(svg.contains(">down</text>"), "{svg}");
         assert_eq!(svg.matches(&format!("stroke=\"{WRITE}\"")).count(), 1, "{svg}");
+        assert_eq!(svg.matches(&format!("stroke=\"{LOST}\"")).count(), 1, "{svg}");
     }
 
     #[test]

@@ -78,7 +78,14 @@ impl Bot {
                         s.writes_rejected += 1;
                     }
                 }
-                _ => s.writes_failed += 1,
+                _ => {
+                    s.writes_failed += 1;
+                    for endpoint in &trace.attempts {
+                        if let Some(i) = self.index(endpoint.as_str()) {
+                            self.mark(i, Kind::WriteLost);
+                        }
+                    }
+                }
             }
             // Sent with `deny_failover()`: the rules let it reach one provider at most.
             let permission =
