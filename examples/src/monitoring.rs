@@ -32,12 +32,12 @@ pub fn eligible_now(monitor: &Monitor) -> Vec<EndpointId> {
 }
 
 /// Whether a simulated provider with this behaviour answers a read correctly within
-/// `timeout`: healthy, behind or stalled (old data is still an answer; eligibility is the
+/// `timeout`: healthy, behind, stalled or reporting a head ahead (old data is still an answer; eligibility is the
 /// monitor's business), or slow by less than the timeout. Down, HTTP errors, rate limits,
 /// JSON-RPC errors, hanging, the wrong chain and broken bodies are not healthy.
 pub fn answers_reads(behaviour: &Behaviour, timeout: Duration) -> bool {
     match behaviour {
-        Behaviour::Healthy | Behaviour::Lagging(_) | Behaviour::Stalled => true,
+        Behaviour::Healthy | Behaviour::Lagging(_) | Behaviour::Stalled | Behaviour::Ahead(_) => true,
         Behaviour::Slow(delay) => *delay < timeout,
         _ => false,
     }
@@ -53,6 +53,7 @@ pub fn describe(behaviour: &Behaviour) -> String {
         Behaviour::JsonRpcError { code, .. } => format!("json-rpc error {code}"),
         Behaviour::Lagging(n) => format!("lagging {n} blocks"),
         Behaviour::Stalled => "stalled".to_owned(),
+        Behaviour::Ahead(n) => format!("reports {n} blocks ahead"),
         Behaviour::Slow(delay) => format!("slow (+{} ms)", delay.as_millis()),
         Behaviour::Hang => "hanging".to_owned(),
         Behaviour::WrongChain(id) => format!("wrong chain {id}"),

@@ -1,5 +1,6 @@
 //! The demo bot, run briefly on a compressed timeline: every invariant holds and every
-//! provider takes its turn.
+//! provider takes its turn. Only the test about the picture writes one (to a temporary
+//! folder): the others leave `target/demo/run.svg` to the last demo run.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -8,7 +9,7 @@ use failnext_examples::demo::{self, Config, PROVIDER_IDS};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_short_run_keeps_every_invariant_and_uses_every_provider() {
-    let config = Config::simulated(Duration::from_secs(3));
+    let config = Config { picture: None, ..Config::simulated(Duration::from_secs(3)) };
     let lines = Arc::new(Mutex::new(Vec::<String>::new()));
     let log = lines.clone();
     let summary = tokio::time::timeout(
@@ -43,7 +44,7 @@ async fn a_short_run_keeps_every_invariant_and_uses_every_provider() {
 
 #[tokio::test]
 async fn an_early_shutdown_still_summarises() {
-    let config = Config::simulated(Duration::from_secs(60));
+    let config = Config { picture: None, ..Config::simulated(Duration::from_secs(60)) };
     let summary = demo::run(config, |_| {}, tokio::time::sleep(Duration::from_millis(500)))
         .await
         .expect("the demo starts");
@@ -78,8 +79,8 @@ async fn with_provider_urls_the_same_bot_runs_without_fault_injection() {
     let chain = failnext_examples::sim::Chain::start(31337, Duration::from_millis(100));
     let primary = chain.provider("a").await.unwrap();
     let backup = chain.provider("b").await.unwrap();
-    let config =
-        Config::real(vec![primary.url().to_owned(), backup.url().to_owned()], Duration::from_secs(2));
+    let urls = vec![primary.url().to_owned(), backup.url().to_owned()];
+    let config = Config { picture: None, ..Config::real(urls, Duration::from_secs(2)) };
     let summary = demo::run(config, |_| {}, std::future::pending()).await.expect("the demo starts");
 
     assert!(!summary.simulated, "{summary}");
@@ -94,4 +95,45 @@ async fn with_provider_urls_the_same_bot_runs_without_fault_injection() {
     );
     assert!(summary.providers.iter().all(|p| p.received.is_none()), "{summary}");
     assert_eq!(backup.count("eth_sendRawTransaction"), 0, "nothing failed, so nothing moved on");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_run_shows_the_new_faults_and_writes_its_picture() {
+    let dir = std::env::temp_dir().join(format!("failnext-demo-picture-{}", std::process::id()));
+    let path = dir.join("run.svg");
+    let _ = std::fs::remove_file(&path);
+    let mut config = Config::simulated(Duration::from_secs(3));
+    config.picture = Some(path.clone());
+    let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+    let log = lines.clone();
+    let summary = tokio::time::timeout(
+        Duration::from_secs(30),
+        demo::run(config, move |line| log.lock().unwrap().push(line.to_owned()), std::future::pending()),
+    )
+    .await
+    .expect("the demo ends by itself")
+    .expect("the demo starts");
+    let output = lines.lock().unwrap().join("\n");
+    let report = format!("{output}\n\n{summary}");
+    assert!(summary.invariants_hold(), "{report}");
+
+    // The timeline's new steps, and the live view's breaker and reasons.
+    for expected in
+        ["primary slows down", "third stalls", "blocks ahead (an outlier)", "(breaker ", "behind, max 3"]
+    {
+        assert!(output.contains(expected), "no {expected:?} in the output: {report}");
+    }
+
+    // The picture: written where asked, named in the summary, one lane per provider.
+    assert_eq!(summary.picture.as_deref(), Some(path.as_path()), "{report}");
+    assert!(summary.to_string().contains(&format!("picture: {}", path.display())), "{summary}");
+    let svg = std::fs::read_to_string(&path).expect("the picture is written");
+    assert!(svg.starts_with("<svg "), "{svg}");
+    assert!(svg.trim_end().ends_with("</svg>"), "{svg}");
+    assert_eq!(svg.matches("<g class=\"lane\"").count(), PROVIDER_IDS.len(), "{svg}");
+    for id in PROVIDER_IDS {
+        assert!(svg.contains(&format!("data-provider=\"{id}\"")), "no lane for {id}: {svg}");
+    }
+    assert!(svg.contains("third stalls"), "the timeline's steps are listed: {svg}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -2,8 +2,9 @@
 //!
 //! Runs failnext and failnext-blocklag in a small bot against three simulated providers
 //! through scripted outages, lag and rate limits (or against real providers with `--rpc`),
-//! prints a live view once a second and a summary at the end, and exits with a non-zero
-//! status if an invariant broke. See [`failnext_examples::demo`].
+//! prints a live view once a second and a summary at the end, draws the run as
+//! `target/demo/run.svg` (its path is in the summary), and exits with a non-zero status if an
+//! invariant broke. See [`failnext_examples::demo`].
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "a command-line demo prints what it does")]
 
 use std::process::ExitCode;

@@ -1,5 +1,6 @@
 //! `Config`: what the demo bot runs against, for how long, and how often it does what.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use failnext::Cooldown;
@@ -36,6 +37,10 @@ pub struct Config {
     pub attempt_timeout: Duration,
     /// The monitor's bound on each probe.
     pub probe_timeout: Duration,
+    /// Where the picture of the run (an SVG) is written at the end; `None`: no picture. By
+    /// default `target/demo/run.svg` (under `$CARGO_TARGET_DIR` when it is set), next to the
+    /// bench's `target/bench/latency.svg`.
+    pub picture: Option<PathBuf>,
 }
 
 impl Config {
@@ -63,6 +68,7 @@ impl Config {
             cooldown: Cooldown::new(3, scaled(3000, 300)),
             attempt_timeout: Duration::from_secs(1),
             probe_timeout: Duration::from_millis(800),
+            picture: Some(crate::demo::picture::default_path()),
         }
     }
 

@@ -2,22 +2,31 @@
 //! outages, lag and rate limits.
 //!
 //! [`run`] starts three simulated providers (`primary`, `backup`, `third`) and a scripted
-//! timeline scaled to the run's duration: the primary goes down, comes back lagging, the
-//! backup rate-limits for a while (HTTP 429, added to failnext's trigger statuses), and the
-//! third stays healthy. Meanwhile:
+//! timeline scaled to the run's duration: the primary is slow for a while (+200 ms at the
+//! default length, at most a block in compressed runs), then goes down and comes back lagging;
+//! the third stalls (its head stops moving) while the primary is down, and follows the chain
+//! again; the backup rate-limits for a while (HTTP 429, added to failnext's trigger statuses);
+//! at the end the backup reports a head 1000 blocks ahead of the chain (an outlier: under the
+//! 0.1 reference, the highest height, it alone stays eligible) and then the true head again.
+//! Meanwhile:
 //!
 //! - a [`Monitor`](failnext_blocklag::Monitor) checks every provider's block height every second and feeds failnext's
 //!   eligibility;
 //! - the bot reads several times a second (`eth_blockNumber`, `eth_getBalance`, `eth_call`,
 //!   each with `allow_failover()`) and writes now and then (`eth_sendRawTransaction` with
 //!   `deny_failover()`);
-//! - once a second a live view shows each provider's height, eligibility, cooldown and the
-//!   requests it served.
+//! - once a second a live view shows each provider's height, whether it is eligible and why
+//!   (its lag against the limit, or its probe's error), its breaker (open while it cools
+//!   down, how often it opened) and the requests it served;
+//! - a sampler records every provider's state for the picture.
 //!
 //! At the end it returns a [`Summary`] and checks two invariants: no read failed while a
-//! healthy eligible provider existed, and no write reached more than one provider. With
-//! [`Config::real`] the same bot runs against real providers, without fault injection and
-//! without the health invariant (which needs the simulator's knowledge).
+//! healthy eligible provider existed, and no write reached more than one provider. It also
+//! draws the run as an SVG ([`Config::picture`], by default `target/demo/run.svg` next to the
+//! bench's `target/bench/latency.svg`): one lane per provider with its state by the timeline,
+//! its eligibility by the monitor and its breaker over time, and a tick for each read and write
+//! it answered. With [`Config::real`] the same bot runs against real providers, without fault
+//! injection and without the health invariant (which needs the simulator's knowledge).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), failnext_examples::demo::DemoError> {
@@ -32,6 +41,7 @@
 
 mod bot;
 mod config;
+mod picture;
 mod summary;
 mod timeline;
 mod trace;

@@ -1,6 +1,7 @@
 //! What the bot saw: running statistics, and the summary printed at the end.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// The read methods the bot cycles through.
@@ -96,6 +97,8 @@ pub struct Summary {
     pub read_p99: Option<Duration>,
     /// The first few invariant violations, described.
     pub violations: Vec<String>,
+    /// Where the picture of the run (SVG) was written, if it was.
+    pub picture: Option<PathBuf>,
 }
 
 /// One provider's line in a [`Summary`].
@@ -187,6 +190,9 @@ impl fmt::Display for Summary {
         )?;
         for v in &self.violations {
             writeln!(f, "  violation: {v}")?;
+        }
+        if let Some(path) = &self.picture {
+            writeln!(f, "  picture: {} (one lane per provider, reads and writes over time)", path.display())?;
         }
         write!(f, "invariants: {}", if self.invariants_hold() { "all held" } else { "BROKEN" })
     }

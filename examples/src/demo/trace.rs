@@ -6,10 +6,11 @@
 //! collect the totals.
 
 use std::cell::RefCell;
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use failnext::{Eligibility, EndpointId, Event};
+use failnext::{BreakerState, Eligibility, EndpointId, Event};
 use failnext_blocklag::Monitor;
 
 tokio::task_local! {
@@ -54,6 +55,17 @@ pub(crate) struct Counters {
     /// Attempts after the first of a request: each one a move to the next provider.
     pub(crate) failovers: AtomicU64,
     pub(crate) cooldown_skips: AtomicU64,
+    /// Per endpoint, from failnext's `Event::Breaker` (only the adaptive breaker emits them).
+    breakers: Mutex<HashMap<EndpointId, Breaker>>,
+}
+
+/// One endpoint's breaker, as its `Event::Breaker` events told it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Breaker {
+    /// The state the last event reported.
+    pub(crate) last: BreakerState,
+    /// How many times it opened.
+    pub(crate) opened: u64,
 }
 
 impl Counters {
@@ -68,10 +80,20 @@ impl Counters {
     pub(crate) fn cooldown_skips(&self) -> u64 {
         self.cooldown_skips.load(Ordering::Relaxed)
     }
+
+    /// What `Event::Breaker` told of `id`'s breaker; `None` before its first event.
+    pub(crate) fn breaker(&self, id: &str) -> Option<Breaker> {
+        self.breakers().iter().find(|(e, _)| e.as_str() == id).map(|(_, b)| *b)
+    }
+
+    fn breakers(&self) -> MutexGuard<'_, HashMap<EndpointId, Breaker>> {
+        // Nothing panics while holding the lock; a poisoned map is still a valid map.
+        self.breakers.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
 }
 
-/// The `on_event` hook: counts attempts, failovers and cooldown skips, and records each
-/// attempt in the request's trace.
+/// The `on_event` hook: counts attempts, failovers, cooldown skips and breaker openings, and
+/// records each attempt in the request's trace.
 pub(crate) fn hook(counters: Arc<Counters>) -> impl Fn(&Event<'_>) + Send + Sync + 'static {
     move |event| match event {
         Event::Attempt { endpoint, attempt, .. } => {
@@ -83,6 +105,14 @@ pub(crate) fn hook(counters: Arc<Counters>) -> impl Fn(&Event<'_>) + Send + Sync
         }
         Event::CooldownSkip { .. } => {
             counters.cooldown_skips.fetch_add(1, Ordering::Relaxed);
+        }
+        Event::Breaker { endpoint, state } => {
+            let mut breakers = counters.breakers();
+            let breaker = breakers.entry((*endpoint).clone()).or_insert(Breaker { last: *state, opened: 0 });
+            breaker.last = *state;
+            if matches!(state, BreakerState::Open { .. }) {
+                breaker.opened += 1;
+            }
         }
         _ => {}
     }

@@ -38,6 +38,10 @@ pub enum Behaviour {
     /// Stops following the chain: serves the height it showed when it was switched to
     /// `Stalled`, however far the chain moves on.
     Stalled,
+    /// Reports a head this many blocks ahead of the chain (a fork, a bug, a lie): only
+    /// `eth_blockNumber` answers head + n; every other call is answered as a healthy provider
+    /// does, from the real head.
+    Ahead(u64),
     /// Answers correctly after this extra delay.
     Slow(Duration),
     /// Reads the request and never answers, holding the connection open until the client

@@ -5,7 +5,7 @@
 //! (`eth_blockNumber`, `eth_chainId`, `eth_getBalance`, `eth_call`, `eth_sendRawTransaction`,
 //! `eth_getTransactionReceipt`, and batches of them), and can be switched at run time to a
 //! [`Behaviour`]: down, an HTTP error, rate limited, a JSON-RPC error, lagging, stalled,
-//! slow, hanging, on the wrong chain, or a malformed, oversized, truncated or reset body. Each provider
+//! reporting a head ahead, slow, hanging, on the wrong chain, or a malformed, oversized, truncated or reset body. Each provider
 //! counts the requests it received, by method.
 //!
 //! ```no_run

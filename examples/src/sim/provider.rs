@@ -135,9 +135,9 @@ impl Provider {
         failnext::Endpoint::new(self.id(), self.url())
     }
 
-    /// The block number this provider reports now (its lag or stall applied).
+    /// The block number this provider reports now (its lag, stall or lead applied).
     pub fn head(&self) -> u64 {
-        self.shared.mode().head(&self.shared.chain)
+        self.shared.mode().reported(&self.shared.chain)
     }
 
     /// How many calls of JSON-RPC `method` this provider received.
@@ -209,12 +209,48 @@ impl Mode {
         }
     }
 
+    /// The head this mode reports to `eth_blockNumber`: [`head`](Mode::head), or further
+    /// ahead for [`Behaviour::Ahead`].
+    pub(crate) fn reported(&self, chain: &Chain) -> u64 {
+        match self.behaviour {
+            Behaviour::Ahead(n) => self.head(chain).saturating_add(n),
+            _ => self.head(chain),
+        }
+    }
+
     /// The chain as this mode shows it.
     pub(crate) fn view<'a>(&self, chain: &'a Chain) -> View<'a> {
         let chain_id = match self.behaviour {
             Behaviour::WrongChain(id) => id,
             _ => chain.id(),
         };
-        View { chain, head: self.head(chain), chain_id }
+        View { chain, head: self.head(chain), reported: self.reported(chain), chain_id }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::sim::START_HEAD;
+    use crate::sim::rpc;
+
+    fn answer(mode: &Mode, chain: &Chain, method: &str, params: serde_json::Value) -> serde_json::Value {
+        let call = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
+        rpc::serve(&call, &mode.view(chain)).unwrap_or_default()["result"].clone()
+    }
+
+    #[test]
+    fn ahead_reports_a_far_head_to_eth_block_number_only() {
+        let chain = Chain::manual(1);
+        let mode = Mode { behaviour: Behaviour::Ahead(1000), frozen: chain.head() };
+        assert_eq!(mode.reported(&chain), START_HEAD + 1000);
+        assert_eq!(answer(&mode, &chain, "eth_blockNumber", json!([])), format!("{:#x}", START_HEAD + 1000));
+        // Every other read is the healthy provider's: the real head.
+        let latest = answer(&mode, &chain, "eth_call", json!([{ "to": "0x00" }, "latest"]));
+        assert_eq!(latest, format!("0x{START_HEAD:064x}"));
+        let zero = "0x0000000000000000000000000000000000000000";
+        assert_eq!(answer(&mode, &chain, "eth_getBalance", json!([zero, "latest"])), "0xde0b6b3a7640000");
     }
 }

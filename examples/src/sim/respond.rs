@@ -66,6 +66,7 @@ fn respond(post: bool, payload: &Payload, mode: &Mode, chain: &Chain) -> Action 
         Behaviour::Healthy
         | Behaviour::Lagging(_)
         | Behaviour::Stalled
+        | Behaviour::Ahead(_)
         | Behaviour::Slow(_)
         | Behaviour::WrongChain(_) => {
             let (head, body) = correct(post, payload, mode, chain);

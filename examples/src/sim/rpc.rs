@@ -10,6 +10,8 @@ use crate::sim::chain::Chain;
 pub(crate) struct View<'a> {
     pub(crate) chain: &'a Chain,
     pub(crate) head: u64,
+    /// What `eth_blockNumber` answers: `head`, unless the provider reports a head ahead.
+    pub(crate) reported: u64,
     pub(crate) chain_id: u64,
 }
 
@@ -118,7 +120,7 @@ fn parse_call(call: &Value) -> Result<Option<Call<'_>>, Value> {
 
 fn dispatch(method: &str, params: &[Value], view: &View<'_>) -> Result<Value, Failure> {
     match method {
-        "eth_blockNumber" => Ok(quantity(view.head)),
+        "eth_blockNumber" => Ok(quantity(view.reported)),
         "eth_chainId" => Ok(quantity(view.chain_id)),
         "eth_getBalance" => {
             address(params.first())?;

@@ -5,11 +5,13 @@
 //!   provider exists;
 //! - [`writes`]: the writer, and the invariant that no write reaches more than one provider;
 //! - [`scenario`]: the simulated providers' fault timeline;
+//! - [`record`]: the sampler of every provider's state, and the picture drawn from it;
 //! - [`output`]: the log, the introduction, the live view and the summary.
 
 mod monitor;
 mod output;
 mod reads;
+mod record;
 mod scenario;
 mod writes;
 
@@ -25,6 +27,7 @@ use tokio::task::JoinSet;
 use tokio::time::{Instant, Interval, MissedTickBehavior};
 
 use crate::demo::config::Config;
+use crate::demo::picture::Recording;
 use crate::demo::summary::{Stats, Summary};
 use crate::demo::trace::{Counters, Recorded, hook};
 use crate::demo::{DemoError, PROVIDER_IDS};
@@ -54,6 +57,7 @@ pub async fn run(
     tasks.spawn(bot.clone().reader(stopped.clone()));
     tasks.spawn(bot.clone().writer(stopped.clone()));
     tasks.spawn(bot.clone().viewer(stopped.clone()));
+    tasks.spawn(bot.clone().sampler(stopped.clone()));
     if bot.sim.is_some() {
         tasks.spawn(bot.clone().scenario(stopped));
     }
@@ -75,8 +79,11 @@ pub async fn run(
             }
         }
     }
+    bot.sample();
     bot.view();
-    Ok(bot.summary())
+    let mut summary = bot.summary();
+    summary.picture = bot.picture();
+    Ok(summary)
 }
 
 struct Bot {
@@ -91,6 +98,8 @@ struct Bot {
     sim: Option<Sim>,
     counters: Arc<Counters>,
     stats: Mutex<Stats>,
+    /// What the picture shows. Locked after `stats` when both are held.
+    recording: Mutex<Recording>,
     started: Instant,
     out: Box<dyn Fn(&str) + Send + Sync>,
 }
@@ -163,6 +172,7 @@ impl Bot {
         let url = endpoints.first().map(|e| e.url().to_owned()).unwrap_or_default();
         Ok(Bot {
             stats: Mutex::new(Stats::new(ids.len())),
+            recording: Mutex::new(Recording::new(ids.len())),
             config,
             ids,
             url,

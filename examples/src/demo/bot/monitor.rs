@@ -7,6 +7,7 @@ use std::time::Duration;
 use failnext::EndpointId;
 use tokio::sync::watch;
 
+use super::output::{timing, why};
 use super::{Bot, every, next};
 use crate::monitoring::eligible_now;
 
@@ -38,14 +39,10 @@ impl Bot {
             .iter()
             .filter(|id| !eligible.contains(id))
             .map(|id| {
-                let why = match snapshot.as_ref().and_then(|s| s.entry(id)) {
-                    Some(entry) => match (entry.error(), entry.lag()) {
-                        (Some(error), _) => error.to_string(),
-                        (None, Some(lag)) => format!("{lag} blocks behind"),
-                        (None, None) => "no height".to_owned(),
-                    },
-                    None => "not checked".to_owned(),
-                };
+                let mut why = why(snapshot.as_deref(), id);
+                if let Some(timing) = snapshot.as_ref().and_then(|s| s.entry(id)).and_then(timing) {
+                    why.push_str(&format!(", {timing}"));
+                }
                 format!("{id} ({why})")
             })
             .collect();

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use failnext::EndpointId;
+use failnext::{BreakerState, EndpointId};
+use failnext_blocklag::{Snapshot, SnapshotEntry};
 use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
 
@@ -65,18 +66,20 @@ impl Bot {
             secs(c.write_interval)
         ));
         if self.sim.is_some() {
-            let plan: Vec<String> = timeline::script(c.lag_blocks)
+            let plan: Vec<String> = timeline::script(c.lag_blocks, c.block_time)
                 .iter()
                 .map(|s| {
                     let at = timeline::when(s.at, c.duration, c.check_interval);
                     format!("{:.1}s {}", at.as_secs_f64(), s.note)
                 })
                 .collect();
-            self.say(&format!("  timeline: {}; third stays healthy", plan.join("; ")));
+            self.say(&format!("  timeline: {}", plan.join("; ")));
         }
     }
 
-    /// The live view: one header line, then one line per provider.
+    /// The live view: one header line, then one line per provider with its height, whether
+    /// the monitor holds it eligible and why, its breaker, the requests it served and (in the
+    /// simulator) its behaviour.
     pub(super) fn view(&self) {
         let snapshot = self.monitor.snapshot();
         let (header, served) = {
@@ -95,12 +98,14 @@ impl Bot {
         };
         self.say(&header);
         for (i, id) in self.ids.iter().enumerate() {
-            let height = snapshot
-                .as_ref()
-                .and_then(|s| s.height(id))
-                .map_or_else(|| "-".to_owned(), |h| h.to_string());
+            let entry = snapshot.as_ref().and_then(|s| s.entry(id));
+            let height =
+                entry.and_then(SnapshotEntry::height).map_or_else(|| "-".to_owned(), |h| h.to_string());
             let eligible = snapshot.as_ref().is_none_or(|s| s.is_eligible(id));
+            let why = why(snapshot.as_deref(), id);
             let cooling = self.failover.is_cooling_down(id);
+            let breaker = self.breaker(i, cooling);
+            let timing = entry.and_then(timing).map(|t| format!("  {t}")).unwrap_or_default();
             let sim = match &self.sim {
                 Some(sim) => sim
                     .providers
@@ -110,12 +115,30 @@ impl Bot {
                 None => String::new(),
             };
             self.say(&format!(
-                "  {:<8} height {height:>8}  eligible {:<3}  cooling {:<3}  served {:>4}{sim}",
+                "  {:<8} height {height:>8}  eligible {:<3} {:<30}  cooling {:<3} {:<26}  served {:>4}{timing}{sim}",
                 id.as_str(),
                 yes(eligible),
+                format!("({why})"),
                 yes(cooling),
+                format!("(breaker {breaker})"),
                 served.get(i).copied().unwrap_or(0),
             ));
+        }
+    }
+
+    /// Provider `i`'s breaker: open while it cools down (failnext's `is_cooling_down`),
+    /// half-open when its last `Event::Breaker` said so, closed otherwise; and how often it
+    /// opened.
+    fn breaker(&self, i: usize, cooling: bool) -> String {
+        let told = self.ids.get(i).and_then(|id| self.counters.breaker(id));
+        let state = match told {
+            _ if cooling => "open",
+            Some(b) if b.last == BreakerState::HalfOpen => "half-open",
+            _ => "closed",
+        };
+        match self.openings(i) {
+            0 => state.to_owned(),
+            n => format!("{state}, opened {n}x"),
         }
     }
 
@@ -172,10 +195,36 @@ impl Bot {
             read_p50: quantile(&latencies, 0.50),
             read_p99: quantile(&latencies, 0.99),
             violations: s.violations.clone(),
+            picture: None,
         }
     }
 }
 
 fn yes(b: bool) -> &'static str {
     if b { "yes" } else { "no" }
+}
+
+/// Why `id` is eligible or not in `snapshot`: the probe's error, or how far behind the
+/// reference head it is against the limit; the fail-open before the first check.
+pub(super) fn why(snapshot: Option<&Snapshot>, id: &str) -> String {
+    let Some(snapshot) = snapshot else { return "not checked yet, fail-open".to_owned() };
+    let Some(entry) = snapshot.entry(id) else { return "not checked".to_owned() };
+    match (entry.error(), entry.lag()) {
+        (Some(error), _) => error.to_string(),
+        (None, Some(lag)) if entry.is_eligible() => format!("{lag} behind, max {}", snapshot.max_lag()),
+        (None, Some(lag)) => format!("{lag} blocks behind, max {}", snapshot.max_lag()),
+        (None, None) => "no height".to_owned(),
+    }
+}
+
+// ===== for the lead: lag in seconds and probe latency =====
+
+/// LEAD FILLS THIS: one provider's lag in seconds and probe latency, from blocklag's new
+/// snapshot fields (lag in seconds from the block-time EWMA, the probe latency EWMA), for the
+/// live view (appended after `served`) and the monitor's eligibility line; for example
+/// `Some(format!("lag {:.1} s, probe {} ms", secs, latency.as_millis()))`. `None` while the
+/// snapshot carries neither (0.1's does not): nothing is shown.
+pub(super) fn timing(entry: &SnapshotEntry) -> Option<String> {
+    let _ = entry;
+    None
 }

@@ -9,6 +9,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::{Bot, every, next};
+use crate::demo::picture::Kind;
 use crate::demo::summary::READ_METHODS;
 use crate::demo::trace::traced;
 use crate::monitoring::answers_reads;
@@ -65,6 +66,7 @@ impl Bot {
         if let Ok(Ok(reply)) = &outcome {
             if let Some(i) = self.index(reply.served_by()) {
                 s.served_reads[i] += 1;
+                self.mark(i, Kind::Read);
             }
         }
         if let Some(why) = failure {

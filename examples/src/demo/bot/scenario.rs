@@ -10,7 +10,7 @@ impl Bot {
     /// Switches the simulated providers' behaviours on the scripted timeline.
     pub(super) async fn scenario(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
         let Some(sim) = &self.sim else { return };
-        for step in timeline::script(self.config.lag_blocks) {
+        for step in timeline::script(self.config.lag_blocks, self.config.block_time) {
             let at = self.started + timeline::when(step.at, self.config.duration, self.config.check_interval);
             tokio::select! {
                 biased;
@@ -19,7 +19,10 @@ impl Bot {
             }
             let Some(provider) = sim.providers.get(step.provider) else { continue };
             match provider.set(step.behaviour).await {
-                Ok(()) => self.log(&format!(">> {}", step.note)),
+                Ok(()) => {
+                    self.step_done(&step.note);
+                    self.log(&format!(">> {}", step.note));
+                }
                 Err(e) => self.log(&format!(">> {} failed: {e}", step.note)),
             }
         }

@@ -9,6 +9,7 @@ use tokio::time::MissedTickBehavior;
 
 use super::reads::failure_reason;
 use super::{Bot, next};
+use crate::demo::picture::Kind;
 use crate::demo::trace::traced;
 use crate::oracle::{PermissionQuery, reach_limit};
 use crate::{DUMMY_RAW_TX, call, send};
@@ -66,6 +67,7 @@ impl Bot {
                 Ok(Ok(reply)) => {
                     if let Some(i) = self.index(reply.served_by()) {
                         s.served_writes[i] += 1;
+                        self.mark(i, Kind::Write);
                     }
                     let accepted = reply.status().is_success()
                         && reply.error().is_none()
@@ -76,7 +78,14 @@ impl Bot {
                         s.writes_rejected += 1;
                     }
                 }
-                _ => s.writes_failed += 1,
+                _ => {
+                    s.writes_failed += 1;
+                    for endpoint in &trace.attempts {
+                        if let Some(i) = self.index(endpoint.as_str()) {
+                            self.mark(i, Kind::WriteLost);
+                        }
+                    }
+                }
             }
             // Sent with `deny_failover()`: the rules let it reach one provider at most.
             let permission =
