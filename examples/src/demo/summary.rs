@@ -13,6 +13,8 @@ const MAX_DESCRIBED: usize = 10;
 /// Running statistics, updated by the reader and the writer.
 #[derive(Debug)]
 pub(crate) struct Stats {
+    /// Probes the simulated providers received after the polling monitor's handle stopped.
+    pub(crate) probes_after_stop: Option<u64>,
     pub(crate) reads_by_method: [u64; 3],
     pub(crate) reads_failed: u64,
     pub(crate) reads_failed_with_healthy_eligible: u64,
@@ -31,6 +33,7 @@ pub(crate) struct Stats {
 impl Stats {
     pub(crate) fn new(providers: usize) -> Stats {
         Stats {
+            probes_after_stop: None,
             reads_by_method: [0; 3],
             reads_failed: 0,
             reads_failed_with_healthy_eligible: 0,
@@ -99,6 +102,10 @@ pub struct Summary {
     pub violations: Vec<String>,
     /// Where the picture of the run (SVG) was written, if it was.
     pub picture: Option<PathBuf>,
+    /// `eth_blockNumber` probes the simulated providers received after the polling monitor
+    /// (`Monitor::spawn`) was stopped, counted by the providers over two check intervals.
+    /// Must be zero. `None` against real providers.
+    pub probes_after_stop: Option<u64>,
 }
 
 /// One provider's line in a [`Summary`].
@@ -123,7 +130,9 @@ impl Summary {
     /// Whether every invariant held: no read failed while a healthy eligible provider
     /// existed, and no write reached more than one provider.
     pub fn invariants_hold(&self) -> bool {
-        self.reads_failed_with_healthy_eligible.unwrap_or(0) == 0 && self.writes_to_several == 0
+        self.reads_failed_with_healthy_eligible.unwrap_or(0) == 0
+            && self.writes_to_several == 0
+            && self.probes_after_stop.unwrap_or(0) == 0
     }
 }
 
@@ -188,6 +197,13 @@ impl fmt::Display for Summary {
             self.writes_to_several,
             verdict(self.writes_to_several == 0)
         )?;
+        if let Some(n) = self.probes_after_stop {
+            writeln!(
+                f,
+                "  monitor probes after its polling handle stopped: {n} (must be 0) {}",
+                verdict(n == 0)
+            )?;
+        }
         for v in &self.violations {
             writeln!(f, "  violation: {v}")?;
         }

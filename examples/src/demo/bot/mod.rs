@@ -79,6 +79,7 @@ pub async fn run(
             }
         }
     }
+    bot.count_probes_after_stop().await;
     bot.sample();
     bot.view();
     let mut summary = bot.summary();

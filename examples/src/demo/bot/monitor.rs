@@ -2,7 +2,6 @@
 //! eligibility it leaves, logged when it changes.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use failnext::EndpointId;
 use tokio::sync::watch;
@@ -12,16 +11,14 @@ use super::{Bot, every, next};
 use crate::monitoring::eligible_now;
 
 impl Bot {
-    /// Checks every provider's height on the configured interval.
+    /// Polls every provider's height with `Monitor::spawn` (checks never overlap; faster while
+    /// a provider is unfit), logs eligibility when it changes, and at the end stops the handle
+    /// and counts, at the simulated providers, the probes that still arrive (must be none).
     pub(super) async fn checker(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
+        let handle = self.monitor.spawn(self.config.check_interval);
         let mut tick = every(self.config.check_interval);
-        // Each probe is bounded by the probe timeout and they run at once: this bounds the check.
-        let bound = self.config.probe_timeout + Duration::from_secs(1);
         let mut shown: Option<Vec<EndpointId>> = None;
         while next(&mut tick, &mut stop).await {
-            if tokio::time::timeout(bound, self.monitor.check()).await.is_err() {
-                self.log("monitor: check timed out, previous eligibility kept");
-            }
             // A failed probe is reported through eligibility below, with its reason.
             let eligible = eligible_now(&self.monitor);
             if shown.as_ref() != Some(&eligible) {
@@ -29,6 +26,18 @@ impl Bot {
                 shown = Some(eligible);
             }
         }
+        handle.stop().await;
+    }
+
+    /// Once every task has stopped (the polling handle with them): the `eth_blockNumber` calls
+    /// the simulated providers still receive over two check intervals. Nothing else sends any
+    /// then, so each would be a probe after the stop.
+    pub(super) async fn count_probes_after_stop(&self) {
+        let Some(sim) = &self.sim else { return };
+        let probes = || sim.providers.iter().map(|p| p.count("eth_blockNumber")).sum::<u64>();
+        let before = probes();
+        tokio::time::sleep(self.config.check_interval * 2).await;
+        self.stats().probes_after_stop = Some(probes() - before);
     }
 
     fn eligibility_line(&self, eligible: &[EndpointId]) -> String {
@@ -40,7 +49,7 @@ impl Bot {
             .filter(|id| !eligible.contains(id))
             .map(|id| {
                 let mut why = why(snapshot.as_deref(), id);
-                if let Some(timing) = snapshot.as_ref().and_then(|s| s.entry(id)).and_then(timing) {
+                if let Some(timing) = snapshot.as_deref().and_then(|s| timing(s, id)) {
                     why.push_str(&format!(", {timing}"));
                 }
                 format!("{id} ({why})")

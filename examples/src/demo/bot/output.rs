@@ -105,7 +105,8 @@ impl Bot {
             let why = why(snapshot.as_deref(), id);
             let cooling = self.failover.is_cooling_down(id);
             let breaker = self.breaker(i, cooling);
-            let timing = entry.and_then(timing).map(|t| format!("  {t}")).unwrap_or_default();
+            let timing =
+                snapshot.as_deref().and_then(|s| timing(s, id)).map(|t| format!("  {t}")).unwrap_or_default();
             let sim = match &self.sim {
                 Some(sim) => sim
                     .providers
@@ -196,6 +197,7 @@ impl Bot {
             read_p99: quantile(&latencies, 0.99),
             violations: s.violations.clone(),
             picture: None,
+            probes_after_stop: s.probes_after_stop,
         }
     }
 }
@@ -217,14 +219,21 @@ pub(super) fn why(snapshot: Option<&Snapshot>, id: &str) -> String {
     }
 }
 
-// ===== for the lead: lag in seconds and probe latency =====
+// ===== lag in seconds and probe latency =====
 
-/// LEAD FILLS THIS: one provider's lag in seconds and probe latency, from blocklag's new
-/// snapshot fields (lag in seconds from the block-time EWMA, the probe latency EWMA), for the
-/// live view (appended after `served`) and the monitor's eligibility line; for example
-/// `Some(format!("lag {:.1} s, probe {} ms", secs, latency.as_millis()))`. `None` while the
-/// snapshot carries neither (0.1's does not): nothing is shown.
-pub(super) fn timing(entry: &SnapshotEntry) -> Option<String> {
-    let _ = entry;
-    None
+/// One provider's lag in seconds (its lag in blocks times the monitor's block-time average)
+/// and its probe latency average, for the live view and the monitor's eligibility line; `None`
+/// while the snapshot knows neither.
+pub(super) fn timing(snapshot: &Snapshot, id: &str) -> Option<String> {
+    let lag = snapshot.lag_time(id).map(|lag| format!("lag {:.1} s", lag.as_secs_f64()));
+    let probe = snapshot
+        .entry(id)
+        .and_then(SnapshotEntry::probe_latency)
+        .map(|l| format!("probe {} ms", l.as_millis()));
+    match (lag, probe) {
+        (None, None) => None,
+        (Some(l), None) => Some(l),
+        (None, Some(p)) => Some(p),
+        (Some(l), Some(p)) => Some(format!("{l}, {p}")),
+    }
 }
