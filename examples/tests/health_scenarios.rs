@@ -101,3 +101,37 @@ async fn under_corroborated_2_a_provider_reporting_far_ahead_evicts_no_one() {
     let _ = highest.check().await;
     assert!(!highest.eligible("a") && !highest.eligible("b"), "under Reference::Highest the two are evicted");
 }
+
+#[tokio::test(start_paused = true)]
+async fn latency_ordering_moves_reads_off_a_primary_200_ms_slower_and_back_after_it_recovers() {
+    use failnext::{Failover, LatencyOrdering, RequestBuilderExt, ResponseExt};
+
+    let chain = Chain::manual(1);
+    let nodes = providers(&chain, &["primary", "backup"]).await;
+    let failover = Failover::builder(nodes.iter().map(Provider::endpoint))
+        .no_attempt_timeout()
+        .latency_ordering(LatencyOrdering::new(Duration::from_millis(50)).explore_every(4))
+        .build()
+        .unwrap();
+    let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new()).with(failover).build();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}"#;
+    let read = || async {
+        let send = client.post(nodes[0].url()).header("content-type", "application/json").body(body);
+        send.allow_failover().send().await.unwrap().served_by().unwrap().to_string()
+    };
+    nodes[0].set(Behaviour::Slow(Duration::from_millis(200))).await.unwrap();
+    let mut served = Vec::new();
+    for _ in 0..12 {
+        served.push(read().await);
+    }
+    let moved = served.iter().position(|s| s == "backup").expect("reads moved to the backup");
+    assert!(moved <= 4, "within a few requests: {served:?}");
+    assert!(served[6..].iter().filter(|s| *s == "backup").count() >= 4, "{served:?}");
+    nodes[0].set(Behaviour::Healthy).await.unwrap();
+    let mut later = Vec::new();
+    for _ in 0..120 {
+        later.push(read().await);
+    }
+    let back = later[100..].iter().filter(|s| *s == "primary").count();
+    assert!(back >= 16, "back on the primary after it recovered: {back} of the last 20");
+}

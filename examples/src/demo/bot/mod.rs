@@ -147,6 +147,8 @@ impl Bot {
 
         let probes = probe_client(simulated).map_err(|e| DemoError::new(format!("probe client: {e}")))?;
         let monitor = Monitor::builder(endpoints.clone())
+            // One provider far ahead (the timeline's outlier head) must not evict the others.
+            .reference(failnext_blocklag::Reference::Corroborated(2))
             .max_lag(config.max_lag)
             .probe_timeout(config.probe_timeout)
             .client(probes)
