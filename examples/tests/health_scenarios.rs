@@ -135,3 +135,40 @@ async fn latency_ordering_moves_reads_off_a_primary_200_ms_slower_and_back_after
     let back = later[100..].iter().filter(|s| *s == "primary").count();
     assert!(back >= 16, "back on the primary after it recovered: {back} of the last 20");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_stalled_head_is_reported_once_as_an_event_and_evicts_no_one() {
+    use std::sync::{Arc, Mutex};
+
+    use failnext_blocklag::MonitorEvent;
+
+    let chain = Chain::manual(1);
+    let nodes = providers(&chain, &["a", "b"]).await;
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let seen = events.clone();
+    let monitor = Monitor::builder(nodes.iter().map(Provider::endpoint))
+        .stall_after(3)
+        .on_event(move |e: &MonitorEvent| seen.lock().unwrap().push(*e))
+        .build()
+        .unwrap();
+    for _ in 0..4 {
+        block_and_check(&chain, &monitor).await;
+    }
+    // Every provider's head stops: the reference does not move.
+    for node in &nodes {
+        node.set(Behaviour::Stalled).await.unwrap();
+    }
+    for _ in 0..8 {
+        block_and_check(&chain, &monitor).await;
+    }
+    assert!(monitor.snapshot().unwrap().stalled());
+    assert!(monitor.eligible("a") && monitor.eligible("b"), "a stall evicts no one");
+    for node in &nodes {
+        node.set(Behaviour::Healthy).await.unwrap();
+    }
+    block_and_check(&chain, &monitor).await;
+    let events = events.lock().unwrap().clone();
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert!(matches!(events[0], MonitorEvent::Stalled { unchanged_for, .. } if unchanged_for > 3 * BLOCK));
+    assert!(matches!(events[1], MonitorEvent::StallEnded { .. }), "{events:?}");
+}

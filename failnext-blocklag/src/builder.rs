@@ -37,6 +37,7 @@ pub struct MonitorBuilder {
     reference: Reference,
     max_lag_secs: Option<u64>,
     stall_after: u32,
+    on_event: Option<crate::event::Hook>,
 }
 
 impl MonitorBuilder {
@@ -52,6 +53,7 @@ impl MonitorBuilder {
             reference: Reference::Highest,
             max_lag_secs: None,
             stall_after: crate::round::DEFAULT_STALL_AFTER,
+            on_event: None,
         }
     }
 
@@ -156,6 +158,14 @@ impl MonitorBuilder {
     /// Default is fail-open: every configured endpoint is eligible until a check publishes.
     pub fn fail_closed(mut self) -> Self {
         self.freshness.fail_closed = true;
+        self
+    }
+
+    /// Calls `hook` with each [`MonitorEvent`](crate::MonitorEvent) (the reference head
+    /// stalling and moving again), right after the check that saw it publishes. The hook runs on
+    /// the checking task: keep it short, do not block, do not call `check` from it.
+    pub fn on_event(mut self, hook: impl Fn(&crate::MonitorEvent) + Send + Sync + 'static) -> Self {
+        self.on_event = Some(std::sync::Arc::new(hook));
         self
     }
 
@@ -277,6 +287,7 @@ impl MonitorBuilder {
                 max_lag_secs: self.max_lag_secs,
                 stall_after: self.stall_after,
             },
+            on_event: self.on_event,
         }))
     }
 }

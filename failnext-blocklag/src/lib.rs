@@ -187,6 +187,7 @@
 mod builder;
 mod check_error;
 mod config_error;
+mod event;
 mod fitness;
 mod monitor;
 mod parse;
@@ -202,6 +203,7 @@ mod snapshot;
 pub use builder::MonitorBuilder;
 pub use check_error::{CheckError, ProbeFailure};
 pub use config_error::ConfigError;
+pub use event::MonitorEvent;
 pub use monitor::Monitor;
 pub use parse::{parse_quantity, parse_response};
 pub use probe_error::{ProbeError, ProbeErrorKind};

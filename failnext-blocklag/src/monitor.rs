@@ -143,7 +143,19 @@ impl Monitor {
         );
         let published = match round.snapshot {
             Some(snapshot) => {
+                let was_stalled = inner.published.load().as_ref().is_some_and(|s| s.stalled());
+                let event = match (was_stalled, snapshot.stalled()) {
+                    (false, true) => Some(crate::MonitorEvent::Stalled {
+                        head: snapshot.highest(),
+                        unchanged_for: snapshot.head_unchanged_for(),
+                    }),
+                    (true, false) => Some(crate::MonitorEvent::StallEnded { head: snapshot.highest() }),
+                    _ => None,
+                };
                 inner.publish(snapshot);
+                if let (Some(event), Some(hook)) = (event, &settings.on_event) {
+                    hook(&event);
+                }
                 true
             }
             None => false,

@@ -27,6 +27,8 @@ pub(crate) struct Settings {
     pub(crate) rules: crate::round::Rules,
     /// How unknown and old answers count (issue 12, point 4).
     pub(crate) freshness: Freshness,
+    /// Told of each [`MonitorEvent`](crate::MonitorEvent).
+    pub(crate) on_event: Option<crate::event::Hook>,
 }
 
 /// The "unknown is not healthy" rules: what eligibility is before the first publication, and
