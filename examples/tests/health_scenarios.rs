@@ -172,3 +172,28 @@ async fn a_stalled_head_is_reported_once_as_an_event_and_evicts_no_one() {
     assert!(matches!(events[0], MonitorEvent::Stalled { unchanged_for, .. } if unchanged_for > 3 * BLOCK));
     assert!(matches!(events[1], MonitorEvent::StallEnded { .. }), "{events:?}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_restarted_monitor_keeps_a_providers_readmission_progress() {
+    let chain = Chain::manual(1);
+    let nodes = providers(&chain, &["a", "b", "flappy"]).await;
+    let build = || Monitor::builder(nodes.iter().map(Provider::endpoint)).readmit_after(3).build().unwrap();
+    let before = build();
+    block_and_check(&chain, &before).await;
+    nodes[2].set(Behaviour::Down).await.unwrap();
+    block_and_check(&chain, &before).await;
+    nodes[2].set(Behaviour::Healthy).await.unwrap();
+    block_and_check(&chain, &before).await;
+    assert!(!before.eligible("flappy"), "one good check of the three it needs");
+    let kept = before.health().expect("a check published");
+
+    // The process restarts: the new monitor does not re-admit it at its first good check.
+    let after = build();
+    assert_eq!(after.restore_health(&kept), 3);
+    assert!(!after.eligible("flappy") && after.eligible("a"), "restored before any check");
+    block_and_check(&chain, &after).await;
+    assert!(!after.eligible("flappy"), "two of three");
+    block_and_check(&chain, &after).await;
+    assert!(after.eligible("flappy"), "the third good check in a row, counting the one before the restart");
+    assert_eq!(after.restore_health(&kept), 0, "only into a monitor that has not published");
+}

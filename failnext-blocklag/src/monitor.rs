@@ -203,6 +203,35 @@ impl Monitor {
         decide(Some(i), published.as_deref(), freshness, None).is_eligible()
     }
 
+    /// What this monitor learnt (from its latest snapshot), to restore after a restart; `None`
+    /// until a check publishes. See [`MonitorHealth`](crate::MonitorHealth).
+    pub fn health(&self) -> Option<crate::MonitorHealth> {
+        self.inner.published.load().as_deref().map(crate::MonitorHealth::of)
+    }
+
+    /// Takes over `health` (from [`health`](Monitor::health), before a restart) as if it were
+    /// the latest check, when this monitor has not published yet: eligibility, re-admission
+    /// progress, probe latencies and last good probes continue (matched by id). Returns how
+    /// many providers took their state over: 0 when a check has published already, or none of
+    /// the ids is configured here. The next check compares heights as usual.
+    pub fn restore_health(&self, health: &crate::MonitorHealth) -> usize {
+        let _turn = match self.inner.checking.try_lock() {
+            Ok(turn) => turn,
+            Err(_) => return 0,
+        };
+        if self.inner.published.load().is_some() {
+            return 0;
+        }
+        let ids: Vec<&EndpointId> = self.inner.settings.endpoints.iter().map(Endpoint::id).collect();
+        match health.snapshot(&ids, self.inner.settings.max_lag) {
+            Some((snapshot, restored)) => {
+                self.inner.publish(snapshot);
+                restored
+            }
+            None => 0,
+        }
+    }
+
     /// Passes every published check's probe latencies (each provider that answered, its
     /// [`probe_latency`](crate::SnapshotEntry::probe_latency) average) to a failnext
     /// `Failover` with latency-aware ordering, through `feed`

@@ -120,3 +120,18 @@ async fn eligibility_expires_after_max_age_back_to_the_unpublished_rule() {
         assert!(monitor.eligible("b"));
     }
 }
+
+#[cfg(feature = "serde")]
+#[test]
+fn monitor_health_round_trips_through_serde() {
+    let monitor = failnext_blocklag::Monitor::builder([failnext::Endpoint::new("a", "http://127.0.0.1:1/")])
+        .build()
+        .unwrap();
+    assert!(monitor.health().is_none(), "nothing learnt before a check");
+    let json = r#"{"taken_at":{"secs_since_epoch":1,"nanos_since_epoch":0},"providers":[{"id":"a","eligible":false,"height":7,"consecutive_good_checks":1,"probe_latency":null,"last_good":null}]}"#;
+    let health: failnext_blocklag::MonitorHealth = serde_json::from_str(json).unwrap();
+    assert_eq!(monitor.restore_health(&health), 1);
+    assert!(!monitor.eligible("a"));
+    let again = serde_json::to_string(&monitor.health().unwrap()).unwrap();
+    assert!(again.contains(r#""consecutive_good_checks":1"#), "{again}");
+}
