@@ -106,6 +106,19 @@
 //! agree. failnext asks once per endpoint at the start of a request and keeps the answers for
 //! that request, so a request in flight is not affected by a later publication.
 //!
+//! # Pairing with failnext, events, restarts
+//!
+//! - [`Monitor::feed_latency`]`(failover.latency_feed())` passes each check's probe latencies
+//!   to failnext's latency-aware ordering (a weak handle: the monitor does not keep the
+//!   `Failover` alive). failnext's breaker also learns from the monitor as its eligibility: an
+//!   endpoint the monitor turns eligible again gets its trial at once.
+//! - [`MonitorBuilder::on_event`] is told of [`MonitorEvent`]s: the reference head stalling
+//!   and moving again.
+//! - [`Monitor::health`] / [`Monitor::restore_health`] carry eligibility, re-admission
+//!   progress, probe latencies and last good probes across a restart ([`MonitorHealth`],
+//!   serializable with the feature `serde`), as failnext's `Failover::health` does for its
+//!   breakers.
+//!
 //! # What it does not do
 //!
 //! - Routing. Eligibility only rules endpoints out; failnext still applies its order,
