@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use failnext_examples::demo::{self, Config, PROVIDER_IDS};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_short_run_keeps_every_invariant_and_uses_every_provider() {
-    let config = Config { picture: None, ..Config::simulated(Duration::from_secs(3)) };
+/// Runs the demo with `config` (bounded), returning its summary, its output, and both as one
+/// report for assertion messages.
+async fn run(config: Config) -> (demo::Summary, String, String) {
     let lines = Arc::new(Mutex::new(Vec::<String>::new()));
     let log = lines.clone();
     let summary = tokio::time::timeout(
@@ -21,6 +21,13 @@ async fn a_short_run_keeps_every_invariant_and_uses_every_provider() {
     .expect("the demo starts");
     let output = lines.lock().unwrap().join("\n");
     let report = format!("{output}\n\n{summary}");
+    (summary, output, report)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_run_keeps_every_invariant_and_uses_every_provider() {
+    let config = Config { picture: None, ..Config::simulated(Duration::from_secs(3)) };
+    let (summary, output, report) = run(config).await;
 
     assert!(summary.simulated, "{report}");
     assert_eq!(summary.reads_failed_with_healthy_eligible, Some(0), "{report}");
@@ -104,17 +111,7 @@ async fn a_short_run_shows_the_new_faults_and_writes_its_picture() {
     let _ = std::fs::remove_file(&path);
     let mut config = Config::simulated(Duration::from_secs(3));
     config.picture = Some(path.clone());
-    let lines = Arc::new(Mutex::new(Vec::<String>::new()));
-    let log = lines.clone();
-    let summary = tokio::time::timeout(
-        Duration::from_secs(30),
-        demo::run(config, move |line| log.lock().unwrap().push(line.to_owned()), std::future::pending()),
-    )
-    .await
-    .expect("the demo ends by itself")
-    .expect("the demo starts");
-    let output = lines.lock().unwrap().join("\n");
-    let report = format!("{output}\n\n{summary}");
+    let (summary, output, report) = run(config).await;
     assert!(summary.invariants_hold(), "{report}");
 
     // The timeline's new steps, and the live view's breaker and reasons.

@@ -147,8 +147,11 @@ impl Bot {
 
         let probes = probe_client(simulated).map_err(|e| DemoError::new(format!("probe client: {e}")))?;
         let monitor = Monitor::builder(endpoints.clone())
-            // One provider far ahead (the timeline's outlier head) must not evict the others.
-            .reference(failnext_blocklag::Reference::Corroborated(2))
+            // Reference::Highest (0.1's rule): the timeline's outlier head at the end shows what
+            // it does (the others look far behind). `Reference::Corroborated(2)` keeps an outlier
+            // from evicting anyone, but with two of three providers answering it takes the
+            // lower height as the reference, so a lagging primary would look current while
+            // the backup rate-limits.
             .max_lag(config.max_lag)
             .probe_timeout(config.probe_timeout)
             .client(probes)
