@@ -42,6 +42,7 @@ pub struct FailoverBuilder {
     classifier: Option<Box<dyn Classifier>>,
     cooldown: Cooldown,
     attempt_timeout: Option<Duration>,
+    deadline: Option<Duration>,
     ordering: Option<LatencyOrdering>,
     hook: Option<HookFn>,
 }
@@ -56,6 +57,7 @@ impl FailoverBuilder {
             classifier: None,
             cooldown: Cooldown::default(),
             attempt_timeout: Some(DEFAULT_ATTEMPT_TIMEOUT),
+            deadline: None,
             ordering: None,
             hook: None,
         }
@@ -136,6 +138,23 @@ impl FailoverBuilder {
     /// untouched (0.1's rule).
     pub fn classifier(mut self, classifier: impl Classifier) -> Self {
         self.classifier = Some(Box::new(classifier));
+        self
+    }
+
+    /// Bounds every request as a whole: its attempts, its waits for another request's breaker
+    /// trial and its skips together, apart from (and on top of) the per-attempt
+    /// [`attempt_timeout`](FailoverBuilder::attempt_timeout): each attempt gets at most what
+    /// is left. When it passes, the request sends nothing more and ends with an error that
+    /// [`is_deadline`](crate::Error::is_deadline), lists the attempts made and names the
+    /// endpoints not tried, or, if it holds one, with the retained trigger response (a
+    /// response, even a 503, says more than "out of time", and is what the request would
+    /// return with nothing left to try). An attempt cut short by the deadline says nothing
+    /// about its endpoint (neutral for its breaker). A request's own
+    /// [`RequestBuilderExt::deadline`](crate::RequestBuilderExt::deadline) replaces it.
+    ///
+    /// Default: none. Setting one costs a clock read per request.
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = Some(deadline);
         self
     }
 
@@ -222,6 +241,9 @@ impl FailoverBuilder {
         if self.attempt_timeout.is_some_and(|t| t.is_zero()) {
             return Err(ConfigErrorKind::AttemptTimeout.into());
         }
+        if self.deadline.is_some_and(|d| d.is_zero()) {
+            return Err(ConfigErrorKind::Deadline.into());
+        }
         let slots =
             self.endpoints.iter().zip(urls).map(|(ep, url)| Slot::new(ep.clone(), url, self.cooldown));
         Ok(Failover::from_shared(Shared {
@@ -233,6 +255,7 @@ impl FailoverBuilder {
             classifier: self.classifier,
             cooldown: self.cooldown,
             attempt_timeout: self.attempt_timeout,
+            deadline: self.deadline,
             ordering: self.ordering.map(crate::latency::Ordered::new),
             events: Emitter::new(self.hook),
         }))

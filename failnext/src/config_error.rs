@@ -42,6 +42,8 @@ pub(crate) enum ConfigErrorKind {
     CooldownDuration,
     #[error("attempt timeout must be non-zero")]
     AttemptTimeout,
+    #[error("deadline must be non-zero")]
+    Deadline,
 }
 
 impl ConfigError {

@@ -63,6 +63,27 @@ enum Kind {
         last = .0.last().map(|a| a.endpoint.as_str()).unwrap_or_default(),
     )]
     Exhausted(Vec<Attempt>),
+    #[error("deadline of {deadline:?} passed after {}{}", attempts_text(attempts), untried_text(untried))]
+    Deadline { deadline: std::time::Duration, attempts: Vec<Attempt>, untried: Vec<EndpointId> },
+}
+
+/// "N failed attempt(s), last to "id"" for a deadline error.
+fn attempts_text(attempts: &[Attempt]) -> String {
+    let n = attempts.len();
+    let plural = if n == 1 { "" } else { "s" };
+    match attempts.last() {
+        Some(last) => format!("{n} failed attempt{plural}, last to {:?}", last.endpoint.as_str()),
+        None => "no attempt".to_owned(),
+    }
+}
+
+/// "; not tried: "a", "b"" for a deadline error, or nothing.
+fn untried_text(untried: &[EndpointId]) -> String {
+    if untried.is_empty() {
+        return String::new();
+    }
+    let ids: Vec<String> = untried.iter().map(|e| format!("{:?}", e.as_str())).collect();
+    format!("; not tried: {}", ids.join(", "))
 }
 
 /// One attempt that ended without an HTTP response (or whose response the classifier could
@@ -98,6 +119,14 @@ impl Error {
     /// `attempts` is never empty: a failover error only exists after an attempt.
     pub(crate) fn exhausted(attempts: Vec<Attempt>) -> Error {
         Error::new(Kind::Exhausted(attempts))
+    }
+
+    pub(crate) fn deadline(
+        deadline: std::time::Duration,
+        attempts: Vec<Attempt>,
+        untried: Vec<EndpointId>,
+    ) -> Error {
+        Error::new(Kind::Deadline { deadline, attempts, untried })
     }
 
     fn new(kind: Kind) -> Error {
@@ -147,11 +176,25 @@ impl Error {
         matches!(self.inner.kind, Kind::Exhausted(_))
     }
 
+    /// The request's deadline passed before any attempt produced an HTTP response to return
+    /// ([`FailoverBuilder::deadline`](crate::FailoverBuilder::deadline)).
+    pub fn is_deadline(&self) -> bool {
+        matches!(self.inner.kind, Kind::Deadline { .. })
+    }
+
+    /// The endpoints a request whose deadline passed did not try, in configured order.
+    pub fn untried(&self) -> &[EndpointId] {
+        match &self.inner.kind {
+            Kind::Deadline { untried, .. } => untried,
+            _ => &[],
+        }
+    }
+
     /// The failed attempts, in the order they were made. Empty unless
-    /// [`is_failover`](Error::is_failover).
+    /// [`is_failover`](Error::is_failover) or [`is_deadline`](Error::is_deadline).
     pub fn attempts(&self) -> &[Attempt] {
         match &self.inner.kind {
-            Kind::Exhausted(attempts) => attempts,
+            Kind::Exhausted(attempts) | Kind::Deadline { attempts, .. } => attempts,
             _ => &[],
         }
     }
@@ -180,6 +223,11 @@ impl fmt::Debug for Error {
             Kind::Exhausted(attempts) => {
                 d.field("kind", &format_args!("Failover")).field("attempts", attempts)
             }
+            Kind::Deadline { deadline, attempts, untried } => d
+                .field("kind", &format_args!("Deadline"))
+                .field("deadline", deadline)
+                .field("attempts", attempts)
+                .field("untried", untried),
         };
         d.finish()
     }
@@ -188,7 +236,9 @@ impl fmt::Debug for Error {
 impl StdError for Error {
     fn source(&self) -> Option<&(dyn StdError + 'static)> {
         match &self.inner.kind {
-            Kind::Exhausted(attempts) => attempts.last().map(|a| &a.error as &(dyn StdError + 'static)),
+            Kind::Exhausted(attempts) | Kind::Deadline { attempts, .. } => {
+                attempts.last().map(|a| &a.error as &(dyn StdError + 'static))
+            }
             _ => None,
         }
     }

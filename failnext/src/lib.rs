@@ -583,7 +583,9 @@ pub use event::{AttemptOutcome, Event, ResultOutcome};
 pub use health::BreakerState;
 pub use latency::{LatencyFeed, LatencyOrdering};
 pub use middleware::Failover;
-pub use options::{ExcludedEndpoints, PreferredEndpoint, RequestBuilderExt, ResponseExt, ServedBy};
+pub use options::{
+    ExcludedEndpoints, PreferredEndpoint, RequestBuilderExt, RequestDeadline, ResponseExt, ServedBy,
+};
 pub use permission::Permission;
 pub use persist::{EndpointHealth, HealthSnapshot};
 pub use validate::validate_endpoints;

@@ -83,6 +83,10 @@ struct Turn {
     trial: Option<u64>,
     /// When it was sent, if anyone needs to know (events, latency-aware ordering).
     started: Option<Instant>,
+    /// How long it may take: the attempt timeout, or what is left of the deadline.
+    limit: Option<Duration>,
+    /// The deadline, not the attempt timeout, bounds it.
+    by_deadline: bool,
 }
 
 /// What sending an attempt produced: settled already, or a response the classifier is now
@@ -293,7 +297,7 @@ async fn run<S: Sender>(
         let (i, req) = match session.next() {
             Step::Send(i, req) => (i, req),
             Step::Wait(i) => {
-                if !wait_for_trial(shared, i).await {
+                if !wait_for_trial(shared, i, session.limit().0).await {
                     session.wait_timed_out(i);
                 }
                 continue;
@@ -302,8 +306,15 @@ async fn run<S: Sender>(
         };
         // Timed only when someone looks: an event hook, or latency-aware ordering.
         let timed = shared.events.is_active() || shared.ordering.is_some();
-        let turn =
-            Turn { i, number: session.sent, trial: session.trial(), started: timed.then(Instant::now) };
+        let (limit, by_deadline) = session.limit();
+        let turn = Turn {
+            i,
+            number: session.sent,
+            trial: session.trial(),
+            started: timed.then(Instant::now),
+            limit,
+            by_deadline,
+        };
         let attempted = 'judged: {
             // A statement of its own: the sent value is gone before the classifier is awaited.
             let (judging, retry_after) = match attempt(shared, turn, req, session.host, ext, sender).await {
@@ -323,8 +334,8 @@ async fn run<S: Sender>(
 /// Waits until the trial in flight at endpoint `i` ends, for at most the attempt timeout (the
 /// session waits only when there is one); `false` when the bound passed first. Boxed: the
 /// healthy path's future stays as small as before.
-async fn wait_for_trial(shared: &Shared, i: usize) -> bool {
-    let Some(bound) = shared.attempt_timeout else { return false };
+async fn wait_for_trial(shared: &Shared, i: usize, bound: Option<Duration>) -> bool {
+    let Some(bound) = bound else { return false };
     Box::pin(tokio::time::timeout(bound, shared.slots[i].health.trial_ended())).await.is_ok()
 }
 
@@ -344,7 +355,7 @@ async fn attempt<'a, S: Sender>(
 ) -> Sent<'a> {
     let Turn { i, number, .. } = turn;
     let slot = &shared.slots[i];
-    slot.destination.retarget(&mut req, host, shared.attempt_timeout);
+    slot.destination.retarget(&mut req, host, turn.limit);
     let started = turn.started;
     // Matched in place, not mapped: the healthy path moves the response no further.
     match sender.send(req, ext).await {
@@ -367,8 +378,14 @@ async fn attempt<'a, S: Sender>(
         Err(err) => {
             let err = err.without_url();
             emit_attempt(shared, i, number, AttemptOutcome::Error(&err), started);
-            // An error has no response to return: it always fails over.
-            conclude(shared, turn, judge::TRANSPORT, None);
+            // An error has no response to return: it always fails over. Cut short by the
+            // request's deadline, it says nothing about the endpoint.
+            let judged = if turn.by_deadline && err.is_timeout() {
+                Judgement { evidence: Evidence::Neutral, ..judge::TRANSPORT }
+            } else {
+                judge::TRANSPORT
+            };
+            conclude(shared, turn, judged, None);
             Sent::Settled(Attempted::Failed(err))
         }
     }
@@ -414,7 +431,7 @@ fn emit_attempt(
 /// After the judgement: emits its `Judged` event, then tells endpoint `i`'s health the
 /// evidence, with the hint (the verdict's `cool_for`, else the `Retry-After` read).
 fn conclude(shared: &Shared, turn: Turn, judgement: Judgement, retry_after: Option<Duration>) {
-    let Turn { i, number, trial, started } = turn;
+    let Turn { i, number, trial, started, .. } = turn;
     let slot = &shared.slots[i];
     if let (Some(_), Some(started), Evidence::Success) = (&shared.ordering, started, judgement.evidence) {
         slot.latency.observe(started.elapsed());

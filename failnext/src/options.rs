@@ -1,5 +1,7 @@
 //! Request-scoped options read from `http::Extensions`, and the `ServedBy` response marker.
 
+use std::time::Duration;
+
 use http::Extensions;
 
 use crate::endpoint::EndpointId;
@@ -39,6 +41,12 @@ impl ExcludedEndpoints {
 /// [unknown endpoint](crate::Error::is_unknown_endpoint) error before anything is sent.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct PreferredEndpoint(pub EndpointId);
+
+/// The time a request may take in all, attempts, waits and skips together. Request-scoped:
+/// stored in the request's extensions ([`RequestBuilderExt::deadline`]); it replaces the
+/// builder's [`deadline`](crate::FailoverBuilder::deadline) for this request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RequestDeadline(pub Duration);
 
 /// Which endpoint produced a response, in the extensions of every response failnext returns.
 ///
@@ -118,6 +126,10 @@ pub trait RequestBuilderExt: Sized {
 
     /// Try this endpoint first for this request. The latest call wins.
     fn prefer_endpoint(self, id: impl Into<EndpointId>) -> Self;
+
+    /// This request takes at most `deadline` in all (every attempt, wait and skip), whatever
+    /// the builder's [`deadline`](crate::FailoverBuilder::deadline) says; see there.
+    fn deadline(self, deadline: Duration) -> Self;
 }
 
 impl RequestBuilderExt for reqwest_middleware::RequestBuilder {
@@ -141,6 +153,10 @@ impl RequestBuilderExt for reqwest_middleware::RequestBuilder {
     fn prefer_endpoint(self, id: impl Into<EndpointId>) -> Self {
         self.with_extension(PreferredEndpoint(id.into()))
     }
+
+    fn deadline(self, deadline: Duration) -> Self {
+        self.with_extension(RequestDeadline(deadline))
+    }
 }
 
 /// The options of one request, read once before anything is sent.
@@ -149,6 +165,7 @@ pub(crate) struct RequestOptions<'a> {
     pub(crate) permission: Option<Permission>,
     pub(crate) excluded: &'a [EndpointId],
     pub(crate) preferred: Option<&'a EndpointId>,
+    pub(crate) deadline: Option<Duration>,
 }
 
 impl<'a> RequestOptions<'a> {
@@ -157,6 +174,7 @@ impl<'a> RequestOptions<'a> {
             permission: ext.get::<Permission>().copied(),
             excluded: ext.get::<ExcludedEndpoints>().map_or(&[], |e| e.0.as_slice()),
             preferred: ext.get::<PreferredEndpoint>().map(|p| &p.0),
+            deadline: ext.get::<RequestDeadline>().map(|d| d.0),
         }
     }
 }

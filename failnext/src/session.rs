@@ -56,6 +56,8 @@ pub(crate) enum Stop {
     MayNotFailOver,
     /// Failover wanted another endpoint, but the body is a stream that cannot be sent twice.
     NotReplayable,
+    /// The request's deadline passed.
+    DeadlinePassed,
 }
 
 /// One request's state: plan, permission, replay copy and the tally of its attempts.
@@ -85,6 +87,8 @@ pub(crate) struct Session<'a> {
     /// Made when the first attempt does not return, so that the healthy path's future stays
     /// small (the handle future is boxed by `async_trait`, and moved).
     tally: Option<Box<Tally>>,
+    /// When the request must end, and its length, if it has a deadline.
+    deadline: Option<(tokio::time::Instant, std::time::Duration)>,
 }
 
 /// What the attempts that did not return left behind.
@@ -119,6 +123,7 @@ impl<'a> Session<'a> {
             sent: 0,
             trial: None,
             tally: None,
+            deadline: opts.deadline.or(shared.deadline).map(|d| (tokio::time::Instant::now() + d, d)),
         })
     }
 
@@ -135,6 +140,9 @@ impl<'a> Session<'a> {
         self.trial = None;
         if self.sent > 0 && self.permission.is_some_and(|p| !p.allowed) {
             return Step::Stop(Stop::MayNotFailOver);
+        }
+        if self.left().is_some_and(|left| left.is_zero()) {
+            return Step::Stop(Stop::DeadlinePassed);
         }
         let i = match self.select() {
             Some(Choice::Send(i)) => i,
@@ -192,7 +200,7 @@ impl<'a> Session<'a> {
     /// goes: `next` has already stopped a request that may not fail over.
     fn last_resort(&mut self) -> Option<Choice> {
         let slots = &self.shared.slots;
-        let may_wait = self.shared.attempt_timeout.is_some();
+        let may_wait = self.shared.attempt_timeout.is_some() || self.deadline.is_some();
         let choice = self.plan.last_resort(
             |i| slots[i].health.open_until(),
             |i| slots[i].health.force_trial(),
@@ -202,6 +210,22 @@ impl<'a> Session<'a> {
             LastResort::Take(i, admit) => Choice::Send(self.admitted(i, admit)),
             LastResort::Wait(i) => Choice::Wait(i),
         })
+    }
+
+    /// The time left before the deadline (zero once it passed), if the request has one.
+    pub(crate) fn left(&self) -> Option<std::time::Duration> {
+        self.deadline.map(|(at, _)| at.saturating_duration_since(tokio::time::Instant::now()))
+    }
+
+    /// How long the next attempt (or wait) may take: the attempt timeout, or what is left of
+    /// the deadline if that is shorter; and whether the deadline is what bounds it.
+    pub(crate) fn limit(&self) -> (Option<std::time::Duration>, bool) {
+        let timeout = self.shared.attempt_timeout;
+        match (timeout, self.left()) {
+            (Some(t), Some(left)) if left < t => (Some(left), true),
+            (None, Some(left)) => (Some(left), true),
+            (t, _) => (t, false),
+        }
     }
 
     /// The epoch of the trial permit the attempt in flight holds, if it is its breaker's trial.
@@ -283,14 +307,31 @@ impl<'a> Session<'a> {
     /// The request stops: with the retained response, else with the failed attempts, else
     /// (nothing was sent) with no usable endpoint.
     pub(crate) fn stop(self, reason: Stop) -> Outcome {
+        let deadline = self.deadline.map(|(_, d)| d);
+        let untried = |tried: &[Attempt]| -> Vec<crate::EndpointId> {
+            let slots = &self.shared.slots;
+            slots
+                .iter()
+                .map(|s| s.id())
+                .filter(|id| !tried.iter().any(|a| a.endpoint() == *id))
+                .cloned()
+                .collect()
+        };
         let Some(tally) = self.tally else {
             // Every attempt that does not return leaves a tally: nothing was sent.
+            if let (Stop::DeadlinePassed, Some(d)) = (reason, deadline) {
+                return Err(mw(Error::deadline(d, Vec::new(), untried(&[]))));
+            }
             debug_assert_eq!(reason, Stop::NoCandidate);
             return Err(mw(Error::no_usable_endpoint()));
         };
-        match tally.retained {
-            Some(retained) => Ok(retained),
-            None => Err(mw(Error::exhausted(tally.failed))),
+        match (tally.retained, reason, deadline) {
+            (Some(retained), _, _) => Ok(retained),
+            (None, Stop::DeadlinePassed, Some(d)) => {
+                let untried = untried(&tally.failed);
+                Err(mw(Error::deadline(d, tally.failed, untried)))
+            }
+            (None, _, _) => Err(mw(Error::exhausted(tally.failed))),
         }
     }
 }

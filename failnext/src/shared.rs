@@ -27,6 +27,8 @@ pub(crate) struct Shared {
     pub(crate) cooldown: Cooldown,
     /// `None` only after `no_attempt_timeout()`.
     pub(crate) attempt_timeout: Option<Duration>,
+    /// Every request's deadline, unless it sets its own.
+    pub(crate) deadline: Option<Duration>,
     /// Latency-aware ordering, when opted in.
     pub(crate) ordering: Option<crate::latency::Ordered>,
     pub(crate) events: Emitter,

@@ -163,6 +163,7 @@ impl FailoverTransport {
                     permission: Some(permission),
                     excluded: &plan.excluded,
                     preferred: plan.preferred.as_ref(),
+                    deadline: None,
                 };
                 match failover.execute_direct(client, request, &opts, &Again(&packet)).await {
                     Ok((response, i)) => (response, Some(failover.endpoint_id(i).clone())),

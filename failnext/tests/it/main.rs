@@ -7,6 +7,7 @@ mod support;
 
 mod breaker;
 mod cooldown;
+mod deadline;
 mod errors;
 mod events;
 mod host;
