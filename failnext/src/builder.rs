@@ -43,6 +43,7 @@ pub struct FailoverBuilder {
     cooldown: Cooldown,
     attempt_timeout: Option<Duration>,
     deadline: Option<Duration>,
+    budget: Option<crate::Budget>,
     ordering: Option<LatencyOrdering>,
     hook: Option<HookFn>,
 }
@@ -58,6 +59,7 @@ impl FailoverBuilder {
             cooldown: Cooldown::default(),
             attempt_timeout: Some(DEFAULT_ATTEMPT_TIMEOUT),
             deadline: None,
+            budget: None,
             ordering: None,
             hook: None,
         }
@@ -158,6 +160,14 @@ impl FailoverBuilder {
         self
     }
 
+    /// Limits failover attempts across all requests of this `Failover` and its clones; see
+    /// [`Budget`](crate::Budget). Default: none (0.1's rule: every request may try every
+    /// endpoint). Setting one costs an atomic add per request.
+    pub fn failover_budget(mut self, budget: crate::Budget) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
     /// Orders endpoints by latency as well as priority; see [`LatencyOrdering`]. Default: none,
     /// priority order only (the reference rule).
     pub fn latency_ordering(mut self, ordering: LatencyOrdering) -> Self {
@@ -244,6 +254,9 @@ impl FailoverBuilder {
         if self.deadline.is_some_and(|d| d.is_zero()) {
             return Err(ConfigErrorKind::Deadline.into());
         }
+        if self.budget.is_some_and(|b| !b.is_valid()) {
+            return Err(ConfigErrorKind::Budget.into());
+        }
         let slots =
             self.endpoints.iter().zip(urls).map(|(ep, url)| Slot::new(ep.clone(), url, self.cooldown));
         Ok(Failover::from_shared(Shared {
@@ -256,6 +269,7 @@ impl FailoverBuilder {
             cooldown: self.cooldown,
             attempt_timeout: self.attempt_timeout,
             deadline: self.deadline,
+            budget: self.budget.map(crate::budget::Tokens::new),
             ordering: self.ordering.map(crate::latency::Ordered::new),
             events: Emitter::new(self.hook),
         }))

@@ -44,6 +44,8 @@ pub(crate) enum ConfigErrorKind {
     AttemptTimeout,
     #[error("deadline must be non-zero")]
     Deadline,
+    #[error("failover budget: the ratio must be finite and non-negative, the balance at least 1")]
+    Budget,
 }
 
 impl ConfigError {

@@ -65,6 +65,8 @@ enum Kind {
     Exhausted(Vec<Attempt>),
     #[error("deadline of {deadline:?} passed after {}{}", attempts_text(attempts), untried_text(untried))]
     Deadline { deadline: std::time::Duration, attempts: Vec<Attempt>, untried: Vec<EndpointId> },
+    #[error("failover budget spent: {} failed, no token for another attempt", attempts_text(.0))]
+    BudgetSpent(Vec<Attempt>),
 }
 
 /// "N failed attempt(s), last to "id"" for a deadline error.
@@ -119,6 +121,10 @@ impl Error {
     /// `attempts` is never empty: a failover error only exists after an attempt.
     pub(crate) fn exhausted(attempts: Vec<Attempt>) -> Error {
         Error::new(Kind::Exhausted(attempts))
+    }
+
+    pub(crate) fn budget_spent(attempts: Vec<Attempt>) -> Error {
+        Error::new(Kind::BudgetSpent(attempts))
     }
 
     pub(crate) fn deadline(
@@ -182,6 +188,12 @@ impl Error {
         matches!(self.inner.kind, Kind::Deadline { .. })
     }
 
+    /// The request's attempts failed and the [failover budget](crate::Budget) had no token for
+    /// another one.
+    pub fn is_budget_spent(&self) -> bool {
+        matches!(self.inner.kind, Kind::BudgetSpent(_))
+    }
+
     /// The endpoints a request whose deadline passed did not try, in configured order.
     pub fn untried(&self) -> &[EndpointId] {
         match &self.inner.kind {
@@ -194,7 +206,9 @@ impl Error {
     /// [`is_failover`](Error::is_failover) or [`is_deadline`](Error::is_deadline).
     pub fn attempts(&self) -> &[Attempt] {
         match &self.inner.kind {
-            Kind::Exhausted(attempts) | Kind::Deadline { attempts, .. } => attempts,
+            Kind::Exhausted(attempts) | Kind::Deadline { attempts, .. } | Kind::BudgetSpent(attempts) => {
+                attempts
+            }
             _ => &[],
         }
     }
@@ -223,6 +237,9 @@ impl fmt::Debug for Error {
             Kind::Exhausted(attempts) => {
                 d.field("kind", &format_args!("Failover")).field("attempts", attempts)
             }
+            Kind::BudgetSpent(attempts) => {
+                d.field("kind", &format_args!("BudgetSpent")).field("attempts", attempts)
+            }
             Kind::Deadline { deadline, attempts, untried } => d
                 .field("kind", &format_args!("Deadline"))
                 .field("deadline", deadline)
@@ -236,7 +253,7 @@ impl fmt::Debug for Error {
 impl StdError for Error {
     fn source(&self) -> Option<&(dyn StdError + 'static)> {
         match &self.inner.kind {
-            Kind::Exhausted(attempts) | Kind::Deadline { attempts, .. } => {
+            Kind::Exhausted(attempts) | Kind::Deadline { attempts, .. } | Kind::BudgetSpent(attempts) => {
                 attempts.last().map(|a| &a.error as &(dyn StdError + 'static))
             }
             _ => None,

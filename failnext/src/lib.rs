@@ -545,6 +545,7 @@
 
 #[cfg(feature = "alloy")]
 pub mod alloy;
+mod budget;
 mod builder;
 mod classify;
 mod config_error;
@@ -572,6 +573,7 @@ mod slot;
 mod url_rules;
 mod validate;
 
+pub use budget::Budget;
 pub use builder::FailoverBuilder;
 pub use classify::{Class, Classified, Classifier, Evidence, Judgement, Verdict};
 pub use config_error::ConfigError;

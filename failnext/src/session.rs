@@ -58,6 +58,8 @@ pub(crate) enum Stop {
     NotReplayable,
     /// The request's deadline passed.
     DeadlinePassed,
+    /// The failover budget had no token for another attempt.
+    BudgetSpent,
 }
 
 /// One request's state: plan, permission, replay copy and the tally of its attempts.
@@ -111,6 +113,9 @@ impl<'a> Session<'a> {
     ) -> Result<Self, reqwest_middleware::Error> {
         let plan = select::plan(&shared.slots, opts, shared.eligible.as_deref(), shared.ordering.as_ref())
             .map_err(|unknown| mw(Error::unknown(unknown)))?;
+        if let Some(budget) = &shared.budget {
+            budget.deposit();
+        }
         Ok(Session {
             shared,
             plan,
@@ -145,6 +150,13 @@ impl<'a> Session<'a> {
             return Step::Stop(Stop::DeadlinePassed);
         }
         let i = match self.select() {
+            Some(Choice::Send(_))
+                if self.sent > 0 && !self.shared.budget.as_ref().is_none_or(|b| b.withdraw()) =>
+            {
+                // Not sent: a trial permit taken for it is freed at once.
+                self.trial = None;
+                return Step::Stop(Stop::BudgetSpent);
+            }
             Some(Choice::Send(i)) => i,
             Some(Choice::Wait(i)) => return Step::Wait(i),
             None => return Step::Stop(Stop::NoCandidate),
@@ -327,6 +339,7 @@ impl<'a> Session<'a> {
         };
         match (tally.retained, reason, deadline) {
             (Some(retained), _, _) => Ok(retained),
+            (None, Stop::BudgetSpent, _) => Err(mw(Error::budget_spent(tally.failed))),
             (None, Stop::DeadlinePassed, Some(d)) => {
                 let untried = untried(&tally.failed);
                 Err(mw(Error::deadline(d, tally.failed, untried)))

@@ -6,6 +6,7 @@
 mod support;
 
 mod breaker;
+mod budget;
 mod cooldown;
 mod deadline;
 mod errors;
