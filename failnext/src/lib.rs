@@ -336,6 +336,18 @@
 //! # Ok::<(), failnext::ConfigError>(())
 //! ```
 //!
+//! # Bounds: a deadline and a failover budget
+//!
+//! Both opt-in. [`FailoverBuilder::deadline`] (or [`RequestBuilderExt::deadline`] per request)
+//! bounds a request as a whole: each attempt, and each wait for another request's breaker
+//! trial, gets at most what is left; when it passes the request ends with
+//! [`Error::is_deadline`] (its attempts, and [`Error::untried`] the endpoints it did not
+//! reach), or with the trigger response it retained. [`FailoverBuilder::failover_budget`]
+//! with a [`Budget`] limits failover attempts across all requests of a `Failover` and its
+//! clones to a share of the requests, with a floor per second: ten workers trying three dead
+//! providers no longer make thirty calls for ten decisions; a spent budget ends a request at
+//! its first attempt's outcome ([`Error::is_budget_spent`]).
+//!
 //! # Latency-aware ordering
 //!
 //! Opt-in ([`FailoverBuilder::latency_ordering`] with a [`LatencyOrdering`]); priority order
