@@ -44,6 +44,7 @@ pub struct FailoverBuilder {
     attempt_timeout: Option<Duration>,
     deadline: Option<Duration>,
     budget: Option<crate::Budget>,
+    trace_all: bool,
     ordering: Option<LatencyOrdering>,
     hook: Option<HookFn>,
 }
@@ -60,6 +61,7 @@ impl FailoverBuilder {
             attempt_timeout: Some(DEFAULT_ATTEMPT_TIMEOUT),
             deadline: None,
             budget: None,
+            trace_all: false,
             ordering: None,
             hook: None,
         }
@@ -157,6 +159,14 @@ impl FailoverBuilder {
     /// Default: none. Setting one costs a clock read per request.
     pub fn deadline(mut self, deadline: Duration) -> Self {
         self.deadline = Some(deadline);
+        self
+    }
+
+    /// Keeps a [`Trace`](crate::Trace) of every request (default: only of those that ask with
+    /// [`RequestBuilderExt::trace`](crate::RequestBuilderExt::trace)). A trace allocates: one
+    /// list per endpoint per request.
+    pub fn trace(mut self, all: bool) -> Self {
+        self.trace_all = all;
         self
     }
 
@@ -270,6 +280,7 @@ impl FailoverBuilder {
             attempt_timeout: self.attempt_timeout,
             deadline: self.deadline,
             budget: self.budget.map(crate::budget::Tokens::new),
+            trace_all: self.trace_all,
             ordering: self.ordering.map(crate::latency::Ordered::new),
             events: Emitter::new(self.hook),
         }))

@@ -48,6 +48,7 @@ pub struct Error {
 
 struct Inner {
     kind: Kind,
+    trace: Option<crate::Trace>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -136,7 +137,7 @@ impl Error {
     }
 
     fn new(kind: Kind) -> Error {
-        Error { inner: Box::new(Inner { kind }) }
+        Error { inner: Box::new(Inner { kind, trace: None }) }
     }
 
     // accessors
@@ -186,6 +187,16 @@ impl Error {
     /// ([`FailoverBuilder::deadline`](crate::FailoverBuilder::deadline)).
     pub fn is_deadline(&self) -> bool {
         matches!(self.inner.kind, Kind::Deadline { .. })
+    }
+
+    /// The request's [`Trace`](crate::Trace), when it asked for one.
+    pub fn trace(&self) -> Option<&crate::Trace> {
+        self.inner.trace.as_ref()
+    }
+
+    pub(crate) fn with_trace(mut self, trace: Option<crate::Trace>) -> Error {
+        self.inner.trace = trace;
+        self
     }
 
     /// The request's attempts failed and the [failover budget](crate::Budget) had no token for

@@ -582,6 +582,7 @@ mod select;
 mod session;
 mod shared;
 mod slot;
+mod trace;
 mod url_rules;
 mod validate;
 
@@ -599,9 +600,11 @@ pub use latency::{LatencyFeed, LatencyOrdering};
 pub use middleware::Failover;
 pub use options::{
     ExcludedEndpoints, PreferredEndpoint, RequestBuilderExt, RequestDeadline, ResponseExt, ServedBy,
+    TraceRequest,
 };
 pub use permission::Permission;
 pub use persist::{EndpointHealth, HealthSnapshot};
+pub use trace::{Trace, TraceEntry, TraceStep};
 pub use validate::validate_endpoints;
 
 /// The workspace README's code, compiled as doc tests so it cannot rot.

@@ -65,6 +65,14 @@ enum Attempted {
 }
 
 impl Attempted {
+    /// How it ended, for a trace: the status, or the error (it has no URL).
+    fn outcome(&self) -> String {
+        match self {
+            Attempted::Return(resp) | Attempted::Retain(resp) => resp.status().to_string(),
+            Attempted::Failed(err) => err.to_string(),
+        }
+    }
+
     /// A response, returned or retained as the verdict says.
     fn response(resp: Response, verdict: Verdict) -> Attempted {
         match verdict {
@@ -94,7 +102,7 @@ struct Turn {
 /// `Retry-After`). `run` awaits the classifier, so that no future holds a response across an
 /// await.
 enum Sent<'a> {
-    Settled(Attempted),
+    Settled(Attempted, Class),
     Judging(Option<Judging<'a>>, Option<Duration>),
 }
 
@@ -318,11 +326,13 @@ async fn run<S: Sender>(
         let attempted = 'judged: {
             // A statement of its own: the sent value is gone before the classifier is awaited.
             let (judging, retry_after) = match attempt(shared, turn, req, session.host, ext, sender).await {
-                Sent::Settled(attempted) => break 'judged attempted,
+                Sent::Settled(attempted, class) => break 'judged (attempted, class),
                 Sent::Judging(judging, retry_after) => (judging, retry_after),
             };
             classified_attempt(shared, turn, classify(judging).await, retry_after)
         };
+        let (attempted, class) = attempted;
+        session.traced(i, turn.number, || attempted.outcome(), class);
         match attempted {
             Attempted::Return(resp) => return Ok(session.returned(i, resp)),
             Attempted::Retain(resp) => session.retain(i, resp),
@@ -373,7 +383,7 @@ async fn attempt<'a, S: Sender>(
             };
             // Without a classifier the response stays where it is until it is handed on.
             conclude(shared, turn, judgement, retry_after);
-            Sent::Settled(Attempted::response(resp, judgement.verdict))
+            Sent::Settled(Attempted::response(resp, judgement.verdict), judgement.class)
         }
         Err(err) => {
             let err = err.without_url();
@@ -386,7 +396,7 @@ async fn attempt<'a, S: Sender>(
                 judge::TRANSPORT
             };
             conclude(shared, turn, judged, None);
-            Sent::Settled(Attempted::Failed(err))
+            Sent::Settled(Attempted::Failed(err), judged.class)
         }
     }
 }
@@ -397,11 +407,11 @@ fn classified_attempt(
     turn: Turn,
     classified: Classified,
     retry_after: Option<Duration>,
-) -> Attempted {
+) -> (Attempted, Class) {
     match classified {
         Classified::Response(resp, judgement) => {
             conclude(shared, turn, judgement, retry_after);
-            Attempted::response(resp, judgement.verdict)
+            (Attempted::response(resp, judgement.verdict), judgement.class)
         }
         Classified::Failed(err, judgement) => {
             // No response is left to return: the attempt fails over, whatever the verdict.
@@ -410,7 +420,7 @@ fn classified_attempt(
                 Verdict::Return => Verdict::FailOver { cool_for: None },
             };
             conclude(shared, turn, Judgement { verdict, ..judgement }, retry_after);
-            Attempted::Failed(err.without_url())
+            (Attempted::Failed(err.without_url()), judgement.class)
         }
     }
 }

@@ -48,6 +48,11 @@ pub struct PreferredEndpoint(pub EndpointId);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RequestDeadline(pub Duration);
 
+/// Asks for this request's [`Trace`](crate::Trace). Request-scoped: stored in the request's
+/// extensions ([`RequestBuilderExt::trace`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct TraceRequest;
+
 /// Which endpoint produced a response, in the extensions of every response failnext returns.
 ///
 /// Use it to prefer the same provider for a follow-up, or to exclude it when its HTTP 200
@@ -130,6 +135,10 @@ pub trait RequestBuilderExt: Sized {
     /// This request takes at most `deadline` in all (every attempt, wait and skip), whatever
     /// the builder's [`deadline`](crate::FailoverBuilder::deadline) says; see there.
     fn deadline(self, deadline: Duration) -> Self;
+
+    /// Keep a [`Trace`](crate::Trace) of this request: on the response's extensions, or on
+    /// the error ([`Error::trace`](crate::Error::trace)).
+    fn trace(self) -> Self;
 }
 
 impl RequestBuilderExt for reqwest_middleware::RequestBuilder {
@@ -157,6 +166,10 @@ impl RequestBuilderExt for reqwest_middleware::RequestBuilder {
     fn deadline(self, deadline: Duration) -> Self {
         self.with_extension(RequestDeadline(deadline))
     }
+
+    fn trace(self) -> Self {
+        self.with_extension(TraceRequest)
+    }
 }
 
 /// The options of one request, read once before anything is sent.
@@ -166,6 +179,7 @@ pub(crate) struct RequestOptions<'a> {
     pub(crate) excluded: &'a [EndpointId],
     pub(crate) preferred: Option<&'a EndpointId>,
     pub(crate) deadline: Option<Duration>,
+    pub(crate) trace: bool,
 }
 
 impl<'a> RequestOptions<'a> {
@@ -175,6 +189,7 @@ impl<'a> RequestOptions<'a> {
             excluded: ext.get::<ExcludedEndpoints>().map_or(&[], |e| e.0.as_slice()),
             preferred: ext.get::<PreferredEndpoint>().map(|p| &p.0),
             deadline: ext.get::<RequestDeadline>().map(|d| d.0),
+            trace: ext.get::<TraceRequest>().is_some(),
         }
     }
 }

@@ -152,6 +152,11 @@ impl Plan {
         }
     }
 
+    /// Whether endpoint `i` was usable at the request's start (neither excluded nor ineligible).
+    pub(crate) fn is_usable(&self, i: usize) -> bool {
+        self.usable.get(i)
+    }
+
     /// Whether any endpoint is left to consider: in the plan, or for the last resort.
     pub(crate) fn has_more(&self) -> bool {
         self.remaining > 0 || self.passed_open.any()

@@ -3,6 +3,7 @@
 
 use reqwest::{Request, Response};
 
+use crate::classify::Class;
 use crate::destination::HostRule;
 use crate::drain::discard;
 use crate::error::{Attempt, Error};
@@ -13,6 +14,7 @@ use crate::permission::{self, Permission, Settled};
 use crate::replay::Replay;
 use crate::select::{self, LastResort, Plan, Skip};
 use crate::shared::Shared;
+use crate::trace::{Trace, TraceStep, Tracer};
 
 /// What a request ends with: a response and the index of the endpoint that produced it.
 pub(crate) type Outcome = Result<(Response, usize), reqwest_middleware::Error>;
@@ -91,6 +93,8 @@ pub(crate) struct Session<'a> {
     tally: Option<Box<Tally>>,
     /// When the request must end, and its length, if it has a deadline.
     deadline: Option<(tokio::time::Instant, std::time::Duration)>,
+    /// The request's trace, when it asked for one.
+    tracer: Option<Box<Tracer>>,
 }
 
 /// What the attempts that did not return left behind.
@@ -116,6 +120,7 @@ impl<'a> Session<'a> {
         if let Some(budget) = &shared.budget {
             budget.deposit();
         }
+        let tracer = (opts.trace || shared.trace_all).then(|| Box::new(start_trace(shared, opts, &plan)));
         Ok(Session {
             shared,
             plan,
@@ -129,6 +134,7 @@ impl<'a> Session<'a> {
             trial: None,
             tally: None,
             deadline: opts.deadline.or(shared.deadline).map(|d| (tokio::time::Instant::now() + d, d)),
+            tracer,
         })
     }
 
@@ -158,7 +164,12 @@ impl<'a> Session<'a> {
                 return Step::Stop(Stop::BudgetSpent);
             }
             Some(Choice::Send(i)) => i,
-            Some(Choice::Wait(i)) => return Step::Wait(i),
+            Some(Choice::Wait(i)) => {
+                if let Some(tracer) = &mut self.tracer {
+                    tracer.add(i, TraceStep::WaitedForTrial);
+                }
+                return Step::Wait(i);
+            }
             None => return Step::Stop(Stop::NoCandidate),
         };
         let req = match self.first.take() {
@@ -191,6 +202,9 @@ impl<'a> Session<'a> {
             match select::admit(slot) {
                 Ok(admit) => return Some(Choice::Send(self.admitted(i, admit))),
                 Err(skip) => {
+                    if let Some(tracer) = &mut self.tracer {
+                        tracer.add(i, traced_skip(skip));
+                    }
                     if let Skip::Open { .. } | Skip::HalfOpenBusy = skip {
                         self.plan.pass_open(i);
                     }
@@ -308,8 +322,26 @@ impl<'a> Session<'a> {
         self.tally.get_or_insert_default()
     }
 
+    /// Attempt `number` to endpoint `i` ended with `outcome`, judged `class` (for the trace).
+    pub(crate) fn traced(&mut self, i: usize, number: u32, outcome: impl FnOnce() -> String, class: Class) {
+        if let Some(tracer) = &mut self.tracer {
+            tracer.add(i, TraceStep::Tried { attempt: number, outcome: outcome(), class });
+        }
+    }
+
+    fn finish_trace(&mut self, why: &'static str) -> Option<Trace> {
+        let tracer = self.tracer.take()?;
+        let trace = tracer.finish(self.shared.slots.iter().map(|s| s.id().clone()), why);
+        #[cfg(feature = "tracing")]
+        tracing::debug!(target: "failnext", "{trace}");
+        Some(trace)
+    }
+
     /// The request returns `resp`, from endpoint `i`.
-    pub(crate) fn returned(self, i: usize, resp: Response) -> (Response, usize) {
+    pub(crate) fn returned(mut self, i: usize, mut resp: Response) -> (Response, usize) {
+        if let Some(trace) = self.finish_trace("not needed: an answer came first") {
+            resp.extensions_mut().insert(trace);
+        }
         if let Some((old, _)) = self.tally.and_then(|t| t.retained) {
             discard(old);
         }
@@ -318,7 +350,24 @@ impl<'a> Session<'a> {
 
     /// The request stops: with the retained response, else with the failed attempts, else
     /// (nothing was sent) with no usable endpoint.
-    pub(crate) fn stop(self, reason: Stop) -> Outcome {
+    pub(crate) fn stop(mut self, reason: Stop) -> Outcome {
+        let why = match reason {
+            Stop::NoCandidate => "not reached",
+            Stop::MayNotFailOver => "the request may not fail over",
+            Stop::NotReplayable => "the request's body cannot be sent again",
+            Stop::DeadlinePassed => "deadline passed",
+            Stop::BudgetSpent => "failover budget spent",
+        };
+        let trace = self.finish_trace(why);
+        let with_trace = |err: Error| mw(err.with_trace(trace.clone()));
+        let mut outcome = self.stopped(reason, with_trace);
+        if let (Ok((resp, _)), Some(trace)) = (&mut outcome, trace) {
+            resp.extensions_mut().insert(trace);
+        }
+        outcome
+    }
+
+    fn stopped(self, reason: Stop, mw: impl Fn(Error) -> reqwest_middleware::Error) -> Outcome {
         let deadline = self.deadline.map(|(_, d)| d);
         let untried = |tried: &[Attempt]| -> Vec<crate::EndpointId> {
             let slots = &self.shared.slots;
@@ -346,6 +395,30 @@ impl<'a> Session<'a> {
             }
             (None, _, _) => Err(mw(Error::exhausted(tally.failed))),
         }
+    }
+}
+
+/// A trace's start: who the request excluded, who was ineligible.
+fn start_trace(shared: &Shared, opts: &RequestOptions<'_>, plan: &Plan) -> Tracer {
+    let mut tracer = Tracer::new(shared.slots.len());
+    for (i, slot) in shared.slots.iter().enumerate() {
+        if !plan.is_usable(i) {
+            let excluded = opts.excluded.iter().any(|e| e == slot.id());
+            tracer.add(i, if excluded { TraceStep::Excluded } else { TraceStep::Ineligible });
+        }
+    }
+    tracer
+}
+
+/// A skip, as the trace says it.
+fn traced_skip(skip: Skip) -> TraceStep {
+    let left = |until: tokio::time::Instant| until.saturating_duration_since(tokio::time::Instant::now());
+    match skip {
+        Skip::Excluded => TraceStep::Excluded,
+        Skip::Ineligible => TraceStep::Ineligible,
+        Skip::CoolingUntil(until) => TraceStep::Cooling(left(until)),
+        Skip::Open { until } => TraceStep::BreakerOpen(left(until)),
+        Skip::HalfOpenBusy => TraceStep::TrialBusy,
     }
 }
 

@@ -164,6 +164,7 @@ impl FailoverTransport {
                     excluded: &plan.excluded,
                     preferred: plan.preferred.as_ref(),
                     deadline: None,
+                    trace: false,
                 };
                 match failover.execute_direct(client, request, &opts, &Again(&packet)).await {
                     Ok((response, i)) => (response, Some(failover.endpoint_id(i).clone())),

@@ -24,4 +24,5 @@ mod retained;
 mod selection;
 mod smoke;
 mod timeout;
+mod trace;
 mod triggers;
