@@ -118,6 +118,10 @@
 //!   progress, probe latencies and last good probes across a restart ([`MonitorHealth`],
 //!   serializable with the feature `serde`), as failnext's `Failover::health` does for its
 //!   breakers.
+//! - With the feature `metrics`, each published check sets `failnext_blocklag_height`,
+//!   `failnext_blocklag_lag_blocks`, `failnext_blocklag_probe_latency_seconds` and
+//!   `failnext_blocklag_eligible` (gauges) and counts `failnext_blocklag_probe_failures_total`
+//!   (with the failed `call`), each labelled by endpoint id.
 //!
 //! # What it does not do
 //!

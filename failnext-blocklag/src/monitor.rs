@@ -253,6 +253,8 @@ impl Monitor {
 impl Inner {
     /// Makes `snapshot` the one readers see: the snapshot first, then its bitmask.
     fn publish(&self, snapshot: Snapshot) {
+        #[cfg(feature = "metrics")]
+        record_metrics(&snapshot);
         if let Some(feed) = &*self.feed.load() {
             // Only the providers that answered this check: a failed probe adds no sample.
             for entry in snapshot.entries().iter().filter(|e| e.height().is_some()) {
@@ -267,6 +269,34 @@ impl Inner {
         if let Some((bits, mask)) = bits {
             bits.store(mask, Ordering::Release);
         }
+    }
+}
+
+/// The published snapshot as metrics (feature `metrics`), labelled by endpoint id:
+/// `failnext_blocklag_height`, `failnext_blocklag_lag_blocks` and
+/// `failnext_blocklag_probe_latency_seconds` (gauges), `failnext_blocklag_eligible` (gauge, 0 or
+/// 1), `failnext_blocklag_probe_failures_total` (counter, with the failed `call`).
+#[cfg(feature = "metrics")]
+fn record_metrics(snapshot: &Snapshot) {
+    for entry in snapshot.entries() {
+        let id = entry.endpoint().as_str().to_owned();
+        if let Some(height) = entry.height() {
+            metrics::gauge!("failnext_blocklag_height", "endpoint" => id.clone()).set(height as f64);
+        }
+        if let Some(lag) = entry.lag() {
+            metrics::gauge!("failnext_blocklag_lag_blocks", "endpoint" => id.clone()).set(lag as f64);
+        }
+        if let Some(latency) = entry.probe_latency() {
+            metrics::gauge!("failnext_blocklag_probe_latency_seconds", "endpoint" => id.clone())
+                .set(latency.as_secs_f64());
+        }
+        if entry.height().is_none() {
+            let call = entry.last_failed_call().unwrap_or("unknown");
+            metrics::counter!("failnext_blocklag_probe_failures_total", "endpoint" => id.clone(), "call" => call)
+                .increment(1);
+        }
+        let eligible = if entry.is_eligible() { 1.0 } else { 0.0 };
+        metrics::gauge!("failnext_blocklag_eligible", "endpoint" => id).set(eligible);
     }
 }
 

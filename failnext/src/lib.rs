@@ -540,6 +540,12 @@
 //!   transport with method-aware permission, filter pinning, read-your-writes and typed lost
 //!   broadcasts.
 //! - `serde` (off by default): [`HealthSnapshot`] serializes.
+//! - `metrics` (off by default): through the `metrics` facade, labelled by endpoint id, never
+//!   a URL: `failnext_attempts_total{endpoint, class}`, `failnext_attempt_seconds{endpoint}`
+//!   (histogram), `failnext_failovers_total{endpoint}` (requests that moved on from it),
+//!   `failnext_skips_total{endpoint, reason}` (`excluded`, `ineligible`, `cooling`, `open`,
+//!   `trial_busy`), `failnext_breaker_transitions_total{endpoint, state}`. The application
+//!   installs the recorder (a Prometheus exporter, say).
 //!
 //! failnext enables no TLS backend and no tokio runtime of its own: configure reqwest as you
 //! need.
@@ -573,6 +579,8 @@ mod health;
 pub mod jsonrpc;
 mod judge;
 mod latency;
+#[cfg(feature = "metrics")]
+mod metrics;
 mod middleware;
 mod options;
 mod permission;

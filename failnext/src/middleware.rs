@@ -313,7 +313,7 @@ async fn run<S: Sender>(
             Step::Stop(reason) => return session.stop(reason),
         };
         // Timed only when someone looks: an event hook, or latency-aware ordering.
-        let timed = shared.events.is_active() || shared.ordering.is_some();
+        let timed = shared.events.is_active() || shared.ordering.is_some() || cfg!(feature = "metrics");
         let (limit, by_deadline) = session.limit();
         let turn = Turn {
             i,
@@ -333,6 +333,14 @@ async fn run<S: Sender>(
         };
         let (attempted, class) = attempted;
         session.traced(i, turn.number, || attempted.outcome(), class);
+        #[cfg(feature = "metrics")]
+        {
+            let endpoint = shared.slots[i].id();
+            crate::metrics::attempt(endpoint, class, turn.started.map(|s| s.elapsed()));
+            if !matches!(attempted, Attempted::Return(_)) {
+                crate::metrics::failover(endpoint);
+            }
+        }
         match attempted {
             Attempted::Return(resp) => return Ok(session.returned(i, resp)),
             Attempted::Retain(resp) => session.retain(i, resp),
@@ -451,6 +459,8 @@ fn conclude(shared: &Shared, turn: Turn, judgement: Judgement, retry_after: Opti
     shared.emit(|| Event::Judged { endpoint, attempt: number, class, verdict, evidence });
     if let Some(state) = slot.health.record(evidence, judge::hint(verdict, retry_after), trial) {
         shared.emit(|| Event::Breaker { endpoint, state });
+        #[cfg(feature = "metrics")]
+        crate::metrics::breaker(endpoint, state);
     }
 }
 

@@ -78,10 +78,16 @@ pub(crate) fn plan(
 fn skip_at_start(slot: &Slot, excluded: &[EndpointId], eligible: Option<&dyn Eligibility>) -> Option<Skip> {
     let id = slot.id();
     if excluded.iter().any(|e| e == id) {
+        #[cfg(feature = "metrics")]
+        crate::metrics::skip(id, Skip::Excluded);
         return Some(Skip::Excluded);
     }
     let eligible = eligible?.is_eligible(id);
     slot.health.saw_eligibility(eligible);
+    #[cfg(feature = "metrics")]
+    if !eligible {
+        crate::metrics::skip(id, Skip::Ineligible);
+    }
     (!eligible).then_some(Skip::Ineligible)
 }
 

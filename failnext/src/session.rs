@@ -188,6 +188,8 @@ impl<'a> Session<'a> {
         if self.trial.is_some() {
             let endpoint = self.shared.slots[i].id();
             self.shared.emit(|| Event::Breaker { endpoint, state: BreakerState::HalfOpen });
+            #[cfg(feature = "metrics")]
+            crate::metrics::breaker(endpoint, BreakerState::HalfOpen);
         }
         self.sent += 1;
         Step::Send(i, req)
@@ -202,6 +204,8 @@ impl<'a> Session<'a> {
             match select::admit(slot) {
                 Ok(admit) => return Some(Choice::Send(self.admitted(i, admit))),
                 Err(skip) => {
+                    #[cfg(feature = "metrics")]
+                    crate::metrics::skip(slot.id(), skip);
                     if let Some(tracer) = &mut self.tracer {
                         tracer.add(i, traced_skip(skip));
                     }

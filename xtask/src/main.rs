@@ -119,7 +119,7 @@ fn bench(args: &[String]) -> Result<(), DynError> {
 
 /// The features CI builds: every one but `failnext-examples/tls`, which only matters against
 /// real https providers and would build a C crypto library on every run.
-const FEATURES: &str = "failnext/tracing,failnext/jsonrpc,failnext/alloy,failnext/serde,failnext-blocklag/serde,failnext-examples/alloy";
+const FEATURES: &str = "failnext/tracing,failnext/jsonrpc,failnext/alloy,failnext/serde,failnext/metrics,failnext-blocklag/serde,failnext-blocklag/metrics,failnext-examples/alloy";
 
 /// Each example, its arguments, and a line its output must contain. Examples run against the
 /// simulator: the variables that would point them at real providers are removed.

@@ -13,6 +13,7 @@
 //! - [`middleware`]: [`AttemptLog`], which records the URL of every attempt.
 //! - [`resources`]: what the process holds (RSS, file descriptors, TCP connections, tokio
 //!   tasks), read from `/proc`.
+//! - [`metrics`]: a `metrics` recorder that keeps what it is given, for the metrics tests.
 //! - [`cases`]: case counts and a runner for the property-based fuzz suites.
 //! - [`anvil`]: [`Anvil`], one real anvil node (Foundry's local Ethereum node) on a free
 //!   loopback port, killed, paused and resumed by its handle, for the real-node tests.
@@ -39,6 +40,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 pub mod anvil;
 pub mod cases;
+pub mod metrics;
 pub mod middleware;
 pub mod raw;
 pub mod received;
