@@ -45,6 +45,7 @@ pub struct FailoverBuilder {
     deadline: Option<Duration>,
     budget: Option<crate::Budget>,
     trace_all: bool,
+    hedge: Option<crate::Hedge>,
     ordering: Option<LatencyOrdering>,
     hook: Option<HookFn>,
 }
@@ -62,6 +63,7 @@ impl FailoverBuilder {
             deadline: None,
             budget: None,
             trace_all: false,
+            hedge: None,
             ordering: None,
             hook: None,
         }
@@ -159,6 +161,12 @@ impl FailoverBuilder {
     /// Default: none. Setting one costs a clock read per request.
     pub fn deadline(mut self, deadline: Duration) -> Self {
         self.deadline = Some(deadline);
+        self
+    }
+
+    /// Hedges reads; see [`Hedge`](crate::Hedge). Default: none.
+    pub fn hedge(mut self, hedge: crate::Hedge) -> Self {
+        self.hedge = Some(hedge);
         self
     }
 
@@ -281,6 +289,7 @@ impl FailoverBuilder {
             deadline: self.deadline,
             budget: self.budget.map(crate::budget::Tokens::new),
             trace_all: self.trace_all,
+            hedge: self.hedge,
             ordering: self.ordering.map(crate::latency::Ordered::new),
             events: Emitter::new(self.hook),
         }))

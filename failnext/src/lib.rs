@@ -346,7 +346,11 @@
 //! with a [`Budget`] limits failover attempts across all requests of a `Failover` and its
 //! clones to a share of the requests, with a floor per second: ten workers trying three dead
 //! providers no longer make thirty calls for ten decisions; a spent budget ends a request at
-//! its first attempt's outcome ([`Error::is_budget_spent`]).
+//! its first attempt's outcome ([`Error::is_budget_spent`]). [`FailoverBuilder::hedge`] with a
+//! [`Hedge`] starts a read's next candidate when its first attempt has not finished after a
+//! delay; the first answer wins and the other attempt is cancelled (never for a write or a
+//! streaming body; a hedge needs a budget token). [`RequestBuilderExt::trace`] keeps a
+//! [`Trace`] of a request: every endpoint and what happened to it.
 //!
 //! # Latency-aware ordering
 //!
@@ -575,6 +579,7 @@ mod endpoint;
 mod error;
 mod event;
 mod health;
+mod hedge;
 #[cfg(feature = "jsonrpc")]
 pub mod jsonrpc;
 mod judge;
@@ -604,6 +609,7 @@ pub use endpoint::{Endpoint, EndpointId};
 pub use error::{Attempt, Error};
 pub use event::{AttemptOutcome, Event, ResultOutcome};
 pub use health::BreakerState;
+pub use hedge::Hedge;
 pub use latency::{LatencyFeed, LatencyOrdering};
 pub use middleware::Failover;
 pub use options::{

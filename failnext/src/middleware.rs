@@ -312,17 +312,15 @@ async fn run<S: Sender>(
             }
             Step::Stop(reason) => return session.stop(reason),
         };
-        // Timed only when someone looks: an event hook, or latency-aware ordering.
-        let timed = shared.events.is_active() || shared.ordering.is_some() || cfg!(feature = "metrics");
-        let (limit, by_deadline) = session.limit();
-        let turn = Turn {
-            i,
-            number: session.sent,
-            trial: session.trial(),
-            started: timed.then(Instant::now),
-            limit,
-            by_deadline,
-        };
+        let turn = turn_of(shared, &session, i);
+        if let Some(delay) = session.may_hedge() {
+            // Boxed: the loop's future stays as small as without hedging.
+            if let Some(outcome) = Box::pin(hedged(shared, &mut session, turn, req, ext, sender, delay)).await
+            {
+                return outcome;
+            }
+            continue;
+        }
         let attempted = 'judged: {
             // A statement of its own: the sent value is gone before the classifier is awaited.
             let (judging, retry_after) = match attempt(shared, turn, req, session.host, ext, sender).await {
@@ -331,22 +329,157 @@ async fn run<S: Sender>(
             };
             classified_attempt(shared, turn, classify(judging).await, retry_after)
         };
-        let (attempted, class) = attempted;
-        session.traced(i, turn.number, || attempted.outcome(), class);
-        #[cfg(feature = "metrics")]
-        {
-            let endpoint = shared.slots[i].id();
-            crate::metrics::attempt(endpoint, class, turn.started.map(|s| s.elapsed()));
-            if !matches!(attempted, Attempted::Return(_)) {
-                crate::metrics::failover(endpoint);
-            }
-        }
-        match attempted {
-            Attempted::Return(resp) => return Ok(session.returned(i, resp)),
-            Attempted::Retain(resp) => session.retain(i, resp),
-            Attempted::Failed(err) => session.fail(i, err),
+        if let Some(outcome) = settle(shared, &mut session, turn, attempted) {
+            return outcome;
         }
     }
+}
+
+/// The attempt `session` is about to send to endpoint `i`.
+#[inline]
+fn turn_of(shared: &Shared, session: &Session<'_>, i: usize) -> Turn {
+    // Timed only when someone looks: an event hook, latency-aware ordering, metrics.
+    let timed = shared.events.is_active() || shared.ordering.is_some() || cfg!(feature = "metrics");
+    let (limit, by_deadline) = session.limit();
+    Turn {
+        i,
+        number: session.sent,
+        trial: session.trial(),
+        started: timed.then(Instant::now),
+        limit,
+        by_deadline,
+    }
+}
+
+/// What a judged attempt leaves: the request's outcome if it returns, else `None` (retained or
+/// failed, recorded in the session).
+#[inline]
+fn settle(
+    shared: &Shared,
+    session: &mut Session<'_>,
+    turn: Turn,
+    judged: (Attempted, Class),
+) -> Option<Outcome> {
+    let (attempted, class) = judged;
+    let i = turn.i;
+    session.traced(i, turn.number, || attempted.outcome(), class);
+    #[cfg(feature = "metrics")]
+    {
+        let endpoint = shared.slots[i].id();
+        crate::metrics::attempt(endpoint, class, turn.started.map(|s| s.elapsed()));
+        if !matches!(attempted, Attempted::Return(_)) {
+            crate::metrics::failover(endpoint);
+        }
+    }
+    #[cfg(not(feature = "metrics"))]
+    let _ = shared;
+    match attempted {
+        Attempted::Return(resp) => Some(Ok(session.returned_in_place(i, resp))),
+        Attempted::Retain(resp) => {
+            session.retain(i, resp);
+            None
+        }
+        Attempted::Failed(err) => {
+            session.fail(i, err);
+            None
+        }
+    }
+}
+
+/// One of two outcomes.
+enum Either<A, B> {
+    Left(A),
+    Right(B),
+}
+
+/// Whichever of `a` and `b` finishes first (`a` when both are ready); the other stays pending
+/// for the caller to await or drop.
+async fn race<A, B>(a: &mut A, b: &mut B) -> Either<A::Output, B::Output>
+where
+    A: Future + Unpin,
+    B: Future + Unpin,
+{
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(out) = Pin::new(&mut *a).poll(cx) {
+            return Poll::Ready(Either::Left(out));
+        }
+        if let Poll::Ready(out) = Pin::new(&mut *b).poll(cx) {
+            return Poll::Ready(Either::Right(out));
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+/// One attempt, sent and judged.
+async fn judged_attempt<S: Sender>(
+    shared: &Shared,
+    turn: Turn,
+    req: Request,
+    host: HostRule,
+    ext: &mut Extensions,
+    sender: &S,
+) -> (Attempted, Class) {
+    match attempt(shared, turn, req, host, ext, sender).await {
+        Sent::Settled(attempted, class) => (attempted, class),
+        Sent::Judging(judging, retry_after) => {
+            classified_attempt(shared, turn, classify(judging).await, retry_after)
+        }
+    }
+}
+
+/// The first attempt, hedged after `delay`: if it has not finished then, the next candidate
+/// is started too; the first answer to return wins and the other is dropped (cancelled).
+/// Boxed where it starts, so that the healthy path without a hedge keeps its size.
+#[allow(clippy::too_many_arguments, reason = "the loop's own state, passed through")]
+async fn hedged<S: Sender>(
+    shared: &Shared,
+    session: &mut Session<'_>,
+    turn: Turn,
+    req: Request,
+    ext: &mut Extensions,
+    sender: &S,
+    delay: Duration,
+) -> Option<Outcome> {
+    let host = session.host;
+    let mut first = Box::pin(judged_attempt(shared, turn, req, host, ext, sender));
+    let mut timer = Box::pin(tokio::time::sleep(delay));
+    let early = match race(&mut first, &mut timer).await {
+        Either::Left(out) => Some(out),
+        Either::Right(()) => None,
+    };
+    if let Some(out) = early {
+        return settle(shared, session, turn, out);
+    }
+    // The first attempt keeps its trial permit while the next step is decided.
+    let held = session.hold_trial();
+    let (j, req) = match session.next() {
+        Step::Send(j, req) => (j, req),
+        // Nothing to hedge with: wait for the first attempt alone.
+        Step::Wait(_) | Step::Stop(_) => {
+            let out = first.await;
+            drop(held);
+            return settle(shared, session, turn, out);
+        }
+    };
+    session.hedging(j);
+    let hedge_turn = turn_of(shared, session, j);
+    let mut hedge_ext = Extensions::new();
+    let mut second = Box::pin(judged_attempt(shared, hedge_turn, req, host, &mut hedge_ext, sender));
+    let (winner, other) = match race(&mut first, &mut second).await {
+        Either::Left(out) => ((turn, out), None),
+        Either::Right(out) => ((hedge_turn, out), Some(())),
+    };
+    let first_won = other.is_none();
+    let (won_turn, won) = winner;
+    if matches!(won.0, Attempted::Return(_)) {
+        drop((first, second, held));
+        return settle(shared, session, won_turn, won);
+    }
+    let _ = settle(shared, session, won_turn, won);
+    let (rest_turn, rest) = if first_won { (hedge_turn, second.await) } else { (turn, first.await) };
+    drop(held);
+    settle(shared, session, rest_turn, rest)
 }
 
 /// Waits until the trial in flight at endpoint `i` ends, for at most the attempt timeout (the

@@ -242,6 +242,28 @@ impl<'a> Session<'a> {
         })
     }
 
+    /// Whether the first attempt, now in flight, may be hedged: a hedge is configured, the
+    /// request may fail over, its body can be sent again and another candidate is left.
+    pub(crate) fn may_hedge(&self) -> Option<std::time::Duration> {
+        let hedge = self.shared.hedge?;
+        let allowed = self.sent == 1 && self.permission.is_some_and(|p| p.allowed);
+        (allowed && (self.replay.is_some() || self.rebuild.is_some()) && self.plan.has_more())
+            .then_some(hedge.delay)
+    }
+
+    /// The first attempt's trial permit, kept by the caller while a hedge is started (the next
+    /// step would drop it).
+    pub(crate) fn hold_trial(&mut self) -> Option<Permit<'a>> {
+        self.trial.take()
+    }
+
+    /// Endpoint `i` is about to be sent a hedge (for the trace).
+    pub(crate) fn hedging(&mut self, i: usize) {
+        if let Some(tracer) = &mut self.tracer {
+            tracer.add(i, TraceStep::Hedged);
+        }
+    }
+
     /// The time left before the deadline (zero once it passed), if the request has one.
     pub(crate) fn left(&self) -> Option<std::time::Duration> {
         self.deadline.map(|(at, _)| at.saturating_duration_since(tokio::time::Instant::now()))
@@ -342,11 +364,11 @@ impl<'a> Session<'a> {
     }
 
     /// The request returns `resp`, from endpoint `i`.
-    pub(crate) fn returned(mut self, i: usize, mut resp: Response) -> (Response, usize) {
+    pub(crate) fn returned_in_place(&mut self, i: usize, mut resp: Response) -> (Response, usize) {
         if let Some(trace) = self.finish_trace("not needed: an answer came first") {
             resp.extensions_mut().insert(trace);
         }
-        if let Some((old, _)) = self.tally.and_then(|t| t.retained) {
+        if let Some((old, _)) = self.tally.as_mut().and_then(|t| t.retained.take()) {
             discard(old);
         }
         (resp, i)

@@ -29,6 +29,8 @@ pub(crate) struct Shared {
     pub(crate) attempt_timeout: Option<Duration>,
     /// Every request's deadline, unless it sets its own.
     pub(crate) deadline: Option<Duration>,
+    /// Hedged reads, when opted in.
+    pub(crate) hedge: Option<crate::Hedge>,
     /// Every request keeps a trace.
     pub(crate) trace_all: bool,
     /// The failover budget, when opted in.

@@ -47,6 +47,8 @@ pub enum TraceStep {
     TrialBusy,
     /// The request waited for another request's trial on it.
     WaitedForTrial,
+    /// It was started as a hedge, while the first attempt was still running.
+    Hedged,
     /// Attempt `attempt` was sent to it: its outcome (a status, or the error) and how it was
     /// judged.
     Tried {
@@ -111,6 +113,7 @@ impl fmt::Display for TraceStep {
             TraceStep::BreakerOpen(d) => write!(f, "breaker open for {d:.1?}"),
             TraceStep::TrialBusy => f.write_str("half-open, its trial taken by another request"),
             TraceStep::WaitedForTrial => f.write_str("waited for another request's trial"),
+            TraceStep::Hedged => f.write_str("hedged"),
             TraceStep::Tried { attempt, outcome, class } => {
                 write!(f, "tried #{attempt}: {outcome} ({class:?})")
             }

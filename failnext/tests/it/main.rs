@@ -11,6 +11,7 @@ mod cooldown;
 mod deadline;
 mod errors;
 mod events;
+mod hedge;
 mod host;
 #[cfg(feature = "jsonrpc")]
 mod jsonrpc;
