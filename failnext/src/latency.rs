@@ -72,11 +72,7 @@ impl LatencyFeed {
     /// `Failover` is gone.
     pub fn observe(&self, id: &str, latency: Duration) -> bool {
         let Some(shared) = self.0.upgrade() else { return false };
-        if shared.ordering.is_some() {
-            if let Some(i) = crate::slot::position(&shared.slots, id) {
-                shared.slots[i].latency.observe(latency);
-            }
-        }
+        shared.observe_latency(id, latency);
         true
     }
 }

@@ -274,10 +274,7 @@ impl Failover {
     ///
     /// [`LatencyOrdering`]: crate::LatencyOrdering
     pub fn observe_latency(&self, id: &str, latency: Duration) {
-        let slots = &self.shared.slots;
-        if let (Some(_), Some(i)) = (&self.shared.ordering, position(slots, id)) {
-            slots[i].latency.observe(latency);
-        }
+        self.shared.observe_latency(id, latency);
     }
 
     /// The id of endpoint `i`.

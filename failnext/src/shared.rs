@@ -41,6 +41,13 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// Adds a latency sample to endpoint `id`'s average, with latency-aware ordering only.
+    pub(crate) fn observe_latency(&self, id: &str, latency: Duration) {
+        if let (Some(_), Some(i)) = (&self.ordering, crate::slot::position(&self.slots, id)) {
+            self.slots[i].latency.observe(latency);
+        }
+    }
+
     /// Emits the event `event` builds, building it only when someone listens.
     pub(crate) fn emit<'a>(&self, event: impl FnOnce() -> Event<'a>) {
         if self.events.is_active() {

@@ -1,21 +1,20 @@
 //! One deadline per request (`FailoverBuilder::deadline`, `RequestBuilderExt::deadline`),
 //! under paused tokio time: hanging loopback servers cost no real time.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use failnext::{Error, RequestBuilderExt};
-use failnext_loopback::{Action, Received, Reply, Server};
+use failnext_loopback::{Action, Reply};
 use tokio::time::Instant;
 
 use crate::support::*;
 
-async fn hanging() -> Server {
-    Server::start(Arc::new(|_: &Received| Action::Hang)).await
+async fn hanging() -> failnext_loopback::Server {
+    acting(Action::Hang).await
 }
 
-async fn answering(status: u16) -> Server {
-    Server::start(Arc::new(move |_: &Received| Action::Reply(Reply::new(status).text("x")))).await
+async fn answering(status: u16) -> failnext_loopback::Server {
+    acting(Action::Reply(Reply::new(status).text("x"))).await
 }
 
 #[tokio::test(start_paused = true)]

@@ -1,30 +1,13 @@
 //! Latency-aware ordering (`LatencyOrdering`, opt-in), under paused tokio time: the servers
 //! delay their answers with tokio timers, so a "200 ms slower" primary costs no real time.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use failnext::{LatencyOrdering, RequestBuilderExt, ServedBy};
-use failnext_loopback::{Action, Later, Received, Reply, Server};
 use reqwest_middleware::ClientWithMiddleware;
 
 use crate::support::*;
-
-/// A server that answers 200 after its current delay (milliseconds, changeable).
-async fn delayed(ms: u64) -> (Server, Arc<AtomicU64>) {
-    let delay = Arc::new(AtomicU64::new(ms));
-    let d = delay.clone();
-    let server = Server::start_later(Arc::new(move |_: &Received| -> Later {
-        let ms = d.load(Ordering::SeqCst);
-        Box::pin(async move {
-            tokio::time::sleep(Duration::from_millis(ms)).await;
-            Action::Reply(Reply::new(200).text("ok"))
-        })
-    }))
-    .await;
-    (server, delay)
-}
 
 async fn served(client: &ClientWithMiddleware) -> String {
     let resp = client.get("http://127.0.0.1:9/").allow_failover().send().await.unwrap();

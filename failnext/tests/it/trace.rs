@@ -1,16 +1,11 @@
 //! The decision trace (`Trace`), asked for per request or for every request.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use failnext::{Class, Cooldown, EndpointId, Error, RequestBuilderExt, Trace, TraceStep};
-use failnext_loopback::{Action, Received, Reply, Server};
+use failnext_loopback::{Action, Reply};
 
 use crate::support::*;
-
-async fn server(action: Action) -> Server {
-    Server::start(Arc::new(move |_: &Received| action.clone())).await
-}
 
 fn steps<'a>(trace: &'a Trace, id: &str) -> &'a [TraceStep] {
     trace.entry(id).unwrap_or_else(|| panic!("no {id} in {trace}")).steps()
@@ -18,7 +13,7 @@ fn steps<'a>(trace: &'a Trace, id: &str) -> &'a [TraceStep] {
 
 #[tokio::test(start_paused = true)]
 async fn a_deadline_error_carries_a_trace_naming_every_endpoint() {
-    let (a, b, c) = (server(Action::Hang).await, server(Action::Hang).await, server(Action::Hang).await);
+    let (a, b, c) = (acting(Action::Hang).await, acting(Action::Hang).await, acting(Action::Hang).await);
     let failover = builder([("primary", a.url("/")), ("backup", b.url("/")), ("third", c.url("/"))])
         .deadline(Duration::from_millis(300))
         .build()
@@ -38,8 +33,8 @@ async fn a_deadline_error_carries_a_trace_naming_every_endpoint() {
 
 #[tokio::test]
 async fn a_response_carries_its_trace_with_every_reason() {
-    let ok = server(Action::Reply(Reply::new(200).text("ok"))).await;
-    let unavailable = server(Action::Reply(Reply::new(503).text("no"))).await;
+    let ok = acting(Action::Reply(Reply::new(200).text("ok"))).await;
+    let unavailable = acting(Action::Reply(Reply::new(503).text("no"))).await;
     let failover = builder([
         ("excluded", ok.url("/")),
         ("ineligible", ok.url("/")),
@@ -76,7 +71,7 @@ async fn a_response_carries_its_trace_with_every_reason() {
 
 #[tokio::test]
 async fn no_trace_unless_asked() {
-    let ok = server(Action::Reply(Reply::new(200).text("ok"))).await;
+    let ok = acting(Action::Reply(Reply::new(200).text("ok"))).await;
     let failover = builder([("only", ok.url("/"))]).build().unwrap();
     let resp = client(failover).get("http://127.0.0.1:9/").send().await.unwrap();
     assert!(resp.extensions().get::<Trace>().is_none());

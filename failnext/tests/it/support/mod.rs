@@ -77,3 +77,26 @@ pub async fn status(code: u16) -> Scripted {
 pub fn failnext_error(err: &reqwest_middleware::Error) -> &failnext::Error {
     failnext::Error::from_middleware(err).unwrap_or_else(|| panic!("not a failnext error: {err:?}"))
 }
+
+/// A loopback server that does `action` for every request.
+pub async fn acting(action: failnext_loopback::Action) -> failnext_loopback::Server {
+    failnext_loopback::Server::start(Arc::new(move |_: &failnext_loopback::Received| action.clone())).await
+}
+
+/// A loopback server that answers 200 after its current delay (milliseconds, changeable
+/// through the returned handle), on tokio's clock (paused in tests).
+pub async fn delayed(ms: u64) -> (failnext_loopback::Server, Arc<std::sync::atomic::AtomicU64>) {
+    let delay = Arc::new(std::sync::atomic::AtomicU64::new(ms));
+    let d = delay.clone();
+    let server = failnext_loopback::Server::start_later(Arc::new(
+        move |_: &failnext_loopback::Received| -> failnext_loopback::Later {
+            let ms = d.load(Ordering::SeqCst);
+            Box::pin(async move {
+                tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+                failnext_loopback::Action::Reply(failnext_loopback::Reply::new(200).text("ok"))
+            })
+        },
+    ))
+    .await;
+    (server, delay)
+}
