@@ -164,7 +164,13 @@ impl FailoverBuilder {
         self
     }
 
-    /// Hedges reads; see [`Hedge`](crate::Hedge). Default: none.
+    /// Hedges reads: a request that may fail over starts its next candidate too when its
+    /// first attempt is slow, after a fixed delay or a percentile of that endpoint's recent
+    /// latency; see [`Hedge`](crate::Hedge). A percentile hedge times every attempt (two clock
+    /// reads) and keeps a successful one's latency (two relaxed atomic operations); a fixed one
+    /// costs nothing until a request may be hedged.
+    ///
+    /// Default: none.
     pub fn hedge(mut self, hedge: crate::Hedge) -> Self {
         self.hedge = Some(hedge);
         self
@@ -255,7 +261,11 @@ impl FailoverBuilder {
     ///   with a `#`, with surrounding whitespace or a malformed `%` escape);
     /// - the cooldown threshold is 0 or its duration is zero (use [`Cooldown::disabled`]), or
     ///   the adaptive breaker's [`max_open`](Cooldown::max_open) is zero;
-    /// - the attempt timeout is zero.
+    /// - the attempt timeout is zero, or the deadline is;
+    /// - the failover budget's ratio is negative or not finite, or its balance is 0;
+    /// - the hedge's percentile is not above 0 and below 1 (NaN included), or its floor
+    ///   ([`Hedge::at_least`](crate::Hedge::at_least)) exceeds its ceiling
+    ///   ([`Hedge::at_most`](crate::Hedge::at_most)).
     pub fn build(self) -> Result<Failover, ConfigError> {
         let urls = validate_endpoints(&self.endpoints)?;
         if let Some((threshold, duration)) = self.cooldown.setting() {
@@ -275,8 +285,15 @@ impl FailoverBuilder {
         if self.budget.is_some_and(|b| !b.is_valid()) {
             return Err(ConfigErrorKind::Budget.into());
         }
-        let slots =
-            self.endpoints.iter().zip(urls).map(|(ep, url)| Slot::new(ep.clone(), url, self.cooldown));
+        if let Some(hedge) = &self.hedge {
+            hedge.check()?;
+        }
+        let keep = self.hedge.is_some_and(|h| h.keeps_latencies());
+        let slots = self
+            .endpoints
+            .iter()
+            .zip(urls)
+            .map(|(ep, url)| Slot::new(ep.clone(), url, self.cooldown).keeping_latencies(keep));
         Ok(Failover::from_shared(Shared {
             slots: slots.collect(),
             endpoints: self.endpoints,

@@ -46,6 +46,10 @@ pub(crate) enum ConfigErrorKind {
     Deadline,
     #[error("failover budget: the ratio must be finite and non-negative, the balance at least 1")]
     Budget,
+    #[error("hedge percentile must be above 0 and below 1")]
+    HedgePercentile,
+    #[error("hedge floor (at_least) must not exceed its ceiling (at_most)")]
+    HedgeBounds,
 }
 
 impl ConfigError {

@@ -20,7 +20,12 @@ use crate::endpoint::EndpointId;
 /// read the response), an [`Event::Judged`] with the same endpoint and attempt number, saying
 /// how the outcome was judged; then the endpoint's health learns from it. Skips
 /// ([`Event::CooldownSkip`]) come before the attempt they make way for, and
-/// [`Event::NotReplayable`] ends the attempts. A request whose future is dropped while an
+/// [`Event::NotReplayable`] ends the attempts. A hedge ([`Event::Hedge`]) comes when it is
+/// sent, after the skips that made way for it and before its own `Attempt` (the first
+/// attempt's `Attempt` comes before it only when that attempt's headers came in time but the
+/// classifier was still reading its body); the attempt that loses has its `Attempt` and
+/// `Judged` only if it had completed by the time the other won (otherwise it is cancelled,
+/// and its endpoint's health learns nothing). A request whose future is dropped while an
 /// attempt is in flight has an `Attempt` and a `Judged` for every attempt completed before,
 /// then its `Result` (`Cancelled`); dropped while the classifier reads a response, that
 /// attempt has its `Attempt` but no `Judged`, and its endpoint's health learns nothing.
@@ -88,6 +93,21 @@ pub enum Event<'a> {
     NotReplayable {
         /// The endpoint that could not be tried.
         endpoint: &'a EndpointId,
+    },
+    /// A hedge was started: the request's first attempt, to `first`, had not finished after
+    /// `after`, so attempt `attempt` is sent to `endpoint` while it goes on; see
+    /// [`Hedge`](crate::Hedge). At most once per request.
+    #[non_exhaustive]
+    Hedge {
+        /// The endpoint the hedge is sent to.
+        endpoint: &'a EndpointId,
+        /// The hedge's attempt number (2: the first attempt is still in flight).
+        attempt: u32,
+        /// The endpoint of the first attempt, the one being hedged.
+        first: &'a EndpointId,
+        /// How long the first attempt was given: the fixed delay, or the percentile of
+        /// `first`'s recent latencies (or the fallback), within the floor and the ceiling.
+        after: Duration,
     },
     /// The request is about to return; always the last event of a request.
     Result {
@@ -203,6 +223,16 @@ fn trace(event: &Event<'_>) {
         }
         Event::Breaker { endpoint, state } => {
             tracing::info!(endpoint = endpoint.as_str(), ?state, "failnext breaker");
+        }
+        Event::Hedge { endpoint, attempt, first, after } => {
+            let after_us = u64::try_from(after.as_micros()).unwrap_or(u64::MAX);
+            tracing::debug!(
+                endpoint = endpoint.as_str(),
+                attempt,
+                first = first.as_str(),
+                after_us,
+                "failnext hedge"
+            );
         }
         Event::NotReplayable { endpoint } => {
             tracing::info!(endpoint = endpoint.as_str(), "failnext cannot replay a streaming body");

@@ -7,6 +7,7 @@
 //! | `failnext_attempts_total` | counter | `endpoint`, `class` (how the outcome was judged) |
 //! | `failnext_attempt_seconds` | histogram | `endpoint` |
 //! | `failnext_failovers_total` | counter | `endpoint` (the one a request moved on from) |
+//! | `failnext_hedges_total` | counter | `endpoint` (the one whose first attempt was hedged) |
 //! | `failnext_skips_total` | counter | `endpoint`, `reason` (`excluded`, `ineligible`, `cooling`, `open`, `trial_busy`) |
 //! | `failnext_breaker_transitions_total` | counter | `endpoint`, `state` (`open`, `half_open`, `closed`) |
 
@@ -34,6 +35,11 @@ pub(crate) fn attempt(id: &EndpointId, class: Class, elapsed: Option<Duration>) 
 /// A request moved on from endpoint `id`.
 pub(crate) fn failover(id: &EndpointId) {
     metrics::counter!("failnext_failovers_total", "endpoint" => label(id)).increment(1);
+}
+
+/// A request's first attempt, to endpoint `id`, was hedged.
+pub(crate) fn hedge(id: &EndpointId) {
+    metrics::counter!("failnext_hedges_total", "endpoint" => label(id)).increment(1);
 }
 
 /// Endpoint `id` was passed over.

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -17,6 +17,7 @@ use reqwest_middleware::{Middleware, Next};
 
 use crate::classify::{Class, Classified, Classifier, Evidence, Judgement, Verdict};
 use crate::destination::HostRule;
+use crate::drain::discard;
 use crate::endpoint::{Endpoint, EndpointId};
 use crate::error::ClassifierPanicked;
 use crate::event::{AttemptOutcome, Emitter, Event, ResultOutcome};
@@ -310,7 +311,7 @@ async fn run<S: Sender>(
             Step::Stop(reason) => return session.stop(reason),
         };
         let turn = turn_of(shared, &session, i);
-        if let Some(delay) = session.may_hedge() {
+        if let Some(delay) = session.may_hedge(i) {
             // Boxed: the loop's future stays as small as without hedging.
             if let Some(outcome) = Box::pin(hedged(shared, &mut session, turn, req, ext, sender, delay)).await
             {
@@ -335,8 +336,12 @@ async fn run<S: Sender>(
 /// The attempt `session` is about to send to endpoint `i`.
 #[inline]
 fn turn_of(shared: &Shared, session: &Session<'_>, i: usize) -> Turn {
-    // Timed only when someone looks: an event hook, latency-aware ordering, metrics.
-    let timed = shared.events.is_active() || shared.ordering.is_some() || cfg!(feature = "metrics");
+    // Timed only when someone looks: an event hook, latency-aware ordering, metrics, a
+    // percentile hedge (which keeps the endpoint's recent latencies).
+    let timed = shared.events.is_active()
+        || shared.ordering.is_some()
+        || cfg!(feature = "metrics")
+        || shared.slots[i].recent.is_some();
     let (limit, by_deadline) = session.limit();
     Turn {
         i,
@@ -426,7 +431,7 @@ async fn judged_attempt<S: Sender>(
 }
 
 /// The first attempt, hedged after `delay`: if it has not finished then, the next candidate
-/// is started too; the first answer to return wins and the other is dropped (cancelled).
+/// is started too; the first answer to return wins and the other is [abandoned](abandon).
 /// Boxed where it starts, so that the healthy path without a hedge keeps its size.
 #[allow(clippy::too_many_arguments, reason = "the loop's own state, passed through")]
 async fn hedged<S: Sender>(
@@ -459,24 +464,63 @@ async fn hedged<S: Sender>(
             return settle(shared, session, turn, out);
         }
     };
-    session.hedging(j);
+    session.hedging(j, turn.i, delay);
     let hedge_turn = turn_of(shared, session, j);
     let mut hedge_ext = Extensions::new();
     let mut second = Box::pin(judged_attempt(shared, hedge_turn, req, host, &mut hedge_ext, sender));
-    let (winner, other) = match race(&mut first, &mut second).await {
-        Either::Left(out) => ((turn, out), None),
-        Either::Right(out) => ((hedge_turn, out), Some(())),
+    let (first_won, won) = match race(&mut first, &mut second).await {
+        Either::Left(out) => (true, out),
+        Either::Right(out) => (false, out),
     };
-    let first_won = other.is_none();
-    let (won_turn, won) = winner;
+    let won_turn = if first_won { turn } else { hedge_turn };
     if matches!(won.0, Attempted::Return(_)) {
-        drop((first, second, held));
+        if first_won {
+            abandon(shared, session, hedge_turn, second, false);
+        } else {
+            abandon(shared, session, turn, first, true);
+        }
+        drop(held);
         return settle(shared, session, won_turn, won);
     }
     let _ = settle(shared, session, won_turn, won);
     let (rest_turn, rest) = if first_won { (hedge_turn, second.await) } else { (turn, first.await) };
     drop(held);
     settle(shared, session, rest_turn, rest)
+}
+
+/// Gives up the attempt `turn` that lost a hedge's race (its future `loser`), once the other
+/// has an answer to return, keeping its connection where that is cheap.
+///
+/// It is polled once more (no waiting): if it has just completed (both answered at once), its
+/// outcome goes to the trace and the metrics as any attempt's, and its response is
+/// [discarded](discard), which reads a small body of known length to its end so that the
+/// connection goes back to the pool. Otherwise it is still waiting for its response's headers
+/// (or its classifier is reading the body), and dropping it, which closes its connection, is
+/// the only cheap choice: the future borrows the request, so finishing it would mean a task
+/// per hedge and load on the provider for an answer nobody reads. A cancelled first attempt
+/// (`first`) leaves the time it had run as a sample of its endpoint's recent latencies (a
+/// lower bound), so that the slow tail a percentile hedge cuts off is not forgotten.
+fn abandon<F>(shared: &Shared, session: &mut Session<'_>, turn: Turn, mut loser: Pin<Box<F>>, first: bool)
+where
+    F: Future<Output = (Attempted, Class)>,
+{
+    match loser.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready((attempted, class)) => {
+            session.traced(turn.i, turn.number, || attempted.outcome(), class);
+            #[cfg(feature = "metrics")]
+            crate::metrics::attempt(shared.slots[turn.i].id(), class, turn.started.map(|s| s.elapsed()));
+            if let Attempted::Return(resp) | Attempted::Retain(resp) = attempted {
+                discard(resp);
+            }
+        }
+        Poll::Pending => {
+            drop(loser);
+            session.cancelled(turn.i, turn.number);
+            if let (true, Some(recent), Some(started)) = (first, &shared.slots[turn.i].recent, turn.started) {
+                recent.record(started.elapsed());
+            }
+        }
+    }
 }
 
 /// Waits until the trial in flight at endpoint `i` ends, for at most the attempt timeout (the
@@ -581,8 +625,15 @@ fn emit_attempt(
 fn conclude(shared: &Shared, turn: Turn, judgement: Judgement, retry_after: Option<Duration>) {
     let Turn { i, number, trial, started, .. } = turn;
     let slot = &shared.slots[i];
-    if let (Some(_), Some(started), Evidence::Success) = (&shared.ordering, started, judgement.evidence) {
-        slot.latency.observe(started.elapsed());
+    let keeps = shared.ordering.is_some() || slot.recent.is_some();
+    if let (true, Some(started), Evidence::Success) = (keeps, started, judgement.evidence) {
+        let elapsed = started.elapsed();
+        if shared.ordering.is_some() {
+            slot.latency.observe(elapsed);
+        }
+        if let Some(recent) = &slot.recent {
+            recent.record(elapsed);
+        }
     }
     let endpoint = slot.id();
     let Judgement { verdict, evidence, class } = judgement;

@@ -242,13 +242,17 @@ impl<'a> Session<'a> {
         })
     }
 
-    /// Whether the first attempt, now in flight, may be hedged: a hedge is configured, the
-    /// request may fail over, its body can be sent again and another candidate is left.
-    pub(crate) fn may_hedge(&self) -> Option<std::time::Duration> {
-        let hedge = self.shared.hedge?;
+    /// Whether the first attempt, now in flight to endpoint `first`, may be hedged, and after
+    /// how long: a hedge is configured, the request may fail over, its body can be sent again,
+    /// another candidate is left, and the hedge has a delay for `first` (a percentile hedge
+    /// may have none yet).
+    pub(crate) fn may_hedge(&self, first: usize) -> Option<std::time::Duration> {
+        let hedge = self.shared.hedge.as_ref()?;
         let allowed = self.sent == 1 && self.permission.is_some_and(|p| p.allowed);
-        (allowed && (self.replay.is_some() || self.rebuild.is_some()) && self.plan.has_more())
-            .then_some(hedge.delay)
+        if !(allowed && (self.replay.is_some() || self.rebuild.is_some()) && self.plan.has_more()) {
+            return None;
+        }
+        hedge.delay(self.shared.slots[first].recent.as_deref())
     }
 
     /// The first attempt's trial permit, kept by the caller while a hedge is started (the next
@@ -257,10 +261,23 @@ impl<'a> Session<'a> {
         self.trial.take()
     }
 
-    /// Endpoint `i` is about to be sent a hedge (for the trace).
-    pub(crate) fn hedging(&mut self, i: usize) {
+    /// Endpoint `i` is about to be sent a hedge of the first attempt, to endpoint `first`,
+    /// after `after`: the trace, the event and the metric say so.
+    pub(crate) fn hedging(&mut self, i: usize, first: usize, after: std::time::Duration) {
         if let Some(tracer) = &mut self.tracer {
             tracer.add(i, TraceStep::Hedged);
+        }
+        let (endpoint, first) = (self.shared.slots[i].id(), self.shared.slots[first].id());
+        self.shared.emit(|| Event::Hedge { endpoint, attempt: self.sent, first, after });
+        #[cfg(feature = "metrics")]
+        crate::metrics::hedge(first);
+    }
+
+    /// Attempt `number` to endpoint `i` was cancelled: the other attempt of the hedge won (for
+    /// the trace).
+    pub(crate) fn cancelled(&mut self, i: usize, number: u32) {
+        if let Some(tracer) = &mut self.tracer {
+            tracer.add(i, TraceStep::Cancelled { attempt: number });
         }
     }
 

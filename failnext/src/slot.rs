@@ -7,6 +7,7 @@ use crate::destination::Destination;
 use crate::endpoint::{Endpoint, EndpointId};
 use crate::health::Health;
 use crate::latency::Latency;
+use crate::recent::Recent;
 
 /// One endpoint: who it is, where its attempts go, and how healthy it is.
 #[derive(Debug)]
@@ -16,6 +17,8 @@ pub(crate) struct Slot {
     pub(crate) health: Health,
     /// The latency average, kept only with latency-aware ordering.
     pub(crate) latency: Latency,
+    /// The latest attempt latencies, kept only with a percentile hedge.
+    pub(crate) recent: Option<Box<Recent>>,
 }
 
 impl Slot {
@@ -26,7 +29,14 @@ impl Slot {
             destination: Destination::new(url),
             health: Health::new(cooldown),
             latency: Latency::default(),
+            recent: None,
         }
+    }
+
+    /// The slot keeps its latest attempt latencies (for a percentile hedge) when `keep`.
+    pub(crate) fn keeping_latencies(mut self, keep: bool) -> Slot {
+        self.recent = keep.then(|| Box::new(Recent::new()));
+        self
     }
 
     pub(crate) fn id(&self) -> &EndpointId {

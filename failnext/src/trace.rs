@@ -59,6 +59,12 @@ pub enum TraceStep {
         /// How the outcome was judged.
         class: Class,
     },
+    /// Attempt `attempt` was sent to it and cancelled before it finished: the other attempt
+    /// of a hedged request answered first (see [`Hedge`](crate::Hedge)).
+    Cancelled {
+        /// The attempt's number in the request.
+        attempt: u32,
+    },
     /// It was not reached, and why: an answer came first, the request may not fail over, its
     /// body cannot be sent again, the deadline passed, the failover budget was spent.
     NotTried(&'static str),
@@ -116,6 +122,9 @@ impl fmt::Display for TraceStep {
             TraceStep::Hedged => f.write_str("hedged"),
             TraceStep::Tried { attempt, outcome, class } => {
                 write!(f, "tried #{attempt}: {outcome} ({class:?})")
+            }
+            TraceStep::Cancelled { attempt } => {
+                write!(f, "tried #{attempt}: cancelled, the other attempt answered first")
             }
             TraceStep::NotTried(why) => write!(f, "not tried: {why}"),
         }

@@ -120,3 +120,40 @@ async fn breaker_transitions_are_tracing_events_without_urls() {
     assert!(breaker[0].contains("endpoint=\"down\"") && breaker[0].contains("state=Open"), "{}", breaker[0]);
     assert!(!lines.join("\n").contains("SECRET"), "a secret reached tracing: {lines:#?}");
 }
+
+#[tokio::test]
+async fn a_hedge_is_a_tracing_event_naming_both_endpoints_without_urls() {
+    let slow = MockServer::start().await;
+    Mock::given(any())
+        .respond_with(ResponseTemplate::new(200).set_delay(std::time::Duration::from_secs(5)))
+        .mount(&slow)
+        .await;
+    let fast = MockServer::start().await;
+    Mock::given(any()).respond_with(ResponseTemplate::new(200)).mount(&fast).await;
+    let failover = Failover::builder([
+        Endpoint::new("primary", format!("{}/rpc/SECRET1?key=SECRET2", slow.uri())),
+        Endpoint::new("backup", format!("{}/rpc/SECRET3", fast.uri())),
+    ])
+    .hedge(failnext::Hedge::after(std::time::Duration::from_millis(10)))
+    .build()
+    .unwrap();
+    let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new()).with(failover).build();
+
+    let capture = Capture::default();
+    let _guard = tracing::subscriber::set_default(capture.clone());
+    let resp = client.get("http://127.0.0.1:9/").allow_failover().send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+
+    let lines = capture.0.lock().unwrap().clone();
+    let hedges: Vec<&String> = lines.iter().filter(|l| l.starts_with("failnext hedge")).collect();
+    assert_eq!(hedges.len(), 1, "{lines:#?}");
+    assert!(
+        hedges[0].contains("endpoint=\"backup\"")
+            && hedges[0].contains("first=\"primary\"")
+            && hedges[0].contains("attempt=2")
+            && hedges[0].contains("after_us=10000"),
+        "{}",
+        hedges[0]
+    );
+    assert!(!lines.join("\n").contains("SECRET"), "a secret reached tracing: {lines:#?}");
+}

@@ -14,6 +14,8 @@ pub enum Ev {
     Judged(String, u32, Class, Verdict, Evidence),
     Skip(String),
     NotReplayable(String),
+    /// `Hedge(endpoint, number, first, after)`.
+    Hedge(String, u32, String, std::time::Duration),
     /// `Result(endpoint, outcome)`.
     Result(Option<String>, Res),
 }
@@ -77,6 +79,9 @@ impl Recorder {
                 ),
                 Event::CooldownSkip { endpoint } => Ev::Skip(endpoint.to_string()),
                 Event::NotReplayable { endpoint } => Ev::NotReplayable(endpoint.to_string()),
+                Event::Hedge { endpoint, attempt, first, after, .. } => {
+                    Ev::Hedge(endpoint.to_string(), attempt, first.to_string(), after)
+                }
                 Event::Result { endpoint, outcome } => Ev::Result(
                     endpoint.map(|e| e.to_string()),
                     match outcome {
@@ -121,6 +126,11 @@ pub fn attempt_err(ep: &str, n: u32) -> Ev {
 
 pub fn skip(ep: &str) -> Ev {
     Ev::Skip(ep.into())
+}
+
+/// A hedge to `ep` (attempt 2) of the first attempt, to `first`, after `ms` milliseconds.
+pub fn hedge(ep: &str, first: &str, ms: u64) -> Ev {
+    Ev::Hedge(ep.into(), 2, first.into(), std::time::Duration::from_millis(ms))
 }
 
 pub fn result(ep: &str, status: u16) -> Ev {
