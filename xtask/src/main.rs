@@ -1,7 +1,8 @@
 //! Project tasks, run as `cargo xtask <task>` (the cargo-xtask pattern).
 //!
 //! - `ci`: everything CI checks, in order; a local run gives the same verdict as CI.
-//! - `demo`: the demo bot against simulated providers (or real ones with `--rpc URL`).
+//! - `demo`: the demo bot against simulated providers (or real ones with `--rpc URL`; with
+//!   `--metrics ADDR`, its metrics on a loopback Prometheus endpoint).
 //! - `bench`: the release benchmark, figures as ratios to the bare reqwest client.
 //! - `soak`: the fault-injection soak (full profile; `cargo xtask ci` runs the short one).
 //! - `anvil`: installs the anvil binary the real-node tests run (`ci` and `test` do it first).
@@ -56,7 +57,8 @@ fn print_help() {
          tasks:\n  \
          ci     fmt --check, clippy -D warnings, tests (doc tests included), docs -D warnings\n  \
          examples  run every example against the simulator and check its output\n  \
-         demo   [--seconds N] [--rpc URL]...  the demo bot (simulated providers by default)\n  \
+         demo   [--seconds N] [--rpc URL]... [--metrics ADDR]  the demo bot (simulated providers\n         \
+                by default; --metrics 127.0.0.1:9898 serves its metrics for Prometheus)\n  \
          soak   [--profile ci|full|measure] [--seed N] [--fault-ms N]  fault-injection soak (full\n         \
                 profile by default; measure: reads answered correctly per configuration)\n  \
          bench  [--quick] [--rounds N] [--scenario NAME]  release benchmark, written to target/bench/\n  \
@@ -102,9 +104,18 @@ fn ci() -> Result<(), DynError> {
 
 fn demo(args: &[String]) -> Result<(), DynError> {
     let mut cmd = vec!["run", "--quiet", "-p", "failnext-examples", "--bin", "demo"];
+    let mut features = Vec::new();
     // Real providers are usually https: build TLS in only when asked for one.
     if args.iter().any(|a| a.to_ascii_lowercase().starts_with("https:")) {
-        cmd.extend(["--features", "tls"]);
+        features.push("tls");
+    }
+    // The Prometheus exporter, only when its endpoint is asked for.
+    if args.iter().any(|a| a == "--metrics") {
+        features.push("prometheus");
+    }
+    let features = features.join(",");
+    if !features.is_empty() {
+        cmd.extend(["--features", &features]);
     }
     cmd.push("--");
     cmd.extend(args.iter().map(String::as_str));
@@ -119,7 +130,7 @@ fn bench(args: &[String]) -> Result<(), DynError> {
 
 /// The features CI builds: every one but `failnext-examples/tls`, which only matters against
 /// real https providers and would build a C crypto library on every run.
-const FEATURES: &str = "failnext/tracing,failnext/jsonrpc,failnext/alloy,failnext/serde,failnext/metrics,failnext-blocklag/serde,failnext-blocklag/metrics,failnext-examples/alloy";
+const FEATURES: &str = "failnext/tracing,failnext/jsonrpc,failnext/alloy,failnext/serde,failnext/metrics,failnext-blocklag/serde,failnext-blocklag/metrics,failnext-examples/alloy,failnext-examples/prometheus";
 
 /// Each example, its arguments, and a line its output must contain. Examples run against the
 /// simulator: the variables that would point them at real providers are removed.

@@ -28,6 +28,12 @@
 //! it answered. With [`Config::real`] the same bot runs against real providers, without fault
 //! injection and without the health invariant (which needs the simulator's knowledge).
 //!
+//! With the crate's feature `prometheus`, [`MetricsEndpoint::start`] serves failnext's and
+//! failnext-blocklag's metrics (their feature `metrics`: attempts, failovers, skips, breaker
+//! transitions, heights, lag, eligibility, all labelled by endpoint id) for Prometheus to scrape
+//! on a loopback address; the demo's `--metrics ADDR` starts it before the bot and shows the
+//! `failnext_attempts_total` samples at the end. Without the feature it refuses, naming it.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), failnext_examples::demo::DemoError> {
 //! use std::time::Duration;
@@ -42,6 +48,7 @@
 mod bot;
 mod config;
 mod picture;
+mod prometheus;
 mod summary;
 mod timeline;
 mod trace;
@@ -51,6 +58,7 @@ use std::fmt;
 
 pub use bot::run;
 pub use config::{Config, DEFAULT_DURATION};
+pub use prometheus::{EXCERPT_METRIC, MetricsEndpoint, MetricsError, excerpt};
 pub use summary::{ProviderSummary, Summary};
 
 /// The provider ids, in priority order.
