@@ -498,8 +498,9 @@ async fn hedged<S: Sender>(
 /// (or its classifier is reading the body), and dropping it, which closes its connection, is
 /// the only cheap choice: the future borrows the request, so finishing it would mean a task
 /// per hedge and load on the provider for an answer nobody reads. A cancelled first attempt
-/// (`first`) leaves the time it had run as a sample of its endpoint's recent latencies (a
-/// lower bound), so that the slow tail a percentile hedge cuts off is not forgotten.
+/// (`first`) leaves the time it had run as a sample of its endpoint's recent latencies and of
+/// its latency average (a lower bound), so that the slow tail a hedge cuts off is not
+/// forgotten.
 fn abandon<F>(shared: &Shared, session: &mut Session<'_>, turn: Turn, mut loser: Pin<Box<F>>, first: bool)
 where
     F: Future<Output = (Attempted, Class)>,
@@ -516,8 +517,16 @@ where
         Poll::Pending => {
             drop(loser);
             session.cancelled(turn.i, turn.number);
-            if let (true, Some(recent), Some(started)) = (first, &shared.slots[turn.i].recent, turn.started) {
-                recent.record(started.elapsed());
+            if let (true, Some(started)) = (first, turn.started) {
+                let slot = &shared.slots[turn.i];
+                if let Some(recent) = &slot.recent {
+                    recent.record(started.elapsed());
+                }
+                // Also a sample of its latency average: an endpoint whose every first attempt
+                // is outrun would otherwise never be measured and stay first in the order.
+                if shared.ordering.is_some() {
+                    slot.latency.observe(started.elapsed());
+                }
             }
         }
     }

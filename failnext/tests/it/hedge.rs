@@ -63,6 +63,33 @@ async fn a_fast_primary_is_not_hedged_and_a_write_never_is() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn with_latency_ordering_a_primary_whose_attempts_are_always_outrun_loses_first_place() {
+    // Every first attempt to the slow primary is cancelled by its hedge: only the time it had
+    // run (20 ms + the backup's 100 ms) measures it. Without that sample it would stay first.
+    let (primary, backup) = (after(300).await, after(100).await);
+    let failover = builder([("primary", primary.url("/")), ("backup", backup.url("/"))])
+        .no_attempt_timeout()
+        .hedge(Hedge::after(Duration::from_millis(20)))
+        .latency_ordering(failnext::LatencyOrdering::new(Duration::from_millis(10)).explore_every(0))
+        .build()
+        .unwrap();
+    let c = client(failover);
+    // Which endpoint was the hedge (started second) in each request.
+    let mut hedge = Vec::new();
+    for _ in 0..6 {
+        let resp = c.get("http://127.0.0.1:9/").allow_failover().trace().send().await.unwrap();
+        assert_eq!(served(&resp), "backup");
+        let trace = resp.extensions().get::<Trace>().unwrap();
+        let hedged = ["primary", "backup"]
+            .into_iter()
+            .find(|id| trace.entry(id).unwrap().steps().first() == Some(&TraceStep::Hedged));
+        hedge.push(hedged.unwrap_or("none"));
+    }
+    assert_eq!(hedge[0], "backup", "unmeasured: the configured order, the primary first");
+    assert_eq!(*hedge.last().unwrap(), "primary", "{hedge:?}: the outrun primary measured slower, second");
+}
+
+#[tokio::test(start_paused = true)]
 async fn the_outrun_first_attempt_is_traced_as_cancelled() {
     let (primary, backup) = (after(300).await, after(100).await);
     let c = client(hedged(&primary, &backup));

@@ -16,6 +16,7 @@ mod blocklag;
 mod chart;
 mod measure;
 mod os;
+mod peers;
 mod report;
 mod scenarios;
 mod servers;
@@ -72,9 +73,9 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, Bo
             }
             "--scenario" => {
                 let name = args.next().ok_or("--scenario needs a name")?;
-                if name != "blocklag" && !scenarios::NAMES.contains(&name.as_str()) {
+                if name != "blocklag" && name != "peers" && !scenarios::NAMES.contains(&name.as_str()) {
                     return Err(format!(
-                        "unknown scenario {name:?}; known: {}, blocklag",
+                        "unknown scenario {name:?}; known: {}, peers, blocklag",
                         scenarios::NAMES.join(", ")
                     )
                     .into());
@@ -97,7 +98,7 @@ fn try_main() -> Result<(), BoxError> {
             "usage: failnext-bench [--quick] [--rounds N] [--scenario NAME]... [--variant NAME]... [--no-pin]\n\n  \
              --quick          one tiny round of everything (CI smoke run)\n  \
              --rounds N       measured rounds per scenario (default {DEFAULT_ROUNDS}; quick: 1)\n  \
-             --scenario NAME  run only this one (repeatable): {}, blocklag\n  \
+             --scenario NAME  run only this one (repeatable): {}, peers, blocklag\n  \
              --variant NAME   run only this client variant (repeatable; for profiling)\n  \
              --no-pin         do not pin the client and server threads to one CPU",
             scenarios::NAMES.join(", ")
@@ -130,6 +131,12 @@ fn try_main() -> Result<(), BoxError> {
         }
         outcomes.extend(rt.block_on(scenarios::run(&scenario, plan)));
     }
+    let peers = if wanted("peers") {
+        eprintln!("bench: peers ({:.0?} so far)", started.elapsed());
+        rt.block_on(peers::run(&servers, plan.quick)).map_err(|e| e.to_string())
+    } else {
+        Err("not selected (--scenario)".to_owned())
+    };
     let blocklag = if wanted("blocklag") {
         eprintln!("bench: blocklag ({:.0?} so far)", started.elapsed());
         // Probing is concurrent I/O whose server side would be remote in real use: let the
@@ -140,13 +147,17 @@ fn try_main() -> Result<(), BoxError> {
         Err("not selected (--scenario)".to_owned())
     };
     let figures = blocklag.as_ref().ok().and_then(figures);
-    let verdicts = targets::evaluate(&outcomes, figures.as_ref());
+    let mut verdicts = targets::evaluate(&outcomes, figures.as_ref());
+    if let Ok(rows) = &peers {
+        verdicts.extend(peers::verdicts(rows));
+    }
     let report = Report {
         plan,
         pinned,
         load_at_start: load.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
         outcomes: &outcomes,
         blocklag: blocklag.as_ref().map_err(Clone::clone),
+        peers: peers.as_deref().map_err(Clone::clone),
         verdicts: &verdicts,
     };
     println!("{}", report.markdown());
@@ -159,6 +170,12 @@ fn try_main() -> Result<(), BoxError> {
     // failnext is broken, and the figures compare different work.
     let failed: u64 = outcomes.iter().flat_map(|o| &o.rows).map(|r| r.errors).sum();
     let blocklag_failed = blocklag.as_ref().map_or(0, |b| b.checks.iter().map(|c| c.failed_checks).sum());
+    // The peer table measures wrong answers; only a run that could not happen fails.
+    if let Err(why) = &peers
+        && wanted("peers")
+    {
+        return Err(format!("the peer table did not run: {why}").into());
+    }
     if failed + blocklag_failed as u64 > 0 {
         return Err(
             format!("{failed} requests and {blocklag_failed} blocklag checks failed (see `errors`)").into()

@@ -21,6 +21,8 @@ pub(crate) struct Report<'a> {
     pub(crate) load_at_start: String,
     pub(crate) outcomes: &'a [Outcome],
     pub(crate) blocklag: Result<&'a blocklag::Outcome, String>,
+    /// The peer table, or why it did not run.
+    pub(crate) peers: Result<&'a [crate::peers::Row], String>,
     pub(crate) verdicts: &'a [Verdict],
 }
 
@@ -87,13 +89,20 @@ impl Report<'_> {
                 .collect();
             let _ = writeln!(md, "\nRequests per batch: {}.\n", sizes.join(", "));
         }
+        match &self.peers {
+            Ok(rows) => md.push_str(&crate::peers::markdown(rows, self.plan.quick)),
+            Err(why) => {
+                let _ = writeln!(md, "### peers\n\nNot measured: {why}\n");
+            }
+        }
+        md.push('\n');
         match &self.blocklag {
             Ok(b) => blocklag_markdown(&mut md, b),
             Err(why) => {
                 let _ = writeln!(md, "### blocklag\n\nNot measured: {why}\n");
             }
         }
-        md.push_str("### Targets (issues 6 and 11)\n\n| target | measured | verdict |\n|---|---|---|\n");
+        md.push_str("### Targets (issues 6, 11 and 13)\n\n| target | measured | verdict |\n|---|---|---|\n");
         for v in self.verdicts {
             let verdict = match v.met {
                 Some(true) => "met",
@@ -200,6 +209,10 @@ impl Report<'_> {
             "cores": crate::os::cpu_count(),
             "scenarios": scenarios,
             "blocklag": blocklag,
+            "peers": match &self.peers {
+                Ok(rows) => crate::peers::json(rows),
+                Err(why) => json!({ "skipped": why }),
+            },
             "targets": self.verdicts.iter().map(|v| json!({
                 "target": v.target, "measured": v.measured, "met": v.met,
             })).collect::<Vec<_>>(),

@@ -125,6 +125,20 @@ impl Servers {
         Ok(Server { url: format!("http://{}/", server.addr()), inner: Inner::Serving(server) })
     }
 
+    /// Starts a server on `127.0.0.1:0` that answers with `handler` (the peer table's
+    /// providers), kept running with the others.
+    pub(crate) fn serve(&self, handler: LaterHandler) -> std::io::Result<Arc<failnext_loopback::Server>> {
+        let server = failnext_loopback::Server::builder()
+            .runtime(self.thread.handle())
+            .nodelay(true)
+            .record(false)
+            .keep_body(4096)
+            .serve(handler)?;
+        let server = Arc::new(server);
+        failnext_loopback::lock(&self.running).push(server.clone());
+        Ok(server)
+    }
+
     /// A port on 127.0.0.1 that refuses every connection.
     pub(crate) fn refusing(&self) -> std::io::Result<Server> {
         let refused = Refused::new();
