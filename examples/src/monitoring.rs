@@ -33,11 +33,16 @@ pub fn eligible_now(monitor: &Monitor) -> Vec<EndpointId> {
 
 /// Whether a simulated provider with this behaviour answers a read correctly within
 /// `timeout`: healthy, behind, stalled or reporting a head ahead (old data is still an answer; eligibility is the
-/// monitor's business), or slow by less than the timeout. Down, HTTP errors, rate limits,
-/// JSON-RPC errors, hanging, the wrong chain and broken bodies are not healthy.
+/// monitor's business), without archive state (current reads succeed), or slow by less than
+/// the timeout. Down, HTTP errors, rate limits, JSON-RPC errors, hanging, the wrong chain, a
+/// fork of its own and broken bodies are not healthy.
 pub fn answers_reads(behaviour: &Behaviour, timeout: Duration) -> bool {
     match behaviour {
-        Behaviour::Healthy | Behaviour::Lagging(_) | Behaviour::Stalled | Behaviour::Ahead(_) => true,
+        Behaviour::Healthy
+        | Behaviour::Lagging(_)
+        | Behaviour::Stalled
+        | Behaviour::Ahead(_)
+        | Behaviour::NoArchive(_) => true,
         Behaviour::Slow(delay) => *delay < timeout,
         _ => false,
     }
@@ -57,6 +62,8 @@ pub fn describe(behaviour: &Behaviour) -> String {
         Behaviour::Slow(delay) => format!("slow (+{} ms)", delay.as_millis()),
         Behaviour::Hang => "hanging".to_owned(),
         Behaviour::WrongChain(id) => format!("wrong chain {id}"),
+        Behaviour::Forked(fork) => format!("on fork {fork}"),
+        Behaviour::NoArchive(depth) => format!("state for the last {depth} blocks only"),
         Behaviour::Malformed => "malformed body".to_owned(),
         Behaviour::Oversized => "oversized body".to_owned(),
         Behaviour::ResetMidBody => "reset mid-body".to_owned(),

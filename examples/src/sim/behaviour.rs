@@ -47,8 +47,17 @@ pub enum Behaviour {
     /// Reads the request and never answers, holding the connection open until the client
     /// closes it.
     Hang,
-    /// Answers correctly but reports this chain id (and serves under it).
+    /// Answers correctly but reports this chain id (and serves under it; its block hashes are
+    /// its chain's, so no other provider knows them).
     WrongChain(u64),
+    /// Follows the chain's heights but on a fork of its own: every block it serves has another
+    /// hash than the same height of the chain (this fork's, numbered by the value). A read
+    /// pinned to a hash of the chain is not found here, and the other way round.
+    Forked(u64),
+    /// Keeps state for only the newest blocks: a state read (`eth_call`, `eth_getBalance`,
+    /// ...) at a block more than this many below its head fails with geth's
+    /// `missing trie node` error, as a full (non-archive) node does. Current reads succeed.
+    NoArchive(u64),
     /// Answers HTTP 200 whose body is not JSON.
     Malformed,
     /// Answers HTTP 200 with the correct JSON-RPC reply padded with whitespace to

@@ -2,10 +2,14 @@
 //!
 //! A [`Chain`] is one simulated chain whose head advances on a tick (or by hand). Each
 //! [`Provider`] of it is a real HTTP/1.1 server on `127.0.0.1` answering JSON-RPC 2.0
-//! (`eth_blockNumber`, `eth_chainId`, `eth_getBalance`, `eth_call`, `eth_sendRawTransaction`,
-//! `eth_getTransactionReceipt`, and batches of them), and can be switched at run time to a
-//! [`Behaviour`]: down, an HTTP error, rate limited, a JSON-RPC error, lagging, stalled,
-//! reporting a head ahead, slow, hanging, on the wrong chain, or a malformed, oversized, truncated or reset body. Each provider
+//! (`eth_blockNumber`, `eth_chainId`, `eth_getBalance`, `eth_call`, `eth_getBlockByNumber`,
+//! `eth_getBlockByHash`, `eth_sendRawTransaction`, `eth_getTransactionReceipt`, and batches of
+//! them; block parameters as tags, numbers or EIP-1898 objects, by hash or number), and can be
+//! switched at run time to a [`Behaviour`]: down, an HTTP error, rate limited, a JSON-RPC error,
+//! lagging, stalled, reporting a head ahead, slow, hanging, on the wrong chain, on a fork of its
+//! own (other block hashes), without archive state, or a malformed, oversized, truncated or
+//! reset body. Every block has a hash that names its chain, fork and number, so a read pinned
+//! to a hash is answered only by a provider that has that block. Each provider
 //! counts the requests it received, by method.
 //!
 //! ```no_run
@@ -37,3 +41,4 @@ mod rpc;
 pub use behaviour::{Behaviour, MALFORMED_BODY, OVERSIZED_LEN};
 pub use chain::{Chain, START_HEAD};
 pub use provider::Provider;
+pub use rpc::GET_RESERVES;

@@ -52,6 +52,8 @@ pub(crate) struct Mode {
 struct Counts {
     requests: u64,
     calls: HashMap<String, u64>,
+    /// State reads whose block was not named by hash (EIP-1898 `blockHash`).
+    unpinned: u64,
 }
 
 struct Control {
@@ -145,6 +147,18 @@ impl Provider {
         self.shared.counts().calls.get(method).copied().unwrap_or(0)
     }
 
+    /// How many state reads (`eth_call`, `eth_getBalance`, `eth_getStorageAt`, `eth_getCode`,
+    /// `eth_getTransactionCount`, `eth_getProof`) this provider received whose block was not
+    /// named by its hash (EIP-1898 `{"blockHash": ...}`): `latest`, a tag, a number or none.
+    pub fn unpinned_reads(&self) -> u64 {
+        self.shared.counts().unpinned
+    }
+
+    /// The hash this provider gives block `number` (its fork's, its chain's).
+    pub fn block_hash(&self, number: u64) -> String {
+        self.shared.mode().view(&self.shared.chain).hash(number)
+    }
+
     /// How many HTTP requests this provider received.
     pub fn total(&self) -> u64 {
         self.shared.counts().requests
@@ -181,6 +195,7 @@ impl Shared {
         for method in payload.methods() {
             *counts.calls.entry(method.to_owned()).or_default() += 1;
         }
+        counts.unpinned += payload.unpinned_state_reads();
     }
 
     fn switch(&self, behaviour: Behaviour) {
@@ -224,7 +239,15 @@ impl Mode {
             Behaviour::WrongChain(id) => id,
             _ => chain.id(),
         };
-        View { chain, head: self.head(chain), reported: self.reported(chain), chain_id }
+        let fork = match self.behaviour {
+            Behaviour::Forked(fork) => fork,
+            _ => 0,
+        };
+        let archive = match self.behaviour {
+            Behaviour::NoArchive(depth) => Some(depth),
+            _ => None,
+        };
+        View { chain, head: self.head(chain), reported: self.reported(chain), chain_id, fork, archive }
     }
 }
 

@@ -68,7 +68,9 @@ fn respond(post: bool, payload: &Payload, mode: &Mode, chain: &Chain) -> Action 
         | Behaviour::Stalled
         | Behaviour::Ahead(_)
         | Behaviour::Slow(_)
-        | Behaviour::WrongChain(_) => {
+        | Behaviour::WrongChain(_)
+        | Behaviour::Forked(_)
+        | Behaviour::NoArchive(_) => {
             let (head, body) = correct(post, payload, mode, chain);
             Action::Reply(head.send(body))
         }

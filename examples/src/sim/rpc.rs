@@ -13,6 +13,56 @@ pub(crate) struct View<'a> {
     /// What `eth_blockNumber` answers: `head`, unless the provider reports a head ahead.
     pub(crate) reported: u64,
     pub(crate) chain_id: u64,
+    /// The fork whose hashes it serves: 0 for the chain's own.
+    pub(crate) fork: u64,
+    /// How many blocks below its head it keeps state for; `None`: all (an archive node).
+    pub(crate) archive: Option<u64>,
+}
+
+/// The methods whose last (or given) parameter is a block, and that read state at it.
+const STATE_READS: [(&str, usize); 6] = [
+    ("eth_call", 1),
+    ("eth_getBalance", 1),
+    ("eth_getStorageAt", 2),
+    ("eth_getCode", 1),
+    ("eth_getTransactionCount", 1),
+    ("eth_getProof", 2),
+];
+
+/// The selector of `getReserves()`: an `eth_call` with this data returns the hash of the block
+/// it ran against, so that a caller can tell which state answered.
+pub const GET_RESERVES: &str = "0x0902f1ac";
+
+/// The third word of every simulated block hash.
+const HASH_MARK: u64 = 0xb10c_b10c_b10c_b10c;
+
+impl View<'_> {
+    /// The hash this view gives block `number`: the chain id, the fork, a mark and the number,
+    /// so that it can be read back ([`View::number_of`]).
+    pub(crate) fn hash(&self, number: u64) -> String {
+        format!("0x{:016x}{:016x}{HASH_MARK:016x}{number:016x}", self.chain_id, self.fork)
+    }
+
+    /// The block this view has under `hash`: one of its own hashes, at or below its head.
+    fn number_of(&self, hash: &str) -> Option<u64> {
+        let digits = hash.strip_prefix("0x").filter(|d| d.len() == 64)?;
+        let word = |i: usize| u64::from_str_radix(&digits[16 * i..16 * (i + 1)], 16).ok();
+        let number = word(3)?;
+        let ours = word(0)? == self.chain_id && word(1)? == self.fork && word(2)? == HASH_MARK;
+        (ours && number <= self.head).then_some(number)
+    }
+
+    fn block(&self, number: u64) -> Value {
+        json!({
+            "number": quantity(number),
+            "hash": self.hash(number),
+            "parentHash": self.hash(number.saturating_sub(1)),
+            "timestamp": quantity(1_700_000_000 + number * 12),
+            "gasLimit": "0x1c9c380",
+            "transactions": [],
+            "uncles": [],
+        })
+    }
 }
 
 /// A parsed request body.
@@ -45,6 +95,22 @@ impl Payload {
             Ok(call) => Payload::Single(call),
             Err(_) => Payload::NotJson,
         }
+    }
+
+    /// How many of its calls are state reads whose block is not named by hash (EIP-1898).
+    pub(crate) fn unpinned_state_reads(&self) -> u64 {
+        let calls: &[Value] = match self {
+            Payload::Single(call) => std::slice::from_ref(call),
+            Payload::Batch(calls) => calls,
+            Payload::NotJson => &[],
+        };
+        let unpinned = |call: &&Value| {
+            let method = call.get("method").and_then(Value::as_str).unwrap_or_default();
+            let Some((_, at)) = STATE_READS.iter().find(|(m, _)| *m == method) else { return false };
+            let block = call.get("params").and_then(|p| p.get(*at));
+            !block.is_some_and(|b| b.get("blockHash").is_some())
+        };
+        calls.iter().filter(unpinned).count() as u64
     }
 
     /// The method of each call that names one, in order.
@@ -124,16 +190,28 @@ fn dispatch(method: &str, params: &[Value], view: &View<'_>) -> Result<Value, Fa
         "eth_chainId" => Ok(quantity(view.chain_id)),
         "eth_getBalance" => {
             address(params.first())?;
-            block(params.get(1), view)?;
+            state(params.get(1), view)?;
             Ok(Value::from(BALANCE))
         }
         "eth_call" => {
-            if !params.first().is_some_and(Value::is_object) {
+            let Some(call) = params.first().filter(|c| c.is_object()) else {
                 return Err(invalid_params("missing call object"));
+            };
+            let number = state(params.get(1), view)?;
+            // The simulated contract returns the number of the block it ran against, or, asked
+            // for `getReserves()`, that block's hash.
+            if call.get("data").and_then(Value::as_str) == Some(GET_RESERVES) {
+                return Ok(Value::from(view.hash(number)));
             }
-            // The simulated contract returns the number of the block it ran against.
-            let number = block(params.get(1), view)?;
             Ok(Value::from(format!("0x{number:064x}")))
+        }
+        "eth_getBlockByNumber" => {
+            let number = block(params.first(), view)?;
+            Ok(view.block(number))
+        }
+        "eth_getBlockByHash" => {
+            let hash = hex_string(params.first()).ok_or_else(|| invalid_params("missing block hash"))?;
+            Ok(view.number_of(hash).map_or(Value::Null, |number| view.block(number)))
         }
         "eth_sendRawTransaction" => {
             let raw = hex_string(params.first()).ok_or_else(|| invalid_params("missing raw transaction"))?;
@@ -152,8 +230,30 @@ fn dispatch(method: &str, params: &[Value], view: &View<'_>) -> Result<Value, Fa
     }
 }
 
-/// Resolves a block parameter (absent means `latest`) against the provider's head.
+/// A state read's block: [`block`], then whether this view still has state there (a node
+/// that is not an archive keeps only its newest blocks').
+fn state(param: Option<&Value>, view: &View<'_>) -> Result<u64, Failure> {
+    let number = block(param, view)?;
+    match view.archive {
+        Some(depth) if number < view.head.saturating_sub(depth) => {
+            Err((-32000, format!("missing trie node {} (path ) state is not available", view.hash(number))))
+        }
+        _ => Ok(number),
+    }
+}
+
+/// Resolves a block parameter against the provider's head: absent means `latest`; a tag, a
+/// number, or the EIP-1898 object (`{"blockHash": ..., "requireCanonical": ...}` or
+/// `{"blockNumber": ...}`). A hash this provider does not have is geth's `header for hash not
+/// found`.
 fn block(param: Option<&Value>, view: &View<'_>) -> Result<u64, Failure> {
+    if let Some(object) = param.filter(|p| p.is_object()) {
+        if let Some(hash) = object.get("blockHash") {
+            let hash = hash.as_str().ok_or_else(|| invalid_params("blockHash must be a string"))?;
+            return view.number_of(hash).ok_or_else(|| (-32000, "header for hash not found".to_owned()));
+        }
+        return block(object.get("blockNumber"), view);
+    }
     let tag = match param {
         None => "latest",
         Some(p) => p.as_str().ok_or_else(|| invalid_params("block must be a string"))?,

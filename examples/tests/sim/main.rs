@@ -1,6 +1,7 @@
 //! The simulator's providers really behave as their `Behaviour` says, seen from a real HTTP
 //! client (reqwest) and from raw TCP.
 
+mod blocks;
 mod faults;
 mod keep_alive;
 mod methods;
