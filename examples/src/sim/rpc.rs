@@ -108,7 +108,7 @@ impl Payload {
             let method = call.get("method").and_then(Value::as_str).unwrap_or_default();
             let Some((_, at)) = STATE_READS.iter().find(|(m, _)| *m == method) else { return false };
             let block = call.get("params").and_then(|p| p.get(*at));
-            !block.is_some_and(|b| b.get("blockHash").is_some())
+            block.is_none_or(|b| b.get("blockHash").is_none())
         };
         calls.iter().filter(unpinned).count() as u64
     }
