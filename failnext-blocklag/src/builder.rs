@@ -9,6 +9,7 @@ use failnext::Endpoint;
 use crate::config_error::ConfigError;
 use crate::monitor::Monitor;
 use crate::reference::Reference;
+use crate::rpc::Method;
 use crate::settings::{Freshness, Settings};
 
 /// The probe timeout used when none is set.
@@ -37,6 +38,8 @@ pub struct MonitorBuilder {
     reference: Reference,
     max_lag_secs: Option<u64>,
     stall_after: u32,
+    head: Method,
+    agreement: u32,
     on_event: Option<crate::event::Hook>,
 }
 
@@ -53,6 +56,8 @@ impl MonitorBuilder {
             reference: Reference::Highest,
             max_lag_secs: None,
             stall_after: crate::round::DEFAULT_STALL_AFTER,
+            head: Method::BlockNumber,
+            agreement: crate::agreed::DEFAULT_AGREEMENT,
             on_event: None,
         }
     }
@@ -100,18 +105,19 @@ impl MonitorBuilder {
     }
 
     /// Verifies that each provider serves the chain `chain_id` (`1` for Ethereum mainnet),
-    /// with an `eth_chainId` call sent alongside `eth_blockNumber`: in a provider's first
-    /// check, and again in the check after any failed probe of it (a recovering provider may
-    /// have come back elsewhere), until one verification succeeds. Checks in between send only
-    /// `eth_blockNumber`: a provider switched to another chain behind the same URL without
-    /// failing a probe is not noticed.
+    /// with an `eth_chainId` call sent alongside the head call (`eth_blockNumber`, or
+    /// `eth_getBlockByNumber` with [`head_with_hash`](MonitorBuilder::head_with_hash)): in a
+    /// provider's first check, and again in the check after any failed probe of it (a
+    /// recovering provider may have come back elsewhere), until one verification succeeds.
+    /// Checks in between send only the head call: a provider switched to another chain behind
+    /// the same URL without failing a probe is not noticed.
     ///
     /// A provider that reports another chain is ineligible for that check, with
     /// [`ProbeError::WrongChain`](crate::ProbeError::WrongChain); one whose `eth_chainId` call
     /// fails is ineligible with that call's error, because its height could belong to any
     /// chain. This goes beyond the reference library, which leaves chain ids to configuration.
     ///
-    /// Default is no chain check: only `eth_blockNumber` is sent.
+    /// Default is no chain check: only the head call is sent.
     pub fn expected_chain_id(mut self, chain_id: u64) -> Self {
         self.expected_chain_id = Some(chain_id);
         self
@@ -229,6 +235,49 @@ impl MonitorBuilder {
         self
     }
 
+    /// Reads each provider's head with its hash: every check sends
+    /// `{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["latest",false]}`
+    /// instead of `eth_blockNumber`, and takes the height from the block's `number`. Each
+    /// entry then has a [`head_hash`](crate::SnapshotEntry::head_hash), and the snapshot an
+    /// [agreed head](crate::Snapshot::agreed): a block, by number and hash, that enough
+    /// eligible providers report.
+    ///
+    /// A block with its transaction hashes is often larger than the probe's 4 KiB cap
+    /// ([`MAX_BODY`](crate::MAX_BODY)), so the answer is not read whole: the probe reads at
+    /// most the first 4 KiB and takes the `result` object's own `number` and `hash` from them
+    /// (geth writes keys in alphabetical order, anvil and reth write `hash` first; all put them
+    /// before `transactions`). A block whose `number` or `hash` is not within the first 4 KiB,
+    /// a `null` result, or a malformed value fails the probe with a
+    /// [`ProbeError`](crate::ProbeError) naming the endpoint; the exact rules are those of
+    /// [`parse_head_response`](crate::parse_head_response). The rest of a longer body is not
+    /// read, so its connection is closed rather than reused: expect a new connection per
+    /// provider and check when blocks are large.
+    ///
+    /// Everything else stays as it is: the height is compared, and eligibility decided, by the
+    /// same rules; the hash does not affect eligibility. Costs one larger answer per provider
+    /// and check.
+    ///
+    /// Default is `eth_blockNumber`, which reads no hash:
+    /// [`Snapshot::agreed`](crate::Snapshot::agreed) is then always `None`.
+    pub fn head_with_hash(mut self) -> Self {
+        self.head = Method::BlockByNumber;
+        self
+    }
+
+    /// How many eligible providers must report the same block, by number and hash, for it to
+    /// be the [agreed head](crate::Snapshot::agreed) of a check.
+    ///
+    /// Clipped to the number of eligible providers that reported a hash in that check, so a
+    /// single eligible provider agrees with itself: check
+    /// [`AgreedHead::providers`](crate::AgreedHead::providers) if one is not enough for you.
+    /// Only has an effect with [`head_with_hash`](MonitorBuilder::head_with_hash).
+    ///
+    /// Default is 2. 0 is rejected by [`build`](MonitorBuilder::build).
+    pub fn agreement(mut self, providers: u32) -> Self {
+        self.agreement = providers;
+        self
+    }
+
     /// Validates the configuration and builds the monitor. No probe is sent: every configured
     /// endpoint is eligible until the first check publishes (none is, with
     /// [`fail_closed`](MonitorBuilder::fail_closed)).
@@ -247,6 +296,7 @@ impl MonitorBuilder {
     /// - [`readmit_after`](MonitorBuilder::readmit_after) is 0;
     /// - the [`reference`](MonitorBuilder::reference) is `Corroborated(0)`;
     /// - [`stall_after`](MonitorBuilder::stall_after) is 0;
+    /// - [`agreement`](MonitorBuilder::agreement) is 0;
     /// - no client was given and the default one cannot be built.
     pub fn build(self) -> Result<Monitor, ConfigError> {
         let validated = failnext::validate_endpoints(&self.endpoints).map_err(ConfigError::endpoints)?;
@@ -268,6 +318,9 @@ impl MonitorBuilder {
         if self.stall_after == 0 {
             return Err(ConfigError::stall_after());
         }
+        if self.agreement == 0 {
+            return Err(ConfigError::agreement());
+        }
         let client = match self.client {
             Some(client) => client,
             None => default_client().map_err(ConfigError::client)?,
@@ -280,12 +333,14 @@ impl MonitorBuilder {
             client,
             probe_timeout: self.probe_timeout,
             expected_chain_id: self.expected_chain_id,
+            head: self.head,
             freshness: self.freshness,
             rules: crate::round::Rules {
                 readmit_after: self.readmit_after,
                 reference: self.reference,
                 max_lag_secs: self.max_lag_secs,
                 stall_after: self.stall_after,
+                agreement: self.agreement,
             },
             on_event: self.on_event,
         }))
@@ -311,6 +366,8 @@ impl fmt::Debug for MonitorBuilder {
             .field("reference", &self.reference)
             .field("max_lag_secs", &self.max_lag_secs)
             .field("stall_after", &self.stall_after)
+            .field("head", &self.head.name())
+            .field("agreement", &self.agreement)
             .finish()
     }
 }

@@ -49,8 +49,9 @@ impl ProbeFailure {
         &self.endpoint
     }
 
-    /// The JSON-RPC method of the failed call: `"eth_blockNumber"`, or `"eth_chainId"` when an
-    /// expected chain id is configured and that call failed or named another chain.
+    /// The JSON-RPC method of the failed call: `"eth_blockNumber"` (`"eth_getBlockByNumber"`
+    /// with [`head_with_hash`](crate::MonitorBuilder::head_with_hash)), or `"eth_chainId"` when
+    /// an expected chain id is configured and that call failed or named another chain.
     pub fn method(&self) -> &'static str {
         self.method.name()
     }

@@ -32,6 +32,8 @@ enum ConfigErrorKind {
     Reference,
     #[error("stall_after must be at least 1 block time")]
     StallAfter,
+    #[error("agreement must be at least 1 provider")]
+    Agreement,
     /// Holds no URL: stripped on construction.
     #[error("the default probe client could not be built")]
     Client(#[source] reqwest::Error),
@@ -68,6 +70,10 @@ impl ConfigError {
         ConfigError { kind: ConfigErrorKind::StallAfter }
     }
 
+    pub(crate) fn agreement() -> Self {
+        ConfigError { kind: ConfigErrorKind::Agreement }
+    }
+
     pub(crate) fn client(error: reqwest::Error) -> Self {
         ConfigError { kind: ConfigErrorKind::Client(error.without_url()) }
     }
@@ -102,6 +108,7 @@ impl fmt::Debug for ConfigError {
             ConfigErrorKind::ReadmitAfter => d.field("kind", &format_args!("ReadmitAfter")),
             ConfigErrorKind::Reference => d.field("kind", &format_args!("Reference")),
             ConfigErrorKind::StallAfter => d.field("kind", &format_args!("StallAfter")),
+            ConfigErrorKind::Agreement => d.field("kind", &format_args!("Agreement")),
             ConfigErrorKind::Client(e) => d.field("client", e),
         };
         d.finish()

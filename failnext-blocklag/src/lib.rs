@@ -21,7 +21,8 @@
 //! from a task of your own, or let [`Monitor::spawn`] check on an adaptive schedule until its
 //! [`MonitorHandle`] is stopped or dropped. Each check:
 //!
-//! 1. sends every configured provider one JSON-RPC 2.0 `eth_blockNumber` POST, all providers
+//! 1. sends every configured provider one JSON-RPC 2.0 `eth_blockNumber` POST (or
+//!    `eth_getBlockByNumber`, see [A head with a hash](#a-head-with-a-hash)), all providers
 //!    at once, with the monitor's own `reqwest::Client`, never through failnext;
 //! 2. accepts an answer only if it is HTTP 200 with at most 4 KiB of body, a JSON object with
 //!    `"jsonrpc": "2.0"`, the `id` the probe sent, and a `result` that is a canonical hex
@@ -77,8 +78,29 @@
 //! every provider is equally stale, none looks behind; if one reports an unusually high block,
 //! the honest ones look behind, unless the reference asks for corroboration
 //! ([`MonitorBuilder::reference`] with [`Reference::Corroborated`]). Configure providers of the
-//! same chain. Block hashes, forks,
-//! finality and heights are not checked against any independent source.
+//! same chain. Forks, finality and heights are not checked against any independent source,
+//! and by default neither are block hashes (see the next section).
+//!
+//! # A head with a hash
+//!
+//! Heights alone cannot tell two providers on different forks apart. With
+//! [`MonitorBuilder::head_with_hash`], each check asks for
+//! `eth_getBlockByNumber("latest", false)` instead of `eth_blockNumber`, and every
+//! [`SnapshotEntry`] keeps the [hash](SnapshotEntry::head_hash) of the head its provider
+//! reported, a [`BlockHash`]. A block is usually larger than the 4 KiB cap, so the probe
+//! reads only the first 4 KiB and takes the block's own `number` and `hash` from them with a
+//! scanner that tracks strings and depth (never a `parentHash` or a transaction's `hash`);
+//! [`parse_head_response`] states the rules, and a head it cannot read fails the probe with a
+//! [`ProbeError`] naming the endpoint. Heights are compared and eligibility decided as with
+//! `eth_blockNumber`.
+//!
+//! Each snapshot then offers an [agreed head](Snapshot::agreed), an [`AgreedHead`]: the
+//! highest block, by number and hash, that at least [`agreement`](MonitorBuilder::agreement)
+//! (default 2) of the providers eligible in that check reported. Providers at the same height
+//! with different hashes do not agree; the agreement is clipped to the number of eligible
+//! providers that reported a hash, so one provider alone agrees with itself. It is found once
+//! when the check publishes, so reading it is as cheap as reading the snapshot: a bot can pin
+//! its reads to that block by hash (EIP-1898) and expect every agreeing provider to have it.
 //!
 //! Other rules, each off or at its 0.1 behaviour by default:
 //! [`readmit_after`](MonitorBuilder::readmit_after) (hysteresis: an evicted provider returns
@@ -201,11 +223,14 @@
 // Library code handles network input: no unwrap or expect outside tests.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+mod agreed;
+mod block_hash;
 mod builder;
 mod check_error;
 mod config_error;
 mod event;
 mod fitness;
+mod head;
 mod monitor;
 mod parse;
 mod persist;
@@ -218,10 +243,13 @@ mod schedule;
 mod settings;
 mod snapshot;
 
+pub use agreed::AgreedHead;
+pub use block_hash::{BlockHash, ParseBlockHashError};
 pub use builder::MonitorBuilder;
 pub use check_error::{CheckError, ProbeFailure};
 pub use config_error::ConfigError;
 pub use event::MonitorEvent;
+pub use head::parse_head_response;
 pub use monitor::Monitor;
 pub use parse::{parse_quantity, parse_response};
 pub use persist::{MonitorHealth, ProviderHealth};

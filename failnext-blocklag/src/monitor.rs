@@ -73,9 +73,10 @@ impl Monitor {
 
     /// Probes every provider once and publishes their relative eligibility.
     ///
-    /// Each provider gets one `eth_blockNumber` POST (and one `eth_chainId` POST when an
-    /// [expected chain id](crate::MonitorBuilder::expected_chain_id) is set and the provider's
-    /// chain is not verified yet, or its probe failed since), sent directly
+    /// Each provider gets one `eth_blockNumber` POST (`eth_getBlockByNumber("latest", false)`
+    /// with [`head_with_hash`](crate::MonitorBuilder::head_with_hash)), and one `eth_chainId`
+    /// POST when an [expected chain id](crate::MonitorBuilder::expected_chain_id) is set and
+    /// the provider's chain is not verified yet, or its probe failed since, sent directly
     /// with the monitor's own client, never through failnext, all providers at once. Each call
     /// is bounded by the [probe timeout](crate::MonitorBuilder::probe_timeout); nothing is
     /// retried.
@@ -108,6 +109,7 @@ impl Monitor {
             client: &settings.client,
             timeout: settings.probe_timeout,
             expected_chain_id: settings.expected_chain_id,
+            head: settings.head,
         };
         let probes = settings.endpoints.iter().zip(&settings.urls).zip(&inner.chain_pending).map(
             |((ep, url), pending)| {
@@ -120,7 +122,7 @@ impl Monitor {
         let reports = futures::future::join_all(probes).await;
         // From here to the store there is no await: a dropped future publishes all or nothing.
         let mut outcomes = Vec::with_capacity(reports.len());
-        let mut latencies = Vec::with_capacity(reports.len());
+        let mut measured = Vec::with_capacity(reports.len());
         for ((report, ep), pending) in reports.into_iter().zip(&settings.endpoints).zip(&inner.chain_pending)
         {
             if report.result.is_err() {
@@ -128,7 +130,7 @@ impl Monitor {
             } else if report.chain_verified {
                 pending.store(false, Ordering::Relaxed);
             }
-            latencies.push(report.latency);
+            measured.push(round::Measured { latency: report.latency, hash: report.hash });
             outcomes.push((ep.id().clone(), report.result));
         }
         let previous = inner.published.load();
@@ -138,7 +140,7 @@ impl Monitor {
             SystemTime::now(),
             previous.as_deref(),
             settings.rules,
-            &latencies,
+            &measured,
             tokio::time::Instant::now(),
         );
         let published = match round.snapshot {

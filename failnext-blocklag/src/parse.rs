@@ -71,7 +71,7 @@ pub fn parse_quantity(text: &str) -> Option<u64> {
     u64::from_str_radix(digits, 16).ok()
 }
 
-fn rpc_error(error: &Value) -> ProbeError {
+pub(crate) fn rpc_error(error: &Value) -> ProbeError {
     let fields = error.as_object().and_then(|e: &Map<String, Value>| {
         let code = e.get("code")?.as_i64()?;
         let message = e.get("message").and_then(Value::as_str).unwrap_or_default();
@@ -83,12 +83,17 @@ fn rpc_error(error: &Value) -> ProbeError {
     }
 }
 
-fn invalid_quantity(text: &str) -> ProbeError {
+pub(crate) fn invalid_quantity(text: &str) -> ProbeError {
+    ProbeError::InvalidQuantity(shortened(text))
+}
+
+/// `text` cut to [`SHOWN_CHARS`] characters, with `…` when something was cut.
+pub(crate) fn shortened(text: &str) -> String {
     let mut shown: String = text.chars().take(SHOWN_CHARS).collect();
     if text.chars().nth(SHOWN_CHARS).is_some() {
         shown.push('…');
     }
-    ProbeError::InvalidQuantity(shown)
+    shown
 }
 
 #[cfg(test)]
@@ -220,7 +225,7 @@ mod tests {
     fn expected_id_is_per_method() {
         let body = br#"{"jsonrpc":"2.0","id":2,"result":"0x1"}"#;
         assert_eq!(parse_response(body, Method::ChainId.request_id()).ok(), Some(1));
-        for method in [Method::BlockNumber, Method::ChainId] {
+        for method in [Method::BlockNumber, Method::BlockByNumber, Method::ChainId] {
             let sent: Value = serde_json::from_str(method.request_body()).unwrap();
             assert_eq!(sent["id"].as_u64(), Some(method.request_id()));
             assert_eq!(sent["method"].as_str(), Some(method.name()));

@@ -6,7 +6,9 @@ use http::StatusCode;
 use http::header::{ACCEPT, CONTENT_TYPE};
 use reqwest::{Client, Response, Url};
 
+use crate::block_hash::BlockHash;
 use crate::check_error::ProbeFailure;
+use crate::head;
 use crate::parse;
 use crate::probe_error::ProbeError;
 use crate::rpc::{MAX_BODY, Method};
@@ -17,6 +19,8 @@ pub(crate) struct ProbeConfig<'a> {
     pub(crate) client: &'a Client,
     pub(crate) timeout: Duration,
     pub(crate) expected_chain_id: Option<u64>,
+    /// The call that reads the height: [`Method::BlockNumber`] or [`Method::BlockByNumber`].
+    pub(crate) head: Method,
 }
 
 /// What one provider's probe found.
@@ -24,52 +28,72 @@ pub(crate) struct ProbeConfig<'a> {
 pub(crate) struct ProbeReport {
     /// The height, or the failure.
     pub(crate) result: Result<u64, ProbeFailure>,
-    /// How long the `eth_blockNumber` call took, when it succeeded.
+    /// The hash of the head, when the head call succeeded and was [`Method::BlockByNumber`].
+    pub(crate) hash: Option<BlockHash>,
+    /// How long the head call took, when it succeeded.
     pub(crate) latency: Option<Duration>,
     /// Whether an `eth_chainId` call was sent and the result is a height of the expected chain.
     pub(crate) chain_verified: bool,
 }
 
-/// Probes one provider: its block height, and its chain id when `config` expects one (the
-/// monitor leaves it out once a provider's chain is verified).
+/// Probes one provider: its head (height, and hash with [`Method::BlockByNumber`]), and its
+/// chain id when `config` expects one (the monitor leaves it out once a provider's chain is
+/// verified).
 ///
 /// With an expected chain id both calls are sent at once; a chain-id failure (including a
 /// wrong chain) takes precedence over the height, since a height from an unverified chain is
 /// not comparable.
 pub(crate) async fn endpoint(config: ProbeConfig<'_>, id: &failnext::EndpointId, url: &Url) -> ProbeReport {
     let fail = |method, error| ProbeFailure::new(id.clone(), method, error);
-    let height = async {
+    let head = async {
         let started = tokio::time::Instant::now();
-        let height = call(config, url, Method::BlockNumber).await;
-        (height, started.elapsed())
+        let head = call(config, url, config.head).await;
+        (head, started.elapsed())
     };
-    let Some(expected) = config.expected_chain_id else {
-        let (height, took) = height.await;
-        let latency = height.is_ok().then_some(took);
-        let result = height.map_err(|e| fail(Method::BlockNumber, e));
-        return ProbeReport { result, latency, chain_verified: false };
+    let (chain, (head, took)) = match config.expected_chain_id {
+        Some(expected) => {
+            let (chain, head) = futures::future::join(call(config, url, Method::ChainId), head).await;
+            (Some((expected, chain)), head)
+        }
+        None => (None, head.await),
     };
-    let (chain, (height, took)) = futures::future::join(call(config, url, Method::ChainId), height).await;
-    let latency = height.is_ok().then_some(took);
-    let result = match chain {
-        Ok(actual) if actual == expected => height.map_err(|e| fail(Method::BlockNumber, e)),
-        Ok(actual) => Err(fail(Method::ChainId, ProbeError::WrongChain { expected, actual })),
-        Err(e) => Err(fail(Method::ChainId, e)),
+    let latency = head.is_ok().then_some(took);
+    let hash = head.as_ref().ok().and_then(|(_, hash)| *hash);
+    let height = head.map(|(height, _)| height).map_err(|e| fail(config.head, e));
+    let (result, chain_verified) = match chain {
+        None => (height, false),
+        Some((expected, Ok((actual, _)))) if actual == expected => {
+            let verified = height.is_ok();
+            (height, verified)
+        }
+        Some((expected, Ok((actual, _)))) => {
+            (Err(fail(Method::ChainId, ProbeError::WrongChain { expected, actual })), false)
+        }
+        Some((_, Err(e))) => (Err(fail(Method::ChainId, e)), false),
     };
-    let chain_verified = result.is_ok();
-    ProbeReport { result, latency, chain_verified }
+    let hash = hash.filter(|_| result.is_ok());
+    ProbeReport { result, hash, latency, chain_verified }
 }
 
-/// One JSON-RPC call under the probe timeout. The timeout covers connecting, sending and
-/// reading the body; when it fires, the response is dropped with it.
-async fn call(config: ProbeConfig<'_>, url: &Url, method: Method) -> Result<u64, ProbeError> {
+/// One JSON-RPC call under the probe timeout: its quantity, and the block hash for
+/// [`Method::BlockByNumber`]. The timeout covers connecting, sending and reading the body;
+/// when it fires, the response is dropped with it.
+async fn call(
+    config: ProbeConfig<'_>,
+    url: &Url,
+    method: Method,
+) -> Result<(u64, Option<BlockHash>), ProbeError> {
     match tokio::time::timeout(config.timeout, exchange(config.client, url, method)).await {
         Ok(outcome) => outcome,
         Err(_elapsed) => Err(ProbeError::Timeout),
     }
 }
 
-async fn exchange(client: &Client, url: &Url, method: Method) -> Result<u64, ProbeError> {
+async fn exchange(
+    client: &Client,
+    url: &Url,
+    method: Method,
+) -> Result<(u64, Option<BlockHash>), ProbeError> {
     // reqwest moves any userinfo of `url` into an Authorization header.
     let mut response = client
         .post(url.clone())
@@ -82,8 +106,13 @@ async fn exchange(client: &Client, url: &Url, method: Method) -> Result<u64, Pro
     if response.status() != StatusCode::OK {
         return Err(ProbeError::Status(response.status()));
     }
+    if method == Method::BlockByNumber {
+        let body = read_prefix(&mut response).await?;
+        let (height, hash) = head::parse_head_response(&body, method.request_id())?;
+        return Ok((height, Some(hash)));
+    }
     let body = read_capped(&mut response).await?;
-    parse::parse_response(&body, method.request_id())
+    parse::parse_response(&body, method.request_id()).map(|quantity| (quantity, None))
 }
 
 /// Reads at most [`MAX_BODY`] bytes of body.
@@ -101,6 +130,21 @@ async fn read_capped(response: &mut Response) -> Result<Vec<u8>, ProbeError> {
             return Err(ProbeError::BodyTooLarge);
         }
         body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// Reads the body up to one byte more than [`MAX_BODY`]: the whole body when it fits the
+/// cap, else its first `MAX_BODY + 1` bytes, which [`head::parse_head_response`] knows to be
+/// cut. Whatever the declared length, no more is read: a longer body is left unread and its
+/// connection closed with the dropped response, not returned to the pool (so a provider whose
+/// blocks are larger than the cap gets a new connection at each check).
+async fn read_prefix(response: &mut Response) -> Result<Vec<u8>, ProbeError> {
+    let mut body = Vec::new();
+    while body.len() <= MAX_BODY {
+        let Some(chunk) = response.chunk().await.map_err(ProbeError::from_reqwest)? else { break };
+        let room = MAX_BODY + 1 - body.len();
+        body.extend_from_slice(chunk.get(..room).unwrap_or(&chunk));
     }
     Ok(body)
 }

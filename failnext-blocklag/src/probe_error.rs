@@ -28,7 +28,9 @@ pub enum ProbeError {
     Timeout,
     /// An HTTP status other than 200. Redirects are statuses too: they are not followed.
     Status(StatusCode),
-    /// The response body is larger than 4096 bytes; the rest of it was not read.
+    /// The response body is larger than 4096 bytes; the rest of it was not read. Never the
+    /// error of the [head-with-hash](crate::MonitorBuilder::head_with_hash) probe, which reads
+    /// the first 4096 bytes of any body.
     BodyTooLarge,
     /// The response body is not JSON.
     InvalidJson,
@@ -45,9 +47,23 @@ pub enum ProbeError {
         /// it as untrusted text.
         message: String,
     },
-    /// The `result` is not a canonical hex quantity fitting `u64`. Holds what was received
-    /// (a string's content, or the JSON text of any other value), cut to 40 characters.
+    /// The `result` (for the [head-with-hash](crate::MonitorBuilder::head_with_hash) probe,
+    /// the block's `number`) is not a canonical hex quantity fitting `u64`. Holds what was
+    /// received (a string's content, or the JSON text of any other value), cut to 40
+    /// characters.
     InvalidQuantity(String),
+    /// The `result` of the [head-with-hash](crate::MonitorBuilder::head_with_hash) probe
+    /// (`eth_getBlockByNumber`) is not a block object: `null` (the provider has no latest block
+    /// to show) or any other non-object. Holds its JSON text, cut to 40 characters.
+    NotABlock(String),
+    /// The block the [head-with-hash](crate::MonitorBuilder::head_with_hash) probe received
+    /// has no top-level member of this name (`"number"` or `"hash"`) whose value ends within
+    /// the first 4096 bytes of the body: the probe reads no further, and does not take a
+    /// nested `hash` (of a transaction) or `parentHash` instead.
+    MissingHeadField(&'static str),
+    /// The block's `hash` is not a string of `0x` and 64 lower-case hex digits (32 bytes).
+    /// Holds what was received, as [`InvalidQuantity`](ProbeError::InvalidQuantity) does.
+    InvalidHash(String),
     /// The provider serves another chain than the monitor's
     /// [`expected_chain_id`](crate::MonitorBuilder::expected_chain_id).
     WrongChain {
@@ -81,6 +97,12 @@ pub enum ProbeErrorKind {
     JsonRpc,
     /// [`ProbeError::InvalidQuantity`].
     InvalidQuantity,
+    /// [`ProbeError::NotABlock`].
+    NotABlock,
+    /// [`ProbeError::MissingHeadField`].
+    MissingHeadField,
+    /// [`ProbeError::InvalidHash`].
+    InvalidHash,
     /// [`ProbeError::WrongChain`].
     WrongChain,
 }
@@ -100,6 +122,9 @@ impl ProbeError {
             ProbeError::IdMismatch => ProbeErrorKind::IdMismatch,
             ProbeError::JsonRpc { .. } => ProbeErrorKind::JsonRpc,
             ProbeError::InvalidQuantity(_) => ProbeErrorKind::InvalidQuantity,
+            ProbeError::NotABlock(_) => ProbeErrorKind::NotABlock,
+            ProbeError::MissingHeadField(_) => ProbeErrorKind::MissingHeadField,
+            ProbeError::InvalidHash(_) => ProbeErrorKind::InvalidHash,
             ProbeError::WrongChain { .. } => ProbeErrorKind::WrongChain,
         }
     }
@@ -128,6 +153,13 @@ impl fmt::Display for ProbeError {
             ProbeError::InvalidQuantity(shown) => {
                 write!(f, "result {shown:?} is not a canonical hex quantity fitting u64")
             }
+            ProbeError::NotABlock(shown) => write!(f, "result {shown} is not a block"),
+            ProbeError::MissingHeadField(field) => {
+                write!(f, "block has no top-level {field:?} within the first {MAX_BODY} bytes")
+            }
+            ProbeError::InvalidHash(shown) => {
+                write!(f, "block hash {shown:?} is not 0x and 64 lower-case hex digits")
+            }
             ProbeError::WrongChain { expected, actual } => {
                 write!(f, "wrong chain (expected chain id {expected}, got {actual})")
             }
@@ -154,6 +186,9 @@ impl fmt::Debug for ProbeError {
                 f.debug_struct("JsonRpc").field("code", code).field("message", message).finish()
             }
             ProbeError::InvalidQuantity(shown) => f.debug_tuple("InvalidQuantity").field(shown).finish(),
+            ProbeError::NotABlock(shown) => f.debug_tuple("NotABlock").field(shown).finish(),
+            ProbeError::MissingHeadField(field) => f.debug_tuple("MissingHeadField").field(field).finish(),
+            ProbeError::InvalidHash(shown) => f.debug_tuple("InvalidHash").field(shown).finish(),
             ProbeError::WrongChain { expected, actual } => {
                 f.debug_struct("WrongChain").field("expected", expected).field("actual", actual).finish()
             }

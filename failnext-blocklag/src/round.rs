@@ -6,6 +6,8 @@ use tokio::time::Instant;
 
 use failnext::EndpointId;
 
+use crate::agreed;
+use crate::block_hash::BlockHash;
 use crate::check_error::ProbeFailure;
 use crate::fitness::Fitness;
 use crate::probe_error::ProbeErrorKind;
@@ -35,6 +37,17 @@ pub(crate) struct Rules {
     pub(crate) max_lag_secs: Option<u64>,
     /// The head is stalled when unchanged for more than this many block times.
     pub(crate) stall_after: u32,
+    /// Matching `(number, hash)` reports that make an agreed head (at least 1; clipped).
+    pub(crate) agreement: u32,
+}
+
+/// What a check's probe of one endpoint measured besides its height.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Measured {
+    /// How long its head call took, when it succeeded.
+    pub(crate) latency: Option<Duration>,
+    /// The hash of the head it reported, with the head-with-hash probe.
+    pub(crate) hash: Option<BlockHash>,
 }
 
 impl Default for Rules {
@@ -45,6 +58,7 @@ impl Default for Rules {
             reference: Reference::Highest,
             max_lag_secs: None,
             stall_after: DEFAULT_STALL_AFTER,
+            agreement: agreed::DEFAULT_AGREEMENT,
         }
     }
 }
@@ -55,14 +69,18 @@ impl Default for Rules {
 /// success there is nothing to compare, so no snapshot. `previous` is the latest published
 /// snapshot, whose history the new one carries forward (matched by position, same endpoints in
 /// the same order); `None` before the first publication, when every endpoint counts as
-/// eligible (fail-open). `checked_at` is when probing ended, on the Tokio clock.
+/// eligible (fail-open). `measured` holds what else each probe measured, same order (missing
+/// entries count as nothing measured). `checked_at` is when probing ended, on the Tokio clock.
+///
+/// The snapshot's [agreed head](Snapshot::agreed) is found here, once, from the entries'
+/// eligibility and hashes.
 pub(crate) fn assemble(
     outcomes: Vec<(EndpointId, Result<u64, ProbeFailure>)>,
     max_lag: u64,
     taken_at: SystemTime,
     previous: Option<&Snapshot>,
     rules: Rules,
-    latencies: &[Option<Duration>],
+    measured: &[Measured],
     checked_at: Instant,
 ) -> Round {
     let highest =
@@ -78,13 +96,16 @@ pub(crate) fn assemble(
         };
         let before = previous.and_then(|p| p.entries().get(i));
         let failed_now = outcome.as_ref().err().map(|f| (f.call(), f.error().kind()));
+        let measured = measured.get(i).copied().unwrap_or_default();
         let entry = match outcome {
             Ok(height) => {
                 // `highest` is the reference of the successes; one ahead of it is 0 behind.
                 let fitness = Fitness::of_height(height, highest.unwrap_or(height), max_lag);
                 let fitness = within_seconds(fitness, head.and_then(|h| h.block_time), rules.max_lag_secs);
                 let (fitness, good) = readmission(fitness, before, rules.readmit_after);
-                SnapshotEntry::probed(endpoint, height, fitness).with_good_checks(good)
+                SnapshotEntry::probed(endpoint, height, fitness)
+                    .with_good_checks(good)
+                    .with_head_hash(measured.hash)
             }
             Err(failure) => {
                 let entry = SnapshotEntry::failed(endpoint, failure.shared_error());
@@ -92,11 +113,15 @@ pub(crate) fn assemble(
                 entry
             }
         };
-        let entry = carry_probe_health(entry, before, latencies.get(i).copied().flatten(), failed_now);
+        let entry = carry_probe_health(entry, before, measured.latency, failed_now);
         entries.push(entry.last_good_at(last_good));
     }
+    let agreed = agreed::agree(&entries, rules.agreement);
     let snapshot = highest.map(|highest| {
-        Snapshot::new(entries, highest, max_lag, taken_at).with_head(head).checked_at(checked_at)
+        Snapshot::new(entries, highest, max_lag, taken_at)
+            .with_head(head)
+            .with_agreed(agreed)
+            .checked_at(checked_at)
     });
     Round { snapshot, failures }
 }
@@ -175,7 +200,7 @@ pub(crate) fn lag_time(behind: u64, block_time: Duration) -> Duration {
 const LATENCY_WEIGHT: f64 = 0.25;
 
 /// Carries the probe latency EWMA (fed by `sample`, the duration of this check's successful
-/// `eth_blockNumber` call) and the last failure (`failed_now`, or the one of the previous
+/// head call) and the last failure (`failed_now`, or the one of the previous
 /// entry `before`).
 fn carry_probe_health(
     entry: SnapshotEntry,

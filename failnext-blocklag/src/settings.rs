@@ -23,6 +23,9 @@ pub(crate) struct Settings {
     pub(crate) probe_timeout: Duration,
     /// When set, checks verify each provider's chain id (at first, and after a failure).
     pub(crate) expected_chain_id: Option<u64>,
+    /// The call that reads each provider's head: `eth_blockNumber`, or
+    /// `eth_getBlockByNumber` with head-with-hash.
+    pub(crate) head: crate::rpc::Method,
     /// The rules carried across checks (re-admission, reference height).
     pub(crate) rules: crate::round::Rules,
     /// How unknown and old answers count (issue 12, point 4).

@@ -9,6 +9,8 @@ use tokio::time::Instant;
 
 use failnext::EndpointId;
 
+use crate::agreed::AgreedHead;
+use crate::block_hash::BlockHash;
 use crate::fitness::Fitness;
 use crate::probe_error::{ProbeError, ProbeErrorKind};
 use crate::rpc::Method;
@@ -41,6 +43,8 @@ pub struct Snapshot {
     checked_at: Instant,
     // The reference head over time (block time, stall).
     head: Option<HeadTiming>,
+    /// The head enough eligible providers reported with the same hash, found at assembly.
+    agreed: Option<AgreedHead>,
 }
 
 /// The reference head's timing as of one check, carried from the previous snapshot.
@@ -61,13 +65,15 @@ pub(crate) struct HeadTiming {
 pub struct SnapshotEntry {
     endpoint: EndpointId,
     state: EntryState,
+    /// The hash of the head it reported, with the head-with-hash probe.
+    head_hash: Option<BlockHash>,
     /// When its probe last succeeded, in this check or carried from an earlier snapshot.
     last_good: Option<Instant>,
     // Rules carried across checks (re-admission), from the previous snapshot's entry.
     /// Consecutive good checks (probe succeeded within `max_lag`), this one included.
     good_checks: u32,
     // Probe health carried across checks.
-    /// EWMA of the successful `eth_blockNumber` calls' durations.
+    /// EWMA of the successful head calls' durations.
     latency: Option<Duration>,
     /// The call and kind of the latest failed probe, this check's or an earlier one's.
     last_failure: Option<(Method, ProbeErrorKind)>,
@@ -88,7 +94,80 @@ enum EntryState {
 impl Snapshot {
     /// A snapshot of `entries`, one per configured endpoint in configured order.
     pub(crate) fn new(entries: Vec<SnapshotEntry>, highest: u64, max_lag: u64, taken_at: SystemTime) -> Self {
-        Snapshot { entries, highest, max_lag, taken_at, checked_at: Instant::now(), head: None }
+        Snapshot { entries, highest, max_lag, taken_at, checked_at: Instant::now(), head: None, agreed: None }
+    }
+
+    /// This snapshot, with the head its eligible providers agree on.
+    pub(crate) fn with_agreed(mut self, agreed: Option<AgreedHead>) -> Self {
+        self.agreed = agreed;
+        self
+    }
+
+    /// The head that enough of this check's eligible providers reported with the same hash:
+    /// among the providers [eligible](Snapshot::is_eligible) in this snapshot that reported a
+    /// hash ([`SnapshotEntry::head_hash`], so only with
+    /// [`head_with_hash`](crate::MonitorBuilder::head_with_hash)), the highest block
+    /// `(number, hash)` that at least `k` of them reported, `k` being the
+    /// [`agreement`](crate::MonitorBuilder::agreement) (2 by default).
+    ///
+    /// - `k` is clipped to the number of those providers: a single eligible provider with a
+    ///   hash agrees with itself, and so does every one of a monitor of one provider. Ask for
+    ///   [`providers()`](AgreedHead::providers) when the count matters to you.
+    /// - Providers at the same height with different hashes (a fork, a reorg in progress, a
+    ///   provider on another chain) do not agree. At one height the hash with the most reports
+    ///   wins if it has at least `k`; a tie between the most reported hashes is no agreement at
+    ///   that height. Without agreement at the highest height, the next lower height that has
+    ///   one wins (its providers are a block or more behind, but agree); else `None`.
+    /// - Ineligible providers (failed, lagging, still being
+    ///   [re-admitted](crate::MonitorBuilder::readmit_after)) do not count, whatever they
+    ///   report. Eligibility is this snapshot's: [`grace`](crate::MonitorBuilder::grace) and
+    ///   [`max_age`](crate::MonitorBuilder::max_age) are not applied.
+    ///
+    /// `None` with the default `eth_blockNumber` probe (no hashes), after
+    /// [`restore_health`](crate::Monitor::restore_health) until the next check publishes, and
+    /// when no height has enough matching reports. Computed once when the check publishes:
+    /// this is a field read.
+    ///
+    /// # Example
+    ///
+    /// Three local providers: two report block 100 with one hash, the third block 100 with
+    /// another (it is on a fork).
+    ///
+    /// ```
+    /// use failnext::Endpoint;
+    /// use failnext_blocklag::Monitor;
+    /// use serde_json::json;
+    /// use wiremock::{Mock, MockServer, ResponseTemplate};
+    ///
+    /// /// A provider whose latest block is 100 (`0x64`), with a hash of 32 `byte`s.
+    /// async fn provider(byte: &str) -> MockServer {
+    ///     let block = json!({ "hash": format!("0x{}", byte.repeat(32)), "number": "0x64", "transactions": [] });
+    ///     let server = MockServer::start().await;
+    ///     Mock::given(wiremock::matchers::body_partial_json(json!({ "method": "eth_getBlockByNumber" })))
+    ///         .respond_with(ResponseTemplate::new(200).set_body_json(json!({ "jsonrpc": "2.0", "id": 1, "result": block })))
+    ///         .mount(&server)
+    ///         .await;
+    ///     server
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (a, b, fork) = (provider("aa").await, provider("aa").await, provider("ff").await);
+    /// let endpoints = [Endpoint::new("a", a.uri()), Endpoint::new("b", b.uri()), Endpoint::new("fork", fork.uri())];
+    /// let monitor = Monitor::builder(endpoints).head_with_hash().build()?;
+    /// monitor.check().await?;
+    ///
+    /// let snapshot = monitor.snapshot().ok_or("published")?;
+    /// let agreed = snapshot.agreed().ok_or("two providers agree")?;
+    /// assert_eq!(agreed.number(), 100);
+    /// assert_eq!(agreed.hash().to_string(), format!("0x{}", "aa".repeat(32)));
+    /// assert_eq!(agreed.providers(), ["a", "b"]);
+    /// // Pin a read to it: {"blockHash": agreed.hash().to_string()} (EIP-1898).
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn agreed(&self) -> Option<&AgreedHead> {
+        self.agreed.as_ref()
     }
 
     /// Sets the Tokio-clock time of the check (`new` takes the current one).
@@ -219,6 +298,7 @@ impl fmt::Debug for Snapshot {
             .field("taken_at", &self.taken_at)
             .field("block_time", &self.block_time())
             .field("stalled", &self.stalled())
+            .field("agreed", &self.agreed)
             .field("entries", &self.entries)
             .finish()
     }
@@ -232,6 +312,7 @@ impl SnapshotEntry {
         SnapshotEntry {
             endpoint,
             state: EntryState::Probed { height, fitness },
+            head_hash: None,
             good_checks: 0,
             latency: None,
             last_failure: None,
@@ -244,11 +325,29 @@ impl SnapshotEntry {
         SnapshotEntry {
             endpoint,
             state: EntryState::Failed(error),
+            head_hash: None,
             good_checks: 0,
             latency: None,
             last_failure: None,
             last_good: None,
         }
+    }
+
+    /// Sets the hash of the head it reported (only for a successful probe).
+    pub(crate) fn with_head_hash(mut self, hash: Option<BlockHash>) -> Self {
+        self.head_hash = hash.filter(|_| self.height().is_some());
+        self
+    }
+
+    /// The hash of the block it reported as its head in this check, read by the
+    /// [`head_with_hash`](crate::MonitorBuilder::head_with_hash) probe together with the
+    /// [height](SnapshotEntry::height): the block numbered `height()` as this provider has it.
+    /// `None` with the default `eth_blockNumber` probe, when the probe failed, and in a snapshot
+    /// restored by [`restore_health`](crate::Monitor::restore_health) (hashes are not kept).
+    /// Whatever it is, it does not affect eligibility; it counts towards
+    /// [`Snapshot::agreed`].
+    pub fn head_hash(&self) -> Option<BlockHash> {
+        self.head_hash
     }
 
     /// Sets when its probe last succeeded.
@@ -298,7 +397,8 @@ impl SnapshotEntry {
     }
 
     /// The provider's probe latency: an exponentially weighted moving average (weight 1/4
-    /// for the newest sample) of the durations of its successful `eth_blockNumber` calls,
+    /// for the newest sample) of the durations of its successful head calls (`eth_blockNumber`,
+    /// or `eth_getBlockByNumber` with [`head_with_hash`](crate::MonitorBuilder::head_with_hash)),
     /// over the published checks so far. Failed probes add no sample and keep the average.
     /// `None` until one succeeded.
     pub fn probe_latency(&self) -> Option<Duration> {
@@ -311,8 +411,9 @@ impl SnapshotEntry {
         self.last_failure.map(|(_, kind)| kind)
     }
 
-    /// The JSON-RPC method (`"eth_blockNumber"` or `"eth_chainId"`) of the call that failed in
-    /// the provider's most recent probe failure, as [`last_error_kind`](Self::last_error_kind).
+    /// The JSON-RPC method (`"eth_blockNumber"`, `"eth_getBlockByNumber"` or `"eth_chainId"`)
+    /// of the call that failed in the provider's most recent probe failure, as
+    /// [`last_error_kind`](Self::last_error_kind).
     pub fn last_failed_call(&self) -> Option<&'static str> {
         self.last_failure.map(|(method, _)| method.name())
     }
@@ -369,6 +470,7 @@ impl fmt::Debug for SnapshotEntry {
         match &self.state {
             EntryState::Probed { height, fitness } => d
                 .field("height", height)
+                .field("head_hash", &self.head_hash)
                 .field("lag", &fitness.behind().unwrap_or_default())
                 .field("eligible", &fitness.is_eligible()),
             EntryState::Failed(error) => d.field("eligible", &false).field("error", error),

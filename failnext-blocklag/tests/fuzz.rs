@@ -4,6 +4,11 @@
 //!   4 KiB cap) and on generated JSON values (random trees and near-valid JSON-RPC responses):
 //!   it never panics and agrees with a reference statement of its documented rules
 //!   ([`reference_response`]).
+//! - `parse_head_response` (the head-with-hash probe, which scans at most the first 4 KiB):
+//!   on generated `eth_getBlockByNumber` answers (members in any order, missing, repeated or
+//!   escaped; nested and `parentHash` decoys) it agrees with serde_json reading the whole body
+//!   ([`reference_head`]); a block cut at the cap inside its transactions yields what the whole
+//!   block yields; arbitrary bytes never make it panic.
 //! - `parse_quantity` against [`reference_quantity`], an independent rule (canonical
 //!   lower-case hex, `0x0` or no leading zero, fits `u64`), on arbitrary strings and generated
 //!   near-misses (prefix variants, leading zeros, upper case, whitespace, signs, separators,
@@ -16,7 +21,9 @@
 //! FAILNEXT_FUZZ_CASES=1000000 cargo test --release -p failnext-blocklag --test fuzz
 //! ```
 
-use failnext_blocklag::{MAX_BODY, ProbeError, parse_quantity, parse_response};
+use failnext_blocklag::{
+    BlockHash, MAX_BODY, ProbeError, parse_head_response, parse_quantity, parse_response,
+};
 use failnext_loopback::cases::{check, pure_cases};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -325,6 +332,238 @@ fn json_body() -> impl Strategy<Value = Vec<u8>> {
 fn parse_response_on_generated_json_follows_the_rules() {
     check(pure_cases(), (json_body(), expected_id()), |(body, id)| {
         prop_assert_eq!(verdict(parse_response(&body, id)), reference_response(&body, id));
+        Ok(())
+    });
+}
+
+// ===== parse_head_response =====
+
+/// What an `eth_getBlockByNumber` answer must yield, restated from the documented rules of
+/// `parse_head_response`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum HeadVerdict {
+    Head(u64, String),
+    InvalidJson,
+    NotJsonRpc,
+    IdMismatch,
+    JsonRpc(i64, String),
+    InvalidQuantity(String),
+    NotABlock(String),
+    MissingHeadField(&'static str),
+    InvalidHash(String),
+    /// Any variant parsing must never produce.
+    Other(String),
+}
+
+fn head_verdict(result: Result<(u64, BlockHash), ProbeError>) -> HeadVerdict {
+    match result {
+        Ok((number, hash)) => HeadVerdict::Head(number, hash.to_string()),
+        Err(ProbeError::InvalidJson) => HeadVerdict::InvalidJson,
+        Err(ProbeError::NotJsonRpc) => HeadVerdict::NotJsonRpc,
+        Err(ProbeError::IdMismatch) => HeadVerdict::IdMismatch,
+        Err(ProbeError::JsonRpc { code, message }) => HeadVerdict::JsonRpc(code, message),
+        Err(ProbeError::InvalidQuantity(shown)) => HeadVerdict::InvalidQuantity(shown),
+        Err(ProbeError::NotABlock(shown)) => HeadVerdict::NotABlock(shown),
+        Err(ProbeError::MissingHeadField(field)) => HeadVerdict::MissingHeadField(field),
+        Err(ProbeError::InvalidHash(shown)) => HeadVerdict::InvalidHash(shown),
+        Err(other) => HeadVerdict::Other(format!("{other:?}")),
+    }
+}
+
+/// The rules for a whole body, on serde_json's reading of all of it.
+fn reference_head(body: &[u8], expected_id: u64) -> HeadVerdict {
+    let Ok(value) = serde_json::from_slice::<Value>(body) else { return HeadVerdict::InvalidJson };
+    let Value::Object(object) = value else { return HeadVerdict::NotJsonRpc };
+    if !matches!(object.get("jsonrpc"), Some(Value::String(v)) if v == "2.0") {
+        return HeadVerdict::NotJsonRpc;
+    }
+    let id = object.get("id");
+    let id_is_ours = matches!(id, Some(Value::Number(n)) if n.as_u64() == Some(expected_id));
+    let error = object.get("error").filter(|e| !e.is_null());
+    if let Some(error) = error.filter(|_| id_is_ours || id == Some(&Value::Null)) {
+        let Value::Object(error) = error else { return HeadVerdict::NotJsonRpc };
+        let Some(code) = error.get("code").and_then(Value::as_i64) else { return HeadVerdict::NotJsonRpc };
+        let message = match error.get("message") {
+            Some(Value::String(m)) => m.clone(),
+            _ => String::new(),
+        };
+        return HeadVerdict::JsonRpc(code, message);
+    }
+    if !id_is_ours {
+        return HeadVerdict::IdMismatch;
+    }
+    let block = match object.get("result") {
+        None => return HeadVerdict::NotJsonRpc,
+        Some(Value::Object(block)) => block,
+        Some(other) => return HeadVerdict::NotABlock(shown(&other.to_string())),
+    };
+    let number = match block.get("number") {
+        None => return HeadVerdict::MissingHeadField("number"),
+        Some(Value::String(text)) => match reference_quantity(text) {
+            Some(number) => number,
+            None => return HeadVerdict::InvalidQuantity(shown(text)),
+        },
+        Some(other) => return HeadVerdict::InvalidQuantity(shown(&other.to_string())),
+    };
+    let lower_hex = |text: &str| {
+        text.strip_prefix("0x")
+            .is_some_and(|d| d.len() == 64 && d.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+    };
+    match block.get("hash") {
+        None => HeadVerdict::MissingHeadField("hash"),
+        Some(Value::String(text)) if lower_hex(text) => HeadVerdict::Head(number, text.clone()),
+        Some(Value::String(text)) => HeadVerdict::InvalidHash(shown(text)),
+        Some(other) => HeadVerdict::InvalidHash(shown(&other.to_string())),
+    }
+}
+
+/// A value that is sometimes absent.
+fn maybe<S: Strategy>(value: S) -> impl Strategy<Value = Option<S::Value>>
+where
+    S::Value: Clone,
+{
+    prop_oneof![1 => Just(None), 4 => value.prop_map(Some)]
+}
+
+/// `"name"`, sometimes with its first character escaped (`"\u0068ash"`), which is the same key.
+fn spelled(name: &'static str) -> impl Strategy<Value = String> {
+    let escaped = format!("\"\\u{:04x}{}\"", name.as_bytes()[0], &name[1..]);
+    prop_oneof![5 => Just(format!("\"{name}\"")), 1 => Just(escaped)]
+}
+
+/// `{` members `}` as JSON text, in the order given.
+fn object_text(members: Vec<(String, String)>) -> String {
+    let members: Vec<String> = members.into_iter().map(|(key, value)| format!("{key}:{value}")).collect();
+    format!("{{{}}}", members.join(","))
+}
+
+fn hash_value() -> impl Strategy<Value = Value> {
+    let hex = |bytes: [u8; 32]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    prop_oneof![
+        6 => prop::array::uniform32(any::<u8>()).prop_map(move |b| Value::String(format!("0x{}", hex(b)))),
+        1 => prop::array::uniform32(any::<u8>()).prop_map(move |b| Value::String(format!("0x{}", hex(b).to_uppercase()))),
+        1 => prop::array::uniform32(any::<u8>()).prop_map(move |b| Value::String(hex(b))),
+        1 => prop::sample::select(vec!["0x", "0x12", "0x0", ""]).prop_map(|s| Value::String(s.to_owned())),
+        1 => json_value(),
+    ]
+}
+
+/// A block's members as JSON text (key, value), some missing, repeated or escaped, in any
+/// order, with nested hashes (transaction objects) that must not count.
+fn block_members() -> impl Strategy<Value = Vec<(String, String)>> {
+    let number = prop_oneof![
+        5 => any::<u64>().prop_map(|n| Value::String(format!("{n:#x}"))),
+        1 => any_quantity_text().prop_map(Value::String),
+        1 => json_value(),
+    ];
+    let tx = prop_oneof![hash_value(), hash_value().prop_map(|h| json!({ "hash": h, "number": "0x1" })),];
+    let transactions = prop::collection::vec(tx, 0..4).prop_map(Value::Array);
+    let named = |name: &'static str, value: BoxedStrategy<Value>| {
+        maybe((spelled(name), value).prop_map(|(key, value)| (key, value.to_string())))
+    };
+    let extra_key = prop_oneof![
+        prop::sample::select(vec!["\"parentHash\"", "\"Hash\"", "\"hash \"", "\"blockHash\"", "\"numbers\""])
+            .prop_map(str::to_owned),
+        spelled("hash"),
+        spelled("number"),
+        key().prop_map(|k| Value::String(k).to_string()),
+    ];
+    let extras = prop::collection::vec((extra_key, json_value()).prop_map(|(k, v)| (k, v.to_string())), 0..3);
+    (
+        named("number", number.boxed()),
+        named("hash", hash_value().boxed()),
+        named("parentHash", hash_value().boxed()),
+        named("transactions", transactions.boxed()),
+        extras,
+    )
+        .prop_map(|(number, hash, parent, txs, extras)| {
+            [number, hash, parent, txs].into_iter().flatten().chain(extras).collect::<Vec<_>>()
+        })
+        .prop_shuffle()
+}
+
+/// The envelope's members but `result`, as JSON text, some missing or wrong.
+fn envelope_members() -> impl Strategy<Value = Vec<(String, String)>> {
+    let jsonrpc = prop_oneof![6 => Just(json!("2.0")), 1 => prop::sample::select(vec![json!("1.0"), json!(2.0), json!(null)])];
+    let id = prop_oneof![
+        6 => Just(json!(1)),
+        1 => prop::sample::select(vec![json!(2), json!("1"), json!(1.0), json!(null)]),
+    ];
+    let error = prop_oneof![
+        1 => Just(json!(null)),
+        2 => (any::<i64>(), any::<String>()).prop_map(|(code, message)| json!({ "code": code, "message": message })),
+        1 => json_value(),
+    ];
+    let text = |name: &'static str, value: BoxedStrategy<Value>| {
+        (spelled(name), value).prop_map(|(key, value)| (key, value.to_string()))
+    };
+    (
+        maybe(text("jsonrpc", jsonrpc.boxed())),
+        maybe(text("id", id.boxed())),
+        prop_oneof![4 => Just(None), 1 => text("error", error.boxed()).prop_map(Some)],
+    )
+        .prop_map(|(jsonrpc, id, error)| [jsonrpc, id, error].into_iter().flatten().collect::<Vec<_>>())
+        .prop_shuffle()
+}
+
+/// A whole `eth_getBlockByNumber` answer: the envelope's members and a `result` (a block, or
+/// any value) in any order.
+fn head_body() -> impl Strategy<Value = Vec<u8>> {
+    let result = prop_oneof![
+        6 => block_members().prop_map(object_text),
+        1 => json_value().prop_map(|v| v.to_string()),
+    ];
+    (envelope_members(), maybe(result), any::<prop::sample::Index>()).prop_map(|(mut members, result, at)| {
+        if let Some(result) = result {
+            members.insert(at.index(members.len() + 1), ("\"result\"".to_owned(), result));
+        }
+        object_text(members).into_bytes()
+    })
+}
+
+#[test]
+fn parse_head_response_on_whole_bodies_agrees_with_serde_json_reading_all_of_it() {
+    check(pure_cases(), (head_body(), expected_id()), |(body, id)| {
+        prop_assume!(body.len() <= MAX_BODY);
+        prop_assert_eq!(head_verdict(parse_head_response(&body, id)), reference_head(&body, id));
+        Ok(())
+    });
+    // Arbitrary bytes and the parse_response corpus: never a panic, never a foreign variant.
+    check(pure_cases() / 5, (prop_oneof![body_bytes(), json_body()], expected_id()), |(body, id)| {
+        let got = head_verdict(parse_head_response(&body, id));
+        prop_assert!(!matches!(got, HeadVerdict::Other(_)), "{:?}", got);
+        if body.len() <= MAX_BODY {
+            prop_assert_eq!(got, reference_head(&body, id));
+        }
+        Ok(())
+    });
+}
+
+#[test]
+fn a_block_cut_at_the_cap_inside_its_transactions_yields_what_the_whole_block_yields() {
+    // The envelope's `result` last, and the block's `transactions` last: what the rules read
+    // all comes before the padding.
+    let body = (envelope_members(), block_members(), 0usize..20_000);
+    check(pure_cases() / 5, (body, expected_id()), |((mut envelope, mut block, pad), id)| {
+        block.retain(|(key, _)| !key.contains("transactions"));
+        let long_envelope = envelope.clone();
+        // In the cut body no `id` is read, so none is required: as if it were the one sent.
+        if !envelope.iter().any(|(key, _)| serde_json::from_str::<String>(key).is_ok_and(|k| k == "id")) {
+            envelope.push(("\"id\"".to_owned(), id.to_string()));
+        }
+        let whole = |envelope: &[(String, String)], txs: &str| {
+            let mut block = block.clone();
+            block.push(("\"transactions\"".to_owned(), txs.to_owned()));
+            let mut members = envelope.to_vec();
+            members.push(("\"result\"".to_owned(), object_text(block)));
+            object_text(members).into_bytes()
+        };
+        let short = whole(&envelope, "[]");
+        prop_assume!(short.len() + 80 < MAX_BODY);
+        let hashes = vec![format!("\"0x{}\"", "ab".repeat(32)); 60 + pad / 64].join(",");
+        let long = whole(&long_envelope, &format!("[{hashes}]"));
+        prop_assert!(long.len() > MAX_BODY);
+        prop_assert_eq!(head_verdict(parse_head_response(&long, id)), reference_head(&short, id));
         Ok(())
     });
 }

@@ -8,6 +8,7 @@ mod chain;
 mod concurrency;
 mod config;
 mod freshness;
+mod head;
 mod publication;
 mod redaction;
 mod rejection;
