@@ -159,7 +159,11 @@ impl Middleware for Failover {
     ) -> reqwest_middleware::Result<Response> {
         let shared = &*self.shared;
         let mut guard = CancelGuard { events: &shared.events, armed: shared.events.is_active() };
+        #[cfg(feature = "alloy")]
+        let observer = extensions.get::<crate::session::Observer>().cloned();
         let started = Session::start(shared, req, &RequestOptions::read(extensions));
+        #[cfg(feature = "alloy")]
+        let started = started.map(|s| s.observe_with(observer.as_ref().map(|o| &*o.0)));
         let outcome = match started {
             Ok(session) => run(shared, session, extensions, &next).await,
             Err(err) => Err(err),
@@ -205,6 +209,7 @@ impl Failover {
     /// One request sent through this `Failover` on `client` directly, without a middleware
     /// chain and without options in extensions: what the alloy transport does when it owns its
     /// client. The response is not marked with `ServedBy`; the endpoint's index comes back.
+    /// `observer` is told about each response the request fails over from.
     #[cfg_attr(not(feature = "alloy"), allow(dead_code, reason = "used by the alloy transport"))]
     pub(crate) async fn execute_direct(
         &self,
@@ -212,12 +217,16 @@ impl Failover {
         req: Request,
         opts: &RequestOptions<'_>,
         rebuild: &(dyn Rebuild + '_),
+        observer: Option<&(dyn crate::session::Observe + '_)>,
     ) -> Outcome {
         let shared = &*self.shared;
         let mut guard = CancelGuard { events: &shared.events, armed: shared.events.is_active() };
         let mut ext = Extensions::new();
         let outcome = match Session::start(shared, req, opts) {
-            Ok(session) => run(shared, session.rebuild_with(rebuild), &mut ext, &Direct(client)).await,
+            Ok(session) => {
+                let session = session.rebuild_with(rebuild).observe_with(observer);
+                run(shared, session, &mut ext, &Direct(client)).await
+            }
             Err(err) => Err(err),
         };
         guard.armed = false;

@@ -26,6 +26,20 @@ pub(crate) trait Rebuild: Sync {
     fn request(&self, url: &url::Url) -> Request;
 }
 
+/// Told about every response of one request that was judged `FailOver` (a trigger status, or
+/// flagged by the classifier), before it is retained: how the alloy transport learns which
+/// endpoint lacked what. Called only on that path, never for a response that returns at once.
+#[cfg_attr(not(feature = "alloy"), allow(dead_code, reason = "used by the alloy transport"))]
+pub(crate) trait Observe: Send + Sync {
+    /// Endpoint `endpoint` answered `response`, and the request fails over from it.
+    fn flagged(&self, endpoint: &crate::EndpointId, response: &Response);
+}
+
+/// An [`Observe`] for a request sent down a middleware chain, in its extensions.
+#[cfg(feature = "alloy")]
+#[derive(Clone)]
+pub(crate) struct Observer(pub(crate) std::sync::Arc<dyn Observe>);
+
 /// What the request does next.
 #[derive(Debug)]
 #[allow(
@@ -82,6 +96,8 @@ pub(crate) struct Session<'a> {
     /// The caller's own way to make later attempts (the alloy transport rebuilds them from its
     /// packet), used instead of copying the request up front.
     rebuild: Option<&'a dyn Rebuild>,
+    /// Told about each response the request fails over from.
+    observer: Option<&'a dyn Observe>,
     pub(crate) host: HostRule,
     /// Attempts sent so far; the last one's number.
     pub(crate) sent: u32,
@@ -130,6 +146,7 @@ impl<'a> Session<'a> {
             permission: None,
             replay: None,
             rebuild: None,
+            observer: None,
             sent: 0,
             trial: None,
             tally: None,
@@ -142,6 +159,13 @@ impl<'a> Session<'a> {
     #[cfg_attr(not(feature = "alloy"), allow(dead_code, reason = "used by the alloy transport"))]
     pub(crate) fn rebuild_with(mut self, rebuild: &'a dyn Rebuild) -> Self {
         self.rebuild = Some(rebuild);
+        self
+    }
+
+    /// `observer` is told about each response the request fails over from.
+    #[cfg_attr(not(feature = "alloy"), allow(dead_code, reason = "used by the alloy transport"))]
+    pub(crate) fn observe_with(mut self, observer: Option<&'a dyn Observe>) -> Self {
+        self.observer = observer;
         self
     }
 
@@ -349,6 +373,9 @@ impl<'a> Session<'a> {
     /// A response from endpoint `i` judged `FailOver` (a trigger status, or flagged by the
     /// classifier): it replaces (and drops) any older one.
     pub(crate) fn retain(&mut self, i: usize, resp: Response) {
+        if let Some(observer) = self.observer {
+            observer.flagged(self.shared.slots[i].id(), &resp);
+        }
         if let Some((old, _)) = self.tally().retained.replace((resp, i)) {
             discard(old);
         }

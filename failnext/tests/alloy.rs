@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use alloy_json_rpc::{Id, Request, RequestPacket, ResponsePacket, ResponsePayload, SerializedRequest};
 use alloy_primitives::{B256, keccak256};
-use failnext::alloy::{CallExt, FailoverTransport, FilterPinned, NeverSent, PossiblySubmitted, ServedByCell};
+use failnext::alloy::{
+    BelowFloor, BlockRef, Bundle, BundleRefused, CallExt, Capability, FailoverTransport, FilterPinned,
+    NeverSent, PossiblySubmitted, ReferenceUnknown, ServedByCell,
+};
 use failnext::{Endpoint, Failover};
 use failnext_loopback::{Action, End, Received, Reply, Server, refused_url};
 use serde_json::{Value, json};
@@ -69,10 +72,13 @@ fn single(method: &'static str, params: Value) -> RequestPacket {
     RequestPacket::Single(call(method, params, 1))
 }
 
-async fn send(
-    t: &FailoverTransport,
+async fn send<T>(
+    t: &T,
     packet: RequestPacket,
-) -> Result<ResponsePacket, alloy_json_rpc::RpcError<alloy_transport::TransportErrorKind>> {
+) -> Result<ResponsePacket, alloy_json_rpc::RpcError<alloy_transport::TransportErrorKind>>
+where
+    T: Service<RequestPacket, Response = ResponsePacket, Error = alloy_transport::TransportError> + Clone,
+{
     t.clone().call(packet).await
 }
 
@@ -335,4 +341,395 @@ async fn per_call_deny_keeps_a_read_on_one_provider_and_allow_lets_an_unknown_me
     *custom.meta_mut() = custom.meta().clone().allow_failover();
     assert_eq!(result(&send(&t, RequestPacket::Single(custom)).await.unwrap()), json!("0x3"));
     assert_eq!(backup.requests(), 1, "allowed for this call");
+}
+
+// ===== coherent state: bundles, capabilities, monotonic reads =====
+
+fn id(name: &str) -> failnext::EndpointId {
+    failnext::EndpointId::from(name)
+}
+
+const ADDR: &str = "0x00000000000000000000000000000000000000aa";
+
+fn reference() -> BlockRef {
+    BlockRef::new(100, B256::repeat_byte(0x77))
+}
+
+/// The EIP-1898 parameter of the test reference.
+fn pinned() -> Value {
+    json!({"blockHash": reference().hash, "requireCanonical": true})
+}
+
+/// Each call the server received, as (method, params).
+fn calls(server: &Server) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    for r in server.take_log() {
+        let body: Value = serde_json::from_slice(&r.body).unwrap();
+        for c in body.as_array().cloned().unwrap_or_else(|| vec![body.clone()]) {
+            out.push((c["method"].as_str().unwrap_or_default().to_owned(), c["params"].clone()));
+        }
+    }
+    out
+}
+
+/// Whether `params` select a block by the test reference's hash.
+fn names_reference(params: &Value) -> bool {
+    params.to_string().contains(&reference().hash.to_string())
+}
+
+/// A node that does not know the test reference: geth's answer to an EIP-1898 hash it never
+/// saw; everything else answers `result`.
+async fn not_knowing(message: &'static str, result: Value) -> Server {
+    node(
+        move |_, params| {
+            if names_reference(params) { Answer::Error(-32000, message) } else { ok(result.clone()) }
+        },
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_bundles_state_reads_all_carry_its_block_hash() {
+    let server = node(|_, _| ok(json!("0x1"))).await;
+    let t = transport(&[("only", server.url("/"))]);
+    let bundle = t.bundle(reference());
+    assert_eq!(bundle.reference(), reference());
+    let to = json!({"to": ADDR, "data": "0x"});
+    let slot = "0x0000000000000000000000000000000000000000000000000000000000000000";
+    let batch = RequestPacket::Batch(vec![
+        call("eth_getBalance", json!([ADDR, "latest"]), 1),
+        call("eth_getCode", json!([ADDR]), 2),
+        call("eth_getStorageAt", json!([ADDR, slot, "latest"]), 3),
+        call("eth_getTransactionCount", json!([ADDR, "latest"]), 4),
+    ]);
+    send(&bundle, batch).await.unwrap();
+    for packet in [
+        single("eth_call", json!([to])),
+        single("eth_call", json!([to, "latest", {ADDR: {"balance": "0x1"}}])),
+        single("eth_estimateGas", json!([to])),
+        single("eth_createAccessList", json!([to, null])),
+        single("eth_getProof", json!([ADDR, [slot], "latest"])),
+    ] {
+        send(&bundle, packet).await.unwrap();
+    }
+    let received = calls(&server);
+    assert_eq!(received.len(), 9);
+    for (method, params) in &received {
+        let index = if matches!(method.as_str(), "eth_getStorageAt" | "eth_getProof") { 2 } else { 1 };
+        assert_eq!(params[index], pinned(), "{method} {params}");
+    }
+    assert_eq!(received[5].1[2], json!({ADDR: {"balance": "0x1"}}), "later params are kept");
+}
+
+#[tokio::test]
+async fn a_bundle_leaves_explicit_blocks_alone_and_refuses_pending_and_writes() {
+    let server = node(|_, _| ok(json!("0x1"))).await;
+    let t = transport(&[("only", server.url("/"))]);
+    let bundle = t.bundle(reference());
+    let other = json!({"blockHash": B256::repeat_byte(1)});
+    for block in [json!("0x5"), other.clone(), json!("finalized"), json!({"blockNumber": "0x9"})] {
+        send(&bundle, single("eth_getBalance", json!([ADDR, block]))).await.unwrap();
+        assert_eq!(calls(&server), [("eth_getBalance".to_owned(), json!([ADDR, block]))], "left alone");
+    }
+    // Not a state read with a block parameter: sent as it is.
+    send(&bundle, single("eth_chainId", json!([]))).await.unwrap();
+    assert_eq!(calls(&server), [("eth_chainId".to_owned(), json!([]))]);
+
+    let err = send(&bundle, single("eth_getTransactionCount", json!([ADDR, "pending"]))).await.unwrap_err();
+    let refused = BundleRefused::find(&err).unwrap_or_else(|| panic!("not BundleRefused: {err}"));
+    assert_eq!(refused.method(), "eth_getTransactionCount");
+    let err = send(&bundle, single("eth_sendRawTransaction", json!([RAW]))).await.unwrap_err();
+    assert!(BundleRefused::find(&err).is_some(), "{err}");
+    assert!(calls(&server).is_empty(), "nothing refused was sent");
+}
+
+#[tokio::test]
+async fn a_provider_not_knowing_the_hash_is_skipped_and_the_bundle_does_not_ask_it_again() {
+    let primary = not_knowing("header for hash not found", json!("0x1")).await;
+    let backup = node(|_, _| ok(json!("0x2"))).await;
+    let t = transport(&[("primary", primary.url("/")), ("backup", backup.url("/"))]);
+    let bundle = t.bundle(reference());
+    let cell = ServedByCell::new();
+    let mut req = call("eth_getBalance", json!([ADDR, "latest"]), 1);
+    *req.meta_mut() = req.meta().clone().record_served_by(&cell);
+    assert_eq!(result(&send(&bundle, RequestPacket::Single(req)).await.unwrap()), json!("0x2"));
+    assert_eq!(cell.get().map(|id| id.to_string()).as_deref(), Some("backup"));
+    assert_eq!(bundle.missed(), [id("primary")]);
+    for _ in 0..3 {
+        let answer = send(&bundle, single("eth_call", json!([{"to": ADDR}]))).await.unwrap();
+        assert_eq!(result(&answer), json!("0x2"));
+    }
+    assert_eq!(calls(&primary).len(), 1, "asked once, never again in this bundle");
+    assert!(calls(&backup).iter().all(|(_, p)| names_reference(p)), "every read at the reference");
+    // The transport's own reads, and another bundle, still use the primary.
+    assert_eq!(
+        result(&send(&t, single("eth_getBalance", json!([ADDR, "latest"]))).await.unwrap()),
+        json!("0x1")
+    );
+    assert!(t.bundle(reference()).missed().is_empty());
+}
+
+#[tokio::test]
+async fn anvils_resource_not_found_for_the_hash_is_a_miss_too() {
+    // anvil 1.7 answers an unknown blockHash with -32001 "Resource not found".
+    let primary = node(|_, params| {
+        if names_reference(params) { Answer::Error(-32001, "Resource not found") } else { ok(json!("0x1")) }
+    })
+    .await;
+    let backup = node(|_, _| ok(json!("0x2"))).await;
+    let t = transport(&[("primary", primary.url("/")), ("backup", backup.url("/"))]);
+    let bundle = t.bundle(reference());
+    assert_eq!(result(&send(&bundle, single("eth_getCode", json!([ADDR]))).await.unwrap()), json!("0x2"));
+    assert_eq!(bundle.missed(), [id("primary")]);
+}
+
+#[tokio::test]
+async fn no_provider_knowing_the_reference_is_a_typed_error_that_says_restart() {
+    let primary = not_knowing("header for hash not found", json!("0x1")).await;
+    let backup = not_knowing("block not found", json!("0x2")).await;
+    let t = transport(&[("primary", primary.url("/")), ("backup", backup.url("/"))]);
+    let bundle = t.bundle(reference());
+    let err = send(&bundle, single("eth_getBalance", json!([ADDR]))).await.unwrap_err();
+    let unknown = ReferenceUnknown::find(&err).unwrap_or_else(|| panic!("not ReferenceUnknown: {err}"));
+    assert_eq!(unknown.reference(), reference());
+    assert_eq!(unknown.missed(), [id("primary"), id("backup")]);
+    assert!(err.to_string().contains("restart the decision at a new reference"), "{err}");
+    primary.take_log();
+    backup.take_log();
+    let err = send(&bundle, single("eth_getBalance", json!([ADDR]))).await.unwrap_err();
+    assert!(ReferenceUnknown::find(&err).is_some(), "{err}");
+    assert_eq!(primary.requests() + backup.requests(), 2, "one each for the first read, none for the second");
+    assert!(calls(&primary).is_empty() && calls(&backup).is_empty());
+}
+
+#[tokio::test]
+async fn a_revert_in_a_bundle_is_returned_and_not_rotated() {
+    let primary = node(|_, _| Answer::Error(3, "execution reverted")).await;
+    let backup = node(|_, _| ok(json!("0x"))).await;
+    let t = transport(&[("primary", primary.url("/")), ("backup", backup.url("/"))]);
+    let bundle = t.bundle(reference());
+    let answer = send(&bundle, single("eth_call", json!([{"to": ADDR}]))).await.unwrap();
+    let ResponsePacket::Single(r) = answer else { panic!("a batch") };
+    assert!(matches!(r.payload, ResponsePayload::Failure(ref e) if e.code == 3), "the revert itself");
+    assert_eq!(backup.requests(), 0, "never sent to another provider");
+    assert!(bundle.missed().is_empty() && t.lacking("primary").is_empty(), "says nothing about the provider");
+}
+
+#[tokio::test]
+async fn a_bundle_through_a_client_chain_skips_the_provider_that_missed() {
+    let primary = not_knowing("header for hash not found", json!("0x1")).await;
+    let backup = node(|_, _| ok(json!("0x2"))).await;
+    let endpoints = [Endpoint::new("primary", primary.url("/")), Endpoint::new("backup", backup.url("/"))];
+    let failover =
+        Failover::builder(endpoints).classifier(failnext::jsonrpc::JsonRpcClassifier::new()).build().unwrap();
+    let client =
+        reqwest_middleware::ClientBuilder::new(reqwest::Client::new()).with(failover.clone()).build();
+    let bundle = FailoverTransport::with_client(client, &failover).bundle(reference());
+    for _ in 0..2 {
+        assert_eq!(
+            result(&send(&bundle, single("eth_getBalance", json!([ADDR]))).await.unwrap()),
+            json!("0x2")
+        );
+    }
+    assert_eq!(bundle.missed(), [id("primary")]);
+    assert_eq!(calls(&primary).len(), 1);
+}
+
+/// An archive node and a full node that prunes state older than the archive depth.
+async fn archive_and_full(message: &'static str) -> (Server, Server) {
+    let full = node(move |m, params| match (m, params[1].as_str()) {
+        ("eth_getBalance", Some("0x10")) => Answer::Error(-32000, message),
+        _ => ok(json!("0xf")),
+    })
+    .await;
+    let archive = node(|_, _| ok(json!("0xa"))).await;
+    (full, archive)
+}
+
+#[tokio::test]
+async fn a_provider_declared_without_archive_state_serves_current_reads_and_is_skipped_for_old_ones() {
+    let (full, archive) = archive_and_full("missing trie node").await;
+    let t = transport(&[("full", full.url("/")), ("archive", archive.url("/"))])
+        .lacks("full", Capability::Archive);
+    t.observe_head(1000);
+    let old = || single("eth_getBalance", json!([ADDR, "0x10"]));
+    assert_eq!(result(&send(&t, old()).await.unwrap()), json!("0xa"));
+    assert!(calls(&full).is_empty(), "skipped for the historical read, not asked");
+    let recent = single("eth_getBalance", json!([ADDR, format!("{:#x}", 1000 - 128)]));
+    assert_eq!(result(&send(&t, recent).await.unwrap()), json!("0xf"), "128 behind: not archive");
+    assert_eq!(
+        result(&send(&t, single("eth_getBalance", json!([ADDR, "latest"]))).await.unwrap()),
+        json!("0xf")
+    );
+    assert_eq!(result(&send(&t, single("eth_blockNumber", json!([]))).await.unwrap()), json!("0xf"));
+    assert_eq!(t.lacking("full"), [Capability::Archive]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_missing_trie_node_answer_to_an_old_read_is_found_and_forgotten_after_a_while() {
+    let (full, archive) = archive_and_full("missing trie node 0xabc (path )").await;
+    let t = transport(&[("full", full.url("/")), ("archive", archive.url("/"))])
+        .lack_found_for(Duration::from_secs(60));
+    assert_eq!(result(&send(&t, single("eth_blockNumber", json!([]))).await.unwrap()), json!("0xf"));
+    t.observe_head(1000);
+    let old = || single("eth_getBalance", json!([ADDR, "0x10"]));
+    assert_eq!(result(&send(&t, old()).await.unwrap()), json!("0xa"), "the same read fails over");
+    assert_eq!(t.lacking("full"), [Capability::Archive], "found, from its answer");
+    full.take_log();
+    assert_eq!(result(&send(&t, old()).await.unwrap()), json!("0xa"));
+    assert!(calls(&full).is_empty(), "skipped for historical reads now");
+    assert_eq!(
+        result(&send(&t, single("eth_getBalance", json!([ADDR, "latest"]))).await.unwrap()),
+        json!("0xf")
+    );
+    tokio::time::advance(Duration::from_secs(61)).await;
+    assert!(t.lacking("full").is_empty(), "forgotten");
+    full.take_log();
+    assert_eq!(result(&send(&t, old()).await.unwrap()), json!("0xa"));
+    assert_eq!(calls(&full).len(), 1, "asked again, and found again");
+    assert_eq!(t.lacking("full"), [Capability::Archive]);
+}
+
+#[tokio::test]
+async fn method_not_found_excludes_the_provider_from_that_method_only() {
+    let primary = node(|m, _| match m {
+        "trace_block" => Answer::Error(-32601, "the method trace_block does not exist/is not available"),
+        _ => ok(json!("0x1")),
+    })
+    .await;
+    let backup = node(|_, _| ok(json!("0x2"))).await;
+    let t = transport(&[("primary", primary.url("/")), ("backup", backup.url("/"))]);
+    let mut allowed = call("trace_block", json!(["latest"]), 1);
+    *allowed.meta_mut() = allowed.meta().clone().allow_failover();
+    let trace = || RequestPacket::Single(allowed.clone());
+    assert_eq!(result(&send(&t, trace()).await.unwrap()), json!("0x2"), "fails over");
+    assert_eq!(t.lacking("primary"), [Capability::method("trace_block")]);
+    primary.take_log();
+    assert_eq!(result(&send(&t, trace()).await.unwrap()), json!("0x2"));
+    assert!(calls(&primary).is_empty(), "not asked again for that method");
+    assert_eq!(result(&send(&t, single("eth_blockNumber", json!([]))).await.unwrap()), json!("0x1"));
+    assert_eq!(result(&send(&t, single("trace_filter", json!([{}]))).await.unwrap()), json!("0x1"));
+}
+
+#[tokio::test]
+async fn a_declared_namespace_lack_skips_every_method_of_it() {
+    let primary = node(|_, _| ok(json!("0x1"))).await;
+    let backup = node(|_, _| ok(json!("0x2"))).await;
+    let t = transport(&[("primary", primary.url("/")), ("backup", backup.url("/"))])
+        .lacks("primary", Capability::namespace("debug"));
+    let trace = single("debug_traceTransaction", json!([B256::repeat_byte(3)]));
+    assert_eq!(result(&send(&t, trace).await.unwrap()), json!("0x2"));
+    assert_eq!(result(&send(&t, single("eth_chainId", json!([]))).await.unwrap()), json!("0x1"));
+}
+
+#[tokio::test]
+async fn every_provider_lacking_a_capability_does_not_block_the_read() {
+    let primary = node(|_, _| ok(json!("0x1"))).await;
+    let t = transport(&[("primary", primary.url("/"))]).lacks("primary", Capability::Proof);
+    let proof = single("eth_getProof", json!([ADDR, [], "latest"]));
+    assert_eq!(result(&send(&t, proof).await.unwrap()), json!("0x1"), "sent as if none lacked it");
+}
+
+#[tokio::test]
+async fn monotonic_reads_skip_a_provider_whose_head_is_below_the_highest_observed() {
+    // The primary restarted at height 0 while the backup was at 5.
+    let primary = node(|m, _| ok(if m == "eth_blockNumber" { json!("0x0") } else { json!("0x1") })).await;
+    let backup = node(|m, _| ok(if m == "eth_blockNumber" { json!("0x5") } else { json!("0x2") })).await;
+    let heads = Arc::new(std::sync::Mutex::new([Some(5_u64), Some(5)]));
+    let seen = heads.clone();
+    let t =
+        transport(&[("primary", primary.url("/")), ("backup", backup.url("/"))]).monotonic_reads(move |id| {
+            let heads = seen.lock().unwrap();
+            if id == "primary" { heads[0] } else { heads[1] }
+        });
+    t.observe_head(5);
+    assert_eq!(t.head(), Some(5));
+    assert_eq!(
+        result(&send(&t, single("eth_getBalance", json!([ADDR, "latest"]))).await.unwrap()),
+        json!("0x1")
+    );
+    heads.lock().unwrap()[0] = Some(0);
+    primary.take_log();
+    assert_eq!(
+        result(&send(&t, single("eth_getBalance", json!([ADDR, "latest"]))).await.unwrap()),
+        json!("0x2")
+    );
+    assert_eq!(result(&send(&t, single("eth_blockNumber", json!([]))).await.unwrap()), json!("0x5"));
+    assert!(calls(&primary).is_empty(), "below the floor: skipped for reads");
+    // Writes are not reads: they go where they always go.
+    send(&t, single("eth_sendRawTransaction", json!([RAW]))).await.unwrap();
+    assert_eq!(calls(&primary).len(), 1);
+}
+
+#[tokio::test]
+async fn an_eth_block_number_answer_below_the_floor_fails_over_instead_of_being_returned() {
+    let primary = node(|_, _| ok(json!("0x0"))).await;
+    let backup = node(|_, _| ok(json!("0x5"))).await;
+    let t =
+        transport(&[("primary", primary.url("/")), ("backup", backup.url("/"))]).monotonic_reads(|_| None);
+    assert_eq!(
+        result(&send(&t, single("eth_blockNumber", json!([]))).await.unwrap()),
+        json!("0x0"),
+        "no floor yet"
+    );
+    t.observe_head(5);
+    assert_eq!(result(&send(&t, single("eth_blockNumber", json!([]))).await.unwrap()), json!("0x5"));
+    assert_eq!(t.head(), Some(5));
+    // Nobody at the floor: a typed error, nothing stale returned.
+    t.observe_head(9);
+    let err = send(&t, single("eth_blockNumber", json!([]))).await.unwrap_err();
+    let below = BelowFloor::find(&err).unwrap_or_else(|| panic!("not BelowFloor: {err}"));
+    assert_eq!(below.floor(), 9);
+    assert_eq!(below.behind(), [(id("primary"), Some(0)), (id("backup"), Some(5))]);
+}
+
+#[tokio::test]
+async fn without_monotonic_reads_a_lower_head_is_returned_as_before() {
+    let primary = node(|_, _| ok(json!("0x0"))).await;
+    let t = transport(&[("primary", primary.url("/"))]);
+    t.observe_head(5);
+    assert_eq!(result(&send(&t, single("eth_blockNumber", json!([]))).await.unwrap()), json!("0x0"));
+}
+
+#[tokio::test]
+async fn a_monotonic_bundle_skips_providers_below_its_reference_without_asking() {
+    let primary = node(|_, _| ok(json!("0x1"))).await;
+    let backup = node(|_, _| ok(json!("0x2"))).await;
+    let t = transport(&[("primary", primary.url("/")), ("backup", backup.url("/"))])
+        .monotonic_reads(|id| Some(if id == "primary" { 99 } else { 100 }));
+    let bundle: Bundle = t.bundle(reference());
+    assert_eq!(result(&send(&bundle, single("eth_getBalance", json!([ADDR]))).await.unwrap()), json!("0x2"));
+    assert!(calls(&primary).is_empty());
+}
+
+/// Judges by status only: every answer returns at once, as without the JSON-RPC classifier.
+struct StatusOnly;
+
+#[async_trait::async_trait]
+impl failnext::Classifier for StatusOnly {
+    async fn classify(&self, _: &failnext::EndpointId, response: reqwest::Response) -> failnext::Classified {
+        failnext::Classified::Response(response, failnext::Judgement::answer())
+    }
+}
+
+#[tokio::test]
+async fn a_miss_its_classifier_returned_is_still_not_a_bundles_answer() {
+    let primary = not_knowing("header for hash not found", json!("0x1")).await;
+    let backup = node(|_, _| ok(json!("0x2"))).await;
+    let endpoints = [Endpoint::new("primary", primary.url("/")), Endpoint::new("backup", backup.url("/"))];
+    let t = FailoverTransport::from_builder(Failover::builder(endpoints).classifier(StatusOnly)).unwrap();
+    let bundle = t.bundle(reference());
+    assert_eq!(result(&send(&bundle, single("eth_getBalance", json!([ADDR]))).await.unwrap()), json!("0x2"));
+    assert_eq!(bundle.missed(), [id("primary")], "judged with the request in view, sent again without it");
+}
+
+#[tokio::test]
+async fn a_provider_declared_without_block_hash_selection_is_skipped_by_bundle_reads_only() {
+    let primary = node(|_, _| ok(json!("0x1"))).await;
+    let backup = node(|_, _| ok(json!("0x2"))).await;
+    let t = transport(&[("primary", primary.url("/")), ("backup", backup.url("/"))])
+        .lacks("primary", Capability::BlockHash);
+    let bundle = t.bundle(reference());
+    assert_eq!(result(&send(&bundle, single("eth_getBalance", json!([ADDR]))).await.unwrap()), json!("0x2"));
+    assert_eq!(result(&send(&t, single("eth_getBalance", json!([ADDR]))).await.unwrap()), json!("0x1"));
 }

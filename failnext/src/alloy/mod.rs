@@ -1,6 +1,8 @@
 //! failnext for alloy (feature `alloy`): [`FailoverTransport`], an alloy transport where
 //! reads fail over, writes never do, filters stay on the provider that created them, lookups
-//! of a broadcast follow it, and a lost broadcast is typed.
+//! of a broadcast follow it, and a lost broadcast is typed; and, for coherent state in one
+//! decision, [read bundles](#read-bundles) pinned to one block,
+//! [capabilities](#capabilities) an endpoint may lack, and [monotonic reads](#monotonic-reads).
 //!
 //! # Quick start
 //!
@@ -79,14 +81,123 @@
 //! [`JsonRpcClassifier`](crate::jsonrpc::JsonRpcClassifier): an HTTP 200 carrying a rate
 //! limit or an internal error, a malformed or truncated body fail over (a read), a revert is
 //! returned at once.
+//!
+//! # Read bundles
+//!
+//! A quote read from several providers, each at its own latest block, can combine states
+//! that never existed together. A [`Bundle`] pins every state read of one decision to one
+//! reference block, by hash:
+//!
+//! ```ignore
+//! let head = provider.get_block_by_number(BlockNumberOrTag::Latest).await?.unwrap().header;
+//! let bundle = transport.bundle(BlockRef::new(head.number, head.hash));
+//! let quote = ProviderBuilder::new().connect_client(RpcClient::new(bundle.clone(), false));
+//! let (a, b) = (pool_a.getReserves().call().await?, pool_b.getReserves().call().await?); // via `quote`
+//! log::info!("quoted at {}", bundle.reference());
+//! ```
+//!
+//! - **What it rewrites.** The state reads that take a block parameter (`eth_call`,
+//!   `eth_getBalance`, `eth_getStorageAt`, `eth_getCode`, `eth_getTransactionCount`,
+//!   `eth_getProof`, `eth_estimateGas`, `eth_createAccessList`, `eth_simulateV1`,
+//!   `eth_getAccount`, `eth_getAccountInfo`, `debug_traceCall`): a `"latest"`, `null` or
+//!   missing block parameter (missing means latest; it is added) becomes the EIP-1898 form
+//!   `{"blockHash": <reference>, "requireCanonical": true}`. An explicit block, a number, a
+//!   hash, `"earliest"`, `"safe"` or `"finalized"`, is the caller's choice and left alone.
+//!   Other methods (`eth_chainId`, `eth_getLogs`, `eth_getBlockByNumber`, receipts) go as
+//!   they are: the bundle pins state, not everything.
+//! - **What it refuses**, with [`BundleRefused`] and nothing sent: a state read of
+//!   `"pending"` (a bundle is about one settled block) and every method the
+//!   [`MethodTable`] does not call a read (writes, signing, unknown methods: send those
+//!   through the transport; `MethodTable::set` a provider's own read).
+//! - **A provider that does not know the hash** (geth "header for hash not found", "block not
+//!   found", "hash .. is not currently canonical", anvil `-32001` "Resource not found", a
+//!   pruned node's "missing trie node") is not an answer: the read fails over to another
+//!   provider, never to that provider's own latest state, and the bundle skips that provider
+//!   for its later reads ([`Bundle::missed`] lists them). When no provider is left that may
+//!   know it, the read fails with [`ReferenceUnknown`]: restart the decision at a new
+//!   reference. A provider [declared](FailoverTransport::lacks) to lack
+//!   [`Capability::BlockHash`] is skipped by bundle reads (a node that ignores the hash
+//!   would answer at its own head, which no answer shows).
+//! - A bundle shares everything with its transport: breakers, memory, capabilities, and the
+//!   reference counts as an observed [head](FailoverTransport::head). With
+//!   [monotonic reads](#monotonic-reads) on, a provider known to be below the reference is
+//!   skipped without being asked.
+//!
+//! # Capabilities
+//!
+//! A provider that answers the current state may lack state for an older block, a method, a
+//! namespace: it cannot replace every other, yet it should keep serving what it can. A
+//! [`Capability`] it lacks is [declared](FailoverTransport::lacks) (for good) or found (for
+//! [10 minutes](FailoverTransport::lack_found_for), then it is asked again), and only the
+//! requests that need it skip that provider:
+//!
+//! | capability | needed by | found from |
+//! | --- | --- | --- |
+//! | [`Archive`](Capability::Archive) | a state read at a block number (or a bundle's reference) more than [`archive_depth`](FailoverTransport::archive_depth) (128) blocks behind the [head](FailoverTransport::head) | "missing trie node", "historical state ..", "state not available", anvil's "BlockOutOfRangeError" below its head, answered to a read that names a block |
+//! | [`Method(m)`](Capability::Method) | calls of `m` | `-32601` / "method not found" answered to a packet of `m` calls |
+//! | [`Proof`](Capability::Proof) | `eth_getProof` | "method not found" for `eth_getProof` |
+//! | [`Namespace(ns)`](Capability::Namespace) | every `ns_*` method (`trace`, `debug`) | declared only |
+//! | [`BlockHash`](Capability::BlockHash) | bundle reads | declared only |
+//!
+//! The request that found it fails over as any stale answer does (it is a read; a write
+//! that got "method not found" was not executed, and the next one goes elsewhere). The head
+//! is the highest block number the transport has observed: `eth_blockNumber` answers it
+//! returned, bundle references, [`observe_head`](FailoverTransport::observe_head); while it
+//! is unknown no read counts as historical. When every provider lacks what a request needs,
+//! it goes as if none did (a learnt lack may be out of date) and the nodes' answers are
+//! returned. [`FailoverTransport::lacking`] says what an endpoint lacks now.
+//!
+//! **Cost.** The exclusions ride in the request's `excluded` list, as a per-call exclusion
+//! does. While nothing is lacking, a request reads one atomic flag and parses nothing; while
+//! something is, it takes a short lock, and parses its block parameter only when some
+//! endpoint lacks archive state. What an answer says is learnt only from the answers the
+//! classifier flagged (the miss path).
+//!
+//! # Monotonic reads
+//!
+//! When a cooled primary recovers, reads return to it, and the head a client sees can go
+//! backwards (a primary restarted at height 0 while the backup was at 5).
+//! [`FailoverTransport::monotonic_reads`]`(heads)` takes each provider's current head (a
+//! block-height monitor's snapshot, say `failnext-blocklag`'s; failnext does not depend on
+//! it) and then:
+//!
+//! - a read skips every provider whose known head is below the highest head the transport
+//!   has observed (a bundle's read: below its reference, since the hash pins its state);
+//!   `None` from `heads` skips no one;
+//! - an `eth_blockNumber` answer below that floor is not returned: the read is sent again
+//!   without that provider;
+//! - when no provider is left, the read fails with [`BelowFloor`] rather than go back.
+//!
+//! Writes and filter calls are not affected. Block numbers inside other answers (a block's
+//! `number`) are not read: that would parse every block returned.
+//!
+//! # Per-failure policies
+//!
+//! The failures that need different circuit policies, and where each rule lives:
+//!
+//! | failure | response | where |
+//! | --- | --- | --- |
+//! | wrong chain | exclude the provider and report it; never admitted until fixed | `failnext-blocklag` with `MonitorBuilder::expected_chain_id`: a provider on another chain is ineligible, reported as `ProbeError::WrongChain` in its snapshot, until a check finds the right chain; as failnext's eligibility hook (`FailoverBuilder::eligible`), no request uses it |
+//! | rate limit | cool at provider scope, for the provider's hint | the JSON-RPC classifier (`Capacity`, with the body's hint or `Retry-After`) and the endpoint's breaker (`FailoverBuilder::cooldown`) |
+//! | missing historical state | exclude from that capability only | the classifier says stale (`Neutral`: no breaker), this module learns [`Capability::Archive`] and skips the provider for historical reads only ([capabilities](#capabilities)) |
+//! | a bundle's block unknown | another provider, or restart at a new reference | this module: [`Bundle`], [`ReferenceUnknown`] |
+//! | a valid revert | returned, never rotated | the JSON-RPC classifier (reverts are judged first, `Definitive`, `Return`), whatever the revert reason says |
 
+mod block;
 mod broadcast;
+mod bundle;
 mod call;
+mod capability;
+mod coherence;
 mod memory;
 mod methods;
+mod monotonic;
 mod transport;
 
 pub use broadcast::{NeverSent, PossiblySubmitted};
+pub use bundle::{BlockRef, Bundle, BundleRefused, ReferenceUnknown};
 pub use call::{CallExt, ServedByCell};
+pub use capability::Capability;
 pub use methods::{Access, MethodTable};
+pub use monotonic::BelowFloor;
 pub use transport::{FailoverTransport, FilterPinned};

@@ -16,10 +16,14 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::broadcast::{NeverSent, PossiblySubmitted, RawTx, is_already_known};
+use super::bundle::{BlockRef, Bundle, BundleState};
 use super::call::ServedByCell;
+use super::capability::Capability;
+use super::coherence::{self, Coherence, Misses, Packet, Rules};
 use super::memory::Memory;
 use super::methods::{Access, MethodTable};
-use crate::jsonrpc::JsonRpcClassifier;
+use super::monotonic::{BelowFloor, Heads};
+use crate::jsonrpc::{JsonRpcClassifier, Missed, Missing};
 use crate::options::RequestOptions;
 use crate::{
     ConfigError, Endpoint, EndpointId, Error, ExcludedEndpoints, Failover, FailoverBuilder, Permission,
@@ -72,6 +76,8 @@ pub struct FailoverTransport {
     table: MethodTable,
     memory: Arc<Memory>,
     local: bool,
+    coherence: Arc<Coherence>,
+    rules: Rules,
 }
 
 impl FailoverTransport {
@@ -116,6 +122,8 @@ impl FailoverTransport {
             table: MethodTable::new(),
             memory: Arc::new(Memory::new(REMEMBER_BROADCASTS)),
             local,
+            coherence: Arc::new(Coherence::default()),
+            rules: Rules::default(),
         }
     }
 
@@ -142,60 +150,244 @@ impl FailoverTransport {
         self.local
     }
 
+    /// A [`Bundle`] at `reference`: an alloy transport whose state reads are all answered at
+    /// that block, by its hash (see [the module docs](super#read-bundles)). It shares this
+    /// transport's failover; `reference.number` counts as an observed head.
+    pub fn bundle(&self, reference: BlockRef) -> Bundle {
+        self.coherence.head.observe(reference.number);
+        Bundle::new(self.clone(), reference)
+    }
+
+    /// Declares that endpoint `endpoint` lacks `capability`, for good: requests that need it
+    /// skip that endpoint, the others still use it (see [the module docs](super#capabilities)).
+    /// Clones share it.
+    ///
+    /// # Panics
+    ///
+    /// When `endpoint` names no endpoint of this transport (a typo would otherwise declare
+    /// nothing, silently).
+    #[must_use]
+    pub fn lacks(self, endpoint: impl Into<EndpointId>, capability: Capability) -> FailoverTransport {
+        let endpoint = endpoint.into();
+        assert!(self.endpoints.contains(&endpoint), "failnext: lacks({endpoint:?}, ..) names no endpoint");
+        self.coherence.capabilities.declare(endpoint, capability);
+        self
+    }
+
+    /// What endpoint `endpoint` lacks now: declared, or found and not yet forgotten.
+    pub fn lacking(&self, endpoint: &str) -> Vec<Capability> {
+        self.coherence.capabilities.lacking(endpoint)
+    }
+
+    /// A state read more than `blocks` blocks behind the head needs
+    /// [`Capability::Archive`]. Default is 128 (geth keeps the state of its last 128 blocks).
+    #[must_use]
+    pub fn archive_depth(mut self, blocks: u64) -> FailoverTransport {
+        self.rules.archive_depth = blocks;
+        self
+    }
+
+    /// How long an endpoint found to lack a capability (its answer said "missing trie node"
+    /// to a historical read, or "method not found") is skipped by the requests that need it;
+    /// then it is asked again. Declared lacks stay for good. Default is 10 minutes.
+    #[must_use]
+    pub fn lack_found_for(mut self, duration: Duration) -> FailoverTransport {
+        self.rules.lack_for = duration;
+        self
+    }
+
+    /// Monotonic reads: no read is answered by a provider below the highest head this
+    /// transport has observed (see [`head`](FailoverTransport::head)). `heads` gives a
+    /// provider's current head by endpoint id (a block-height monitor's snapshot), `None` when
+    /// unknown: a provider known to be below is skipped for reads, and an `eth_blockNumber`
+    /// answer below the floor fails over instead of being returned. When no provider is left,
+    /// the read fails with [`BelowFloor`]. Writes and filter calls are not affected. Default
+    /// is off.
+    #[must_use]
+    pub fn monotonic_reads(
+        mut self,
+        heads: impl Fn(&str) -> Option<u64> + Send + Sync + 'static,
+    ) -> FailoverTransport {
+        self.rules.heads = Some(Heads(Arc::new(heads)));
+        self
+    }
+
+    /// Counts `number` as an observed head (a head the application learnt elsewhere): it
+    /// raises the floor of monotonic reads and the head archive depth is measured from.
+    pub fn observe_head(&self, number: u64) {
+        self.coherence.head.observe(number);
+    }
+
+    /// The highest head this transport has observed: `eth_blockNumber` answers it returned,
+    /// bundle references, [`observe_head`](FailoverTransport::observe_head); `None` before any.
+    pub fn head(&self) -> Option<u64> {
+        Some(self.coherence.head.get()).filter(|n| *n > 0)
+    }
+
+    /// How `method` is sent, as the table says.
+    pub(crate) fn access(&self, method: &str) -> Access {
+        self.table.access(method)
+    }
+
     async fn send(self, packet: RequestPacket) -> TransportResult<ResponsePacket> {
-        let plan = Plan::of(&packet, &self.table, &self.memory, &self.endpoints)?;
-        let body = serde_json::to_vec(&packet).map_err(TransportError::ser_err)?;
-        let permission = if plan.may_fail_over { Permission::Allow } else { Permission::Deny };
-        let (response, served) = match &self.route {
-            Route::Direct { client, failover } => {
-                // Addressed to the first endpoint: its attempt needs no other URL.
-                let request = match failover.first_url().cloned().or_else(address) {
-                    Some(url) => client.post(url),
-                    None => client.post(ADDRESS),
-                };
-                let request = request
-                    .headers(packet.headers())
-                    .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
-                    .body(body)
-                    .build()
-                    .map_err(|e| TransportErrorKind::custom(e.without_url()))?;
-                let opts = RequestOptions {
-                    permission: Some(permission),
-                    excluded: &plan.excluded,
-                    preferred: plan.preferred.as_ref(),
-                    deadline: None,
-                    trace: false,
-                };
-                match failover.execute_direct(client, request, &opts, &Again(&packet)).await {
-                    Ok((response, i)) => (response, Some(failover.endpoint_id(i).clone())),
-                    Err(err) => return Err(plan.send_failed(err)),
+        self.send_in(packet, None).await
+    }
+
+    /// Sends `packet`, one of `bundle`'s when given (pinned to its reference already): plans
+    /// it, adds the endpoints coherence skips, and sends it again without the endpoint that
+    /// answered when that answer may not be returned (a bundle's read its endpoint did not
+    /// know, an `eth_blockNumber` below the monotonic floor) and the failover did not already
+    /// try the others. Only a packet of reads that may fail over is sent again, at most once
+    /// per endpoint (each round excludes one more).
+    pub(crate) async fn send_in(
+        &self,
+        packet: RequestPacket,
+        bundle: Option<&BundleState>,
+    ) -> TransportResult<ResponsePacket> {
+        let mut plan = Plan::of(&packet, &self.table, &self.memory, &self.endpoints)?;
+        let view = Packet { packet: &packet, bundle, reads: plan.calls.is_empty() };
+        if plan.pinned.is_none() {
+            self.coherence.exclude(&self.rules, &view, &self.endpoints, &mut plan.excluded)?;
+        }
+        let asks_head = coherence::asks_head(&packet);
+        // Only a packet of reads that may fail over is sent a second time.
+        let resend = view.reads && plan.may_fail_over;
+        let mut behind = Vec::new();
+        loop {
+            let (outcome, mut missed) = self.exchange(&packet, &plan).await;
+            let Ok((answer, served)) = outcome else {
+                self.coherence.learn(&self.rules, &view, &missed);
+                return outcome.map(|(answer, _)| answer);
+            };
+            // The final answer judged with the request in view. The classifier flagged it
+            // when it is among the misses: then the failover has tried every other endpoint.
+            let last = coherence::missed_in(&answer);
+            let flagged = served.as_ref().is_some_and(|id| missed.iter().any(|(e, _)| e == id));
+            if let (Some(id), false, false) = (&served, last.is_empty(), flagged) {
+                missed.push((id.clone(), last));
+            }
+            self.coherence.learn(&self.rules, &view, &missed);
+            if let (Some(bundle), true) = (bundle, last.has(Missing::Block) || last.has(Missing::State)) {
+                // Never answered at that provider's own latest block: another, or the error.
+                if resend && !flagged && plan.exclude_again(served.as_ref(), &self.endpoints) {
+                    continue;
                 }
+                return Err(bundle.unknown());
+            }
+            if let Some(n) = asks_head.then(|| coherence::lowest_head(&packet, &answer)).flatten() {
+                let floor = self.coherence.head.get();
+                if self.rules.heads.is_some() && resend && n < floor {
+                    if let Some(id) = &served {
+                        behind.push((id.clone(), Some(n)));
+                    }
+                    if plan.exclude_again(served.as_ref(), &self.endpoints) {
+                        continue;
+                    }
+                    return Err(BelowFloor { floor, behind }.into_transport());
+                }
+                self.coherence.head.observe(n);
+            }
+            return Ok(answer);
+        }
+    }
+
+    /// One exchange of `packet` through the failover, as `plan` says: the answer and the
+    /// endpoint that gave it, and who the attempts' flagged answers said lacked what.
+    async fn exchange(
+        &self,
+        packet: &RequestPacket,
+        plan: &Plan<'_>,
+    ) -> (TransportResult<(ResponsePacket, Option<EndpointId>)>, Vec<(EndpointId, Missed)>) {
+        match &self.route {
+            Route::Direct { client, failover } => {
+                let misses = Misses::default();
+                let outcome = self.direct(client, failover, packet, plan, &misses).await;
+                (outcome, misses.take())
             }
             Route::Chain(client) => {
-                let request = match address() {
-                    Some(url) => client.post(url),
-                    None => client.post(ADDRESS),
-                };
-                let mut request = request
-                    .headers(packet.headers())
-                    .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
-                    .body(body)
-                    .with_extension(permission);
-                if !plan.excluded.is_empty() {
-                    request = request.with_extension(ExcludedEndpoints(plan.excluded.clone()));
-                }
-                if let Some(id) = &plan.preferred {
-                    request = request.with_extension(PreferredEndpoint(id.clone()));
-                }
-                match request.send().await {
-                    Ok(response) => {
-                        let served = response.served_by().cloned();
-                        (response, served)
-                    }
-                    Err(err) => return Err(plan.send_failed(err)),
-                }
+                // Down the chain, the observer rides in the request's extensions.
+                let misses = Arc::new(Misses::default());
+                let outcome = self.chain(client, packet, plan, &misses).await;
+                (outcome, misses.take())
             }
+        }
+    }
+
+    async fn direct(
+        &self,
+        client: &reqwest::Client,
+        failover: &Failover,
+        packet: &RequestPacket,
+        plan: &Plan<'_>,
+        misses: &Misses,
+    ) -> TransportResult<(ResponsePacket, Option<EndpointId>)> {
+        let body = serde_json::to_vec(packet).map_err(TransportError::ser_err)?;
+        let permission = if plan.may_fail_over { Permission::Allow } else { Permission::Deny };
+        // Addressed to the first endpoint: its attempt needs no other URL.
+        let request = match failover.first_url().cloned().or_else(address) {
+            Some(url) => client.post(url),
+            None => client.post(ADDRESS),
         };
+        let request = request
+            .headers(packet.headers())
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+            .body(body)
+            .build()
+            .map_err(|e| TransportErrorKind::custom(e.without_url()))?;
+        let opts = RequestOptions {
+            permission: Some(permission),
+            excluded: &plan.excluded,
+            preferred: plan.preferred.as_ref(),
+            deadline: None,
+            trace: false,
+        };
+        match failover.execute_direct(client, request, &opts, &Again(packet), Some(misses)).await {
+            Ok((response, i)) => self.answer(plan, response, Some(failover.endpoint_id(i).clone())).await,
+            Err(err) => Err(plan.send_failed(err)),
+        }
+    }
+
+    async fn chain(
+        &self,
+        client: &ClientWithMiddleware,
+        packet: &RequestPacket,
+        plan: &Plan<'_>,
+        misses: &Arc<Misses>,
+    ) -> TransportResult<(ResponsePacket, Option<EndpointId>)> {
+        let body = serde_json::to_vec(packet).map_err(TransportError::ser_err)?;
+        let permission = if plan.may_fail_over { Permission::Allow } else { Permission::Deny };
+        let request = match address() {
+            Some(url) => client.post(url),
+            None => client.post(ADDRESS),
+        };
+        let mut request = request
+            .headers(packet.headers())
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+            .body(body)
+            .with_extension(permission)
+            .with_extension(crate::session::Observer(misses.clone()));
+        if !plan.excluded.is_empty() {
+            request = request.with_extension(ExcludedEndpoints(plan.excluded.clone()));
+        }
+        if let Some(id) = &plan.preferred {
+            request = request.with_extension(PreferredEndpoint(id.clone()));
+        }
+        match request.send().await {
+            Ok(response) => {
+                let served = response.served_by().cloned();
+                self.answer(plan, response, served).await
+            }
+            Err(err) => Err(plan.send_failed(err)),
+        }
+    }
+
+    /// The answer `response` (from `served`) makes for `plan`'s packet.
+    async fn answer(
+        &self,
+        plan: &Plan<'_>,
+        response: reqwest::Response,
+        served: Option<EndpointId>,
+    ) -> TransportResult<(ResponsePacket, Option<EndpointId>)> {
         if let Some(id) = &served {
             plan.cells.iter().for_each(|cell| cell.set(id));
         }
@@ -220,7 +412,7 @@ impl FailoverTransport {
         };
         if !status.is_success() {
             if let Some(packet) = json_rpc_error_response(&body) {
-                return Ok(packet);
+                return Ok((packet, served));
             }
             if plan.writes() && status.is_server_error() {
                 return Err(plan.lost(served, format!("the provider answered HTTP {status}")));
@@ -232,7 +424,7 @@ impl FailoverTransport {
         if let Some(id) = &served {
             plan.learn(&mut answer, id, &self.memory);
         }
-        Ok(answer)
+        Ok((answer, served))
     }
 }
 
@@ -403,6 +595,18 @@ impl<'p> Plan<'p> {
                 Ok(())
             }
         }
+    }
+
+    /// Excludes `served` for another round of the packet, if it is not excluded already and
+    /// some endpoint is left after it.
+    fn exclude_again(&mut self, served: Option<&EndpointId>, endpoints: &[EndpointId]) -> bool {
+        let Some(served) = served.filter(|id| !self.excluded.contains(id)) else { return false };
+        self.excluded.push(served.clone());
+        let left = endpoints.iter().any(|e| !self.excluded.contains(e));
+        if !left {
+            self.excluded.pop();
+        }
+        left
     }
 
     fn writes(&self) -> bool {

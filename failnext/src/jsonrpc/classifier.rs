@@ -92,7 +92,11 @@ impl Classifier for JsonRpcClassifier {
                 if status == StatusCode::TOO_MANY_REQUESTS {
                     tally.add(Kind::Capacity(None));
                 }
-                let response = body::rebuild(parts, chunks, None);
+                let mut response = body::rebuild(parts, chunks, None);
+                if !tally.missed().is_empty() {
+                    // For the alloy transport, which learns who lacked what (the miss path only).
+                    response.extensions_mut().insert(tally.missed());
+                }
                 let judgement = with_retry_after(tally, response.headers());
                 Classified::Response(response, judgement)
             }

@@ -52,7 +52,7 @@
 //! |---|--------|--------------------------|---------|
 //! | 1 | code `3`, or "revert", "vm execution error", "vm exception" | `Definitive`: `Return`, `Neutral` | geth (`3` = revert with data, "execution reverted"), Alchemy ("Reverted 0x.."), eRPC `JsonRpcErrorEvmReverted` |
 //! | 2 | code `-32005`, `-32007`, `429`; `-32012` with "credit"; `data.rate.backoff_seconds`; "rate limit", "rate exceeded", "too many requests", "credits limited", "request limit", "requests limited to", "daily request count exceeded", "exceeded the quota", "reached the quota", "under too much load", "compute units per second", "capacity limit", "reached the free tier" | `Capacity`: `FailOver { cool_for: hint }`, `Failure` | Infura (`-32005` "project ID request rate exceeded", "daily request count exceeded, request rate limited", `data.rate.backoff_seconds`), Alchemy (`429` code, `-32016` "rate limit", "compute units per second"), QuickNode (`-32007` "request limit reached", `-32012` "credits limited to .."), alloy `ErrorPayload::is_retry_err` and `RpcErrorExt::backoff_hint` (used by its `RateLimitRetryPolicy`), eRPC `ErrEndpointCapacityExceeded` / billing |
-//! | 3 | "header not found", "missing trie node", "unknown block", "block not found", "could not find block", "historical state", "cannot query unfinalized", "height is not available" | `Stale`: `FailOver { cool_for: None }`, `Neutral` | geth, Infura's load balancer ("header not found": alloy retries it), eRPC `IsMissingDataError` |
+//! | 3 | a block it does not know: code `-32001` (EIP-1474 "resource not found"), "header not found", "header for hash not found", "unknown block", "block not found", "could not find block", "cannot query unfinalized", "height is not available", "resource not found", "not currently canonical", anvil's "BlockOutOfRangeError" for a block above its head; state it does not keep: "missing trie node", "historical state", "state not available", "state is not available", anvil's "BlockOutOfRangeError" for a block below its head | `Stale`: `FailOver { cool_for: None }`, `Neutral` | geth (with an EIP-1898 hash: "header for hash not found", "hash .. is not currently canonical"), Infura's load balancer ("header not found": alloy retries it), anvil (`-32001` "Resource not found" for an unknown block hash; `-32602` "BlockOutOfRangeError: block height is H but requested was R", checked before row 4), eRPC `IsMissingDataError` |
 //! | 4 | code `-32602` (invalid params), `-32600` (invalid request), `-32700` (parse error); "nonce too low", "nonce too high", "insufficient funds", "insufficient balance", "already known", "known transaction", "transaction underpriced" (and "replacement transaction underpriced"), "gas too low" (and "intrinsic gas too low"), "out of gas", "exceeds block gas limit", "less than block base fee", "exceeds the configured cap", "gas required exceeds allowance", "invalid sender", "invalid argument", "invalid params" | `Definitive`: `Return`, `Neutral` | JSON-RPC 2.0, geth's txpool and API errors, eRPC `ErrEndpointClientSideException` |
 //! | 5 | code `-32601`; "method not found", "unsupported method", "method is not whitelisted", "is not included in your current plan" | `Stale` (the provider lacks what was asked): `FailOver { cool_for: None }`, `Neutral` | JSON-RPC 2.0, eRPC `ErrEndpointUnsupported` |
 //! | 6 | code `-32603` (internal error) | `Broken`: `FailOver { cool_for: None }`, `Failure` | JSON-RPC 2.0; eRPC `ErrEndpointServerSideException` |
@@ -87,7 +87,11 @@
 //!   state on a pruned node), not only on the provider: counting it as a failure would open
 //!   the breaker of a good full node for every archive read, and of every provider for a
 //!   block none has yet. The request fails over; the provider's health is untouched. Lag as
-//!   such is the block-height monitor's job (`failnext-blocklag`).
+//!   such is the block-height monitor's job (`failnext-blocklag`). The alloy transport goes
+//!   further per request: it tells a block the provider does not know, state it does not keep
+//!   and a method it does not serve apart, and learns from them (which provider did not know a
+//!   bundle's reference; which one lacks archive state or a method, for a while); see
+//!   `failnext::alloy`.
 //! - **Unsupported methods fail over** (`-32601`, as stale, `Neutral`): providers differ in
 //!   the methods they serve (`debug_*`, `trace_*`, `eth_getBlockReceipts`). A misspelt
 //!   method costs one quick attempt per provider.
@@ -120,6 +124,8 @@ mod parse;
 mod table;
 
 pub use classifier::JsonRpcClassifier;
+#[cfg_attr(not(feature = "alloy"), allow(unused_imports, reason = "used by the alloy transport"))]
+pub(crate) use table::{Missed, Missing, missing};
 
 #[cfg(test)]
 mod tests;

@@ -16,7 +16,7 @@ use bytes::Bytes;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use super::table::{self, ErrorFacts, Kind};
+use super::table::{self, ErrorFacts, Kind, Missed, Missing};
 use crate::{Class, Evidence, Judgement, Verdict};
 
 /// A `data` string longer than this is not matched against the table (it is revert data or a
@@ -35,6 +35,8 @@ pub(crate) struct Tally {
     broken: bool,
     capacity: bool,
     hint: Option<Duration>,
+    /// What the stale and unsupported answers said was missing.
+    missed: Missed,
 }
 
 impl Tally {
@@ -44,14 +46,25 @@ impl Tally {
             Kind::Answer => self.results = true,
             Kind::Unrecognised => {}
             Kind::Definitive => self.definitive = true,
-            Kind::Unsupported => self.unsupported = true,
-            Kind::Stale => self.stale = true,
+            Kind::Unsupported => {
+                self.unsupported = true;
+                self.missed.add(Missing::Method);
+            }
+            Kind::Stale(missing) => {
+                self.stale = true;
+                self.missed.add(missing);
+            }
             Kind::Broken => self.broken = true,
             Kind::Capacity(hint) => {
                 self.capacity = true;
                 self.hint = self.hint.max(hint);
             }
         }
+    }
+
+    /// What the stale and unsupported answers said was missing (empty for most responses).
+    pub(crate) fn missed(&self) -> Missed {
+        self.missed
     }
 
     /// The response is broken as a whole (malformed JSON, not JSON-RPC).

@@ -23,10 +23,54 @@ pub(crate) enum Kind {
     Unsupported,
     /// The provider is out of capacity; the hint is how long it asked for.
     Capacity(Option<Duration>),
-    /// The provider lacks the data asked for (unknown block, missing trie node, ...).
-    Stale,
+    /// The provider lacks the data asked for: a block it does not know (unknown block or hash,
+    /// a block above its head) or state it does not keep (missing trie node, pruned history).
+    Stale(Missing),
     /// The provider is broken (internal error, not a JSON-RPC 2.0 answer, ...).
     Broken,
+}
+
+/// What a stale or unsupported answer says the provider lacks; the alloy transport learns
+/// from it (which endpoint did not know a bundle's block, which one lacks archive state or a
+/// method). Judging itself does not tell them apart: each fails over, `Neutral`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Missing {
+    /// A block it does not know: an unknown number or hash, a block above its head.
+    Block,
+    /// State it does not keep for a block it knows (a pruned node asked for old state).
+    State,
+    /// The method (`-32601`, "method not found", ...).
+    Method,
+}
+
+impl Missing {
+    const fn bit(self) -> u8 {
+        match self {
+            Missing::Block => 1,
+            Missing::State => 2,
+            Missing::Method => 4,
+        }
+    }
+}
+
+/// What a response's stale and unsupported answers said was missing: in the extensions of a
+/// response the classifier flagged that way (only there: the healthy path adds nothing).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Missed(u8);
+
+impl Missed {
+    pub(crate) fn add(&mut self, missing: Missing) {
+        self.0 |= missing.bit();
+    }
+
+    pub(crate) const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    #[cfg_attr(not(feature = "alloy"), allow(dead_code, reason = "used by the alloy transport"))]
+    pub(crate) const fn has(self, missing: Missing) -> bool {
+        self.0 & missing.bit() != 0
+    }
 }
 
 /// What the parser kept of an error object; `message` and `data` are lower case.
@@ -67,16 +111,26 @@ const CAPACITY: &[&str] = &[
     "reached the free tier",        // eRPC, a billing limit
 ];
 
-/// Missing or not yet known data (eRPC `IsMissingDataError`; alloy retries "header not found").
-const STALE: &[&str] = &[
-    "header not found",         // geth, Infura's load balancer (alloy, eRPC)
-    "missing trie node",        // geth, pruned state (eRPC)
-    "unknown block",            // geth, Nethermind (eRPC)
-    "block not found",          // eRPC; also "finalized/safe/pending block not found"
-    "could not find block",     // eRPC
-    "historical state",         // geth "historical state unavailable" (pruned node)
-    "cannot query unfinalized", // eRPC (Avalanche)
-    "height is not available",  // eRPC
+/// A block the provider does not know (eRPC `IsMissingDataError`; alloy retries "header not
+/// found"): a number above its head, a hash it never saw or no longer holds as canonical.
+const BLOCK_MISSING: &[&str] = &[
+    "header not found",          // geth, Infura's load balancer (alloy, eRPC)
+    "header for hash not found", // geth, an EIP-1898 block hash it does not know
+    "unknown block",             // geth, Nethermind (eRPC)
+    "block not found",           // eRPC; also "finalized/safe/pending block not found"
+    "could not find block",      // eRPC
+    "cannot query unfinalized",  // eRPC (Avalanche)
+    "height is not available",   // eRPC
+    "resource not found",        // EIP-1474 -32001; anvil for an unknown block hash
+    "not currently canonical",   // geth, `requireCanonical` for a hash off its chain
+];
+
+/// State the provider does not keep, for a block it knows: a pruned (non-archive) node.
+const STATE_MISSING: &[&str] = &[
+    "missing trie node",      // geth, pruned state (eRPC)
+    "historical state",       // geth "historical state unavailable", "historical state .. is not available"
+    "state not available",    // Erigon, Nethermind
+    "state is not available", // Nethermind, reth
 ];
 
 /// Definitive answers about the request itself (geth's txpool errors, eRPC's client-side
@@ -124,8 +178,14 @@ pub(crate) fn classify(error: &ErrorFacts<'_>) -> Kind {
     {
         return Kind::Capacity(hint(error));
     }
-    if said(STALE) {
-        return Kind::Stale;
+    if let Some(missing) = out_of_range(error.message) {
+        return Kind::Stale(missing);
+    }
+    if code == Some(-32001) || said(BLOCK_MISSING) {
+        return Kind::Stale(Missing::Block);
+    }
+    if said(STATE_MISSING) {
+        return Kind::Stale(Missing::State);
     }
     if matches!(code, Some(-32602 | -32600 | -32700)) || said(DEFINITIVE) {
         return Kind::Definitive;
@@ -137,6 +197,36 @@ pub(crate) fn classify(error: &ErrorFacts<'_>) -> Kind {
         return Kind::Broken;
     }
     Kind::Unrecognised
+}
+
+/// What an error answer (`code`, `message` as the provider wrote it) says the provider lacks,
+/// by the same table: `None` for anything but a stale or unsupported answer (a revert, a rate
+/// limit, ... are not misses). The alloy transport judges a final answer with it, where no
+/// classifier said.
+#[cfg_attr(not(feature = "alloy"), allow(dead_code, reason = "used by the alloy transport"))]
+pub(crate) fn missing(code: i64, message: &str) -> Option<Missing> {
+    let message = message.to_ascii_lowercase();
+    match classify(&ErrorFacts { code: Some(code), message: &message, ..ErrorFacts::default() }) {
+        Kind::Stale(missing) => Some(missing),
+        Kind::Unsupported => Some(Missing::Method),
+        _ => None,
+    }
+}
+
+/// anvil's `-32602` "BlockOutOfRangeError: block height is H but requested was R": a block
+/// above its head (`R > H`: it does not know it yet), or state it pruned (`R < H`, anvil with
+/// `--prune-history`). Checked before the `-32602` rule, which would make it definitive.
+fn out_of_range(message: &str) -> Option<Missing> {
+    let rest = message.split_once("blockoutofrange")?.1;
+    let number = |after: &str| -> Option<u64> {
+        let tail = rest.split_once(after)?.1.trim_start();
+        let end = tail.find(|c: char| !c.is_ascii_digit()).unwrap_or(tail.len());
+        tail[..end].parse().ok()
+    };
+    match (number("height is"), number("requested was")) {
+        (Some(height), Some(requested)) if requested <= height => Some(Missing::State),
+        _ => Some(Missing::Block),
+    }
 }
 
 /// The back-off a capacity error asks for: Infura's `data.rate.backoff_seconds`, else a time
@@ -201,6 +291,27 @@ mod tests {
         assert_eq!(text_hint("retry after 100000 s"), Some(MAX_HINT));
         assert_eq!(text_hint("try again later"), None);
         assert_eq!(text_hint("rate limited"), None);
+    }
+
+    #[test]
+    fn missing_blocks_state_and_methods_are_told_apart() {
+        assert_eq!(kind(-32000, "header for hash not found"), Kind::Stale(Missing::Block));
+        assert_eq!(kind(-32000, "header not found"), Kind::Stale(Missing::Block));
+        assert_eq!(kind(-32001, "Resource not found"), Kind::Stale(Missing::Block), "anvil, unknown hash");
+        assert_eq!(kind(-32000, "hash 0xab is not currently canonical"), Kind::Stale(Missing::Block));
+        assert_eq!(kind(-32000, "missing trie node 0xab (path )"), Kind::Stale(Missing::State));
+        assert_eq!(kind(-32000, "historical state 0xab is not available"), Kind::Stale(Missing::State));
+        assert_eq!(kind(-32601, "the method foo does not exist/is not available"), Kind::Unsupported);
+        assert_eq!(kind(3, "execution reverted: header not found"), Kind::Definitive, "a revert first");
+    }
+
+    #[test]
+    fn anvils_block_out_of_range_is_a_future_block_or_pruned_state() {
+        let future = "BlockOutOfRangeError: block height is 0 but requested was 153";
+        assert_eq!(kind(-32602, future), Kind::Stale(Missing::Block));
+        let pruned = "BlockOutOfRangeError: block height is 16 but requested was 2";
+        assert_eq!(kind(-32602, pruned), Kind::Stale(Missing::State));
+        assert_eq!(kind(-32602, "invalid params"), Kind::Definitive);
     }
 
     #[test]

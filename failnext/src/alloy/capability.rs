@@ -1,0 +1,213 @@
+//! [`Capability`]: what an endpoint may lack, and the transport's record of who lacks what,
+//! declared (for good) or found (for a while).
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::EndpointId;
+
+/// What an endpoint may lack, so that the requests that need it skip that endpoint while the
+/// others still use it. Declared with [`FailoverTransport::lacks`], or found by the transport
+/// from an endpoint's answers (see [the module docs](super#capabilities)).
+///
+/// [`FailoverTransport::lacks`]: super::FailoverTransport::lacks
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Capability {
+    /// State more than [`archive_depth`](super::FailoverTransport::archive_depth) blocks
+    /// behind the head (a full node prunes it; an archive node keeps it). Needed by a state
+    /// read at an explicit block number (or a bundle's reference) that far back.
+    Archive,
+    /// `eth_getProof`.
+    Proof,
+    /// One method, by its exact name (`eth_getBlockReceipts`).
+    Method(String),
+    /// Every method of a namespace, the part of its name before the first `_` (`"trace"`,
+    /// `"debug"`; a trailing `_` is ignored, so `"trace_"` is the same).
+    Namespace(String),
+    /// EIP-1898 block selection by hash (`{"blockHash": ..}`): [bundle](super::Bundle) reads
+    /// need it. Only declared: a node that ignores the hash answers at its own latest block,
+    /// which no answer shows.
+    BlockHash,
+}
+
+impl Capability {
+    /// [`Capability::Method`] of `method`.
+    pub fn method(method: impl Into<String>) -> Capability {
+        Capability::Method(method.into())
+    }
+
+    /// [`Capability::Namespace`] of `namespace`.
+    pub fn namespace(namespace: impl Into<String>) -> Capability {
+        Capability::Namespace(namespace.into())
+    }
+
+    /// What a method that an endpoint answered "method not found" for says it lacks:
+    /// `eth_getProof` is [`Proof`](Capability::Proof), any other its own
+    /// [`Method`](Capability::Method).
+    pub(crate) fn of_method(method: &str) -> Capability {
+        match method {
+            "eth_getProof" => Capability::Proof,
+            m => Capability::Method(m.to_owned()),
+        }
+    }
+
+    /// Whether a call of `method` needs this (for [`Archive`](Capability::Archive) and
+    /// [`BlockHash`](Capability::BlockHash), which depend on the call's block, `false`).
+    pub(crate) fn needed_by_method(&self, method: &str) -> bool {
+        match self {
+            Capability::Proof => method == "eth_getProof",
+            Capability::Method(m) => m == method,
+            Capability::Namespace(ns) => {
+                method.split_once('_').is_some_and(|(prefix, _)| prefix == ns.trim_end_matches('_'))
+            }
+            Capability::Archive | Capability::BlockHash => false,
+        }
+    }
+}
+
+impl fmt::Display for Capability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Capability::Archive => f.write_str("archive state"),
+            Capability::Proof => f.write_str("eth_getProof"),
+            Capability::Method(m) => write!(f, "method {m}"),
+            Capability::Namespace(ns) => write!(f, "namespace {}_", ns.trim_end_matches('_')),
+            Capability::BlockHash => f.write_str("block selection by hash"),
+        }
+    }
+}
+
+/// One endpoint lacking one capability: for good (declared), or until an instant (found).
+#[derive(Debug)]
+struct Lack {
+    endpoint: EndpointId,
+    capability: Capability,
+    until: Option<Instant>,
+}
+
+/// Who lacks what. The healthy path reads one atomic flag: while nothing is recorded, no lock
+/// is taken and nothing is parsed.
+#[derive(Debug, Default)]
+pub(crate) struct Capabilities {
+    /// Whether anything is recorded (it may have expired since).
+    any: AtomicBool,
+    lacks: Mutex<Vec<Lack>>,
+}
+
+impl Capabilities {
+    fn lock(&self) -> MutexGuard<'_, Vec<Lack>> {
+        self.lacks.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Whether anything is recorded: one atomic load.
+    pub(crate) fn is_active(&self) -> bool {
+        self.any.load(Ordering::Acquire)
+    }
+
+    /// `endpoint` lacks `capability` for good.
+    pub(crate) fn declare(&self, endpoint: EndpointId, capability: Capability) {
+        let mut lacks = self.lock();
+        lacks.retain(|l| !(l.endpoint == endpoint && l.capability == capability));
+        lacks.push(Lack { endpoint, capability, until: None });
+        self.any.store(true, Ordering::Release);
+    }
+
+    /// `endpoint` was found to lack `capability`: for `duration` from now (a declared lack
+    /// stays for good). Returns whether it is news (not recorded already).
+    pub(crate) fn found(&self, endpoint: &EndpointId, capability: Capability, duration: Duration) -> bool {
+        let until = Instant::now() + duration;
+        let mut lacks = self.lock();
+        let known = lacks.iter_mut().find(|l| l.endpoint == *endpoint && l.capability == capability);
+        let news = match known {
+            Some(Lack { until: None, .. }) => false,
+            Some(lack) => {
+                let news = lack.until.is_some_and(|u| u <= Instant::now());
+                lack.until = Some(until);
+                news
+            }
+            None => {
+                lacks.push(Lack { endpoint: endpoint.clone(), capability, until: Some(until) });
+                true
+            }
+        };
+        self.any.store(true, Ordering::Release);
+        news
+    }
+
+    /// What `endpoint` lacks now.
+    pub(crate) fn lacking(&self, endpoint: &str) -> Vec<Capability> {
+        let mut lacks = self.lock();
+        self.prune(&mut lacks);
+        lacks.iter().filter(|l| l.endpoint.as_str() == endpoint).map(|l| l.capability.clone()).collect()
+    }
+
+    /// Adds to `into` every endpoint that lacks, now, a capability `needs` says is needed
+    /// (each endpoint once, and none already there).
+    pub(crate) fn exclude(&self, mut needs: impl FnMut(&Capability) -> bool, into: &mut Vec<EndpointId>) {
+        let mut lacks = self.lock();
+        self.prune(&mut lacks);
+        for lack in lacks.iter() {
+            if !into.contains(&lack.endpoint) && needs(&lack.capability) {
+                into.push(lack.endpoint.clone());
+            }
+        }
+    }
+
+    /// Forgets what expired; with nothing left, the healthy path stops looking.
+    fn prune(&self, lacks: &mut Vec<Lack>) {
+        let now = Instant::now();
+        lacks.retain(|l| l.until.is_none_or(|u| u > now));
+        if lacks.is_empty() {
+            self.any.store(false, Ordering::Release);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_namespace_covers_its_methods_and_only_those() {
+        let trace = Capability::namespace("trace_");
+        assert!(trace.needed_by_method("trace_block"));
+        assert!(Capability::namespace("trace").needed_by_method("trace_filter"));
+        assert!(!trace.needed_by_method("eth_call"));
+        assert!(!trace.needed_by_method("tracer"));
+        assert!(Capability::Proof.needed_by_method("eth_getProof"));
+        assert!(Capability::method("eth_getBlockReceipts").needed_by_method("eth_getBlockReceipts"));
+        assert!(!Capability::Archive.needed_by_method("eth_getBalance"), "archive depends on the block");
+        assert_eq!(Capability::of_method("eth_getProof"), Capability::Proof);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_found_lack_expires_and_a_declared_one_stays() {
+        let caps = Capabilities::default();
+        assert!(!caps.is_active());
+        let (a, b) = (EndpointId::from("a"), EndpointId::from("b"));
+        caps.declare(b.clone(), Capability::Archive);
+        assert!(caps.found(&a, Capability::Archive, Duration::from_secs(600)));
+        assert!(!caps.found(&a, Capability::Archive, Duration::from_secs(600)), "not news twice");
+        assert!(!caps.found(&b, Capability::Archive, Duration::from_secs(1)), "declared stays declared");
+        let mut out = Vec::new();
+        caps.exclude(|c| *c == Capability::Archive, &mut out);
+        assert_eq!(out, [b.clone(), a.clone()], "in the order recorded");
+        tokio::time::advance(Duration::from_secs(600)).await;
+        assert!(caps.lacking("a").is_empty());
+        assert_eq!(caps.lacking("b"), [Capability::Archive]);
+        assert!(caps.is_active(), "the declared one is left");
+    }
+
+    #[test]
+    fn nothing_recorded_leaves_the_flag_down() {
+        let caps = Capabilities::default();
+        caps.found(&EndpointId::from("a"), Capability::method("m"), Duration::ZERO);
+        assert!(caps.lacking("a").is_empty(), "expired at once");
+        assert!(!caps.is_active(), "pruned to nothing: the hot path stops looking");
+    }
+}

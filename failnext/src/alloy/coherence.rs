@@ -1,0 +1,253 @@
+//! Coherent state for a decision, the transport's side: which endpoints a packet skips (a
+//! bundle's misses, the monotonic floor, capabilities it needs that they lack) and what the
+//! answers teach (who did not know a reference, who lacks archive state or a method).
+//!
+//! All of it works through the request-scoped `excluded` list a packet's plan already carries:
+//! no middleware of its own, and on the healthy path (nothing lacking, no bundle, no floor) it
+//! reads two atomics and parses nothing.
+
+use std::cell::OnceCell;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use alloy_json_rpc::{RequestPacket, Response, ResponsePacket, ResponsePayload};
+
+use super::block::{BlockParam, quantity};
+use super::bundle::BundleState;
+use super::capability::{Capabilities, Capability};
+use super::monotonic::{BelowFloor, Head, Heads};
+use crate::EndpointId;
+use crate::jsonrpc::{Missed, Missing};
+
+/// How long an endpoint found to lack a capability is skipped for it, by default.
+pub(crate) const LACK_FOR: Duration = Duration::from_secs(600);
+
+/// State older than this many blocks behind the head needs an archive node, by default.
+pub(crate) const ARCHIVE_DEPTH: u64 = 128;
+
+/// What the transport's clones share for coherence: the highest head observed and who lacks
+/// what.
+#[derive(Debug, Default)]
+pub(crate) struct Coherence {
+    pub(crate) head: Head,
+    pub(crate) capabilities: Capabilities,
+}
+
+/// How the transport is configured for coherence (copied with it).
+#[derive(Clone, Debug)]
+pub(crate) struct Rules {
+    pub(crate) archive_depth: u64,
+    pub(crate) lack_for: Duration,
+    /// Set by `monotonic_reads`: each provider's head, as the application knows it.
+    pub(crate) heads: Option<Heads>,
+}
+
+impl Default for Rules {
+    fn default() -> Self {
+        Rules { archive_depth: ARCHIVE_DEPTH, lack_for: LACK_FOR, heads: None }
+    }
+}
+
+/// Who the answers of one packet's attempts said lacked what: the responses the classifier
+/// flagged as stale or unsupported, in order. Written only on that path.
+#[derive(Debug, Default)]
+pub(crate) struct Misses(Mutex<Vec<(EndpointId, Missed)>>);
+
+impl Misses {
+    fn lock(&self) -> MutexGuard<'_, Vec<(EndpointId, Missed)>> {
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub(crate) fn take(&self) -> Vec<(EndpointId, Missed)> {
+        std::mem::take(&mut *self.lock())
+    }
+}
+
+impl crate::session::Observe for Misses {
+    fn flagged(&self, endpoint: &EndpointId, response: &reqwest::Response) {
+        if let Some(missed) = response.extensions().get::<Missed>() {
+            self.lock().push((endpoint.clone(), *missed));
+        }
+    }
+}
+
+/// One packet, as coherence sees it.
+pub(crate) struct Packet<'p> {
+    pub(crate) packet: &'p RequestPacket,
+    pub(crate) bundle: Option<&'p BundleState>,
+    /// Every call is a plain read.
+    pub(crate) reads: bool,
+}
+
+impl Packet<'_> {
+    /// The block number a state read of this packet reads at, the oldest one, when it names
+    /// one (a number, `earliest`, the bundle's reference); `None` for latest and unknown
+    /// hashes.
+    fn oldest_block(&self) -> Option<u64> {
+        self.packet
+            .requests()
+            .iter()
+            .filter_map(|req| match BlockParam::of(req)? {
+                BlockParam::Number(n) => Some(n),
+                BlockParam::Hash(h) => {
+                    self.bundle.filter(|b| b.reference.hash == h).map(|b| b.reference.number)
+                }
+                _ => None,
+            })
+            .min()
+    }
+
+    /// Whether a state read of this packet names a block (a number, a hash, `earliest`).
+    fn names_a_block(&self) -> bool {
+        self.packet
+            .requests()
+            .iter()
+            .any(|req| matches!(BlockParam::of(req), Some(BlockParam::Number(_) | BlockParam::Hash(_))))
+    }
+
+    /// The one method of the packet, when all its calls have it.
+    fn one_method(&self) -> Option<&str> {
+        let mut methods = self.packet.requests().iter().map(|r| r.method());
+        let first = methods.next()?;
+        methods.all(|m| m == first).then_some(first)
+    }
+}
+
+impl Coherence {
+    /// Adds to `excluded` the endpoints this packet skips. Errors when a bundle's misses or
+    /// the monotonic floor leave no endpoint; capabilities never do (when every endpoint
+    /// lacks what the packet needs, it goes as if none did, and the nodes answer).
+    pub(crate) fn exclude(
+        &self,
+        rules: &Rules,
+        packet: &Packet<'_>,
+        endpoints: &[EndpointId],
+        excluded: &mut Vec<EndpointId>,
+    ) -> Result<(), alloy_transport::TransportError> {
+        let none_left = |excluded: &[EndpointId]| endpoints.iter().all(|e| excluded.contains(e));
+        if let Some(bundle) = packet.bundle {
+            let missed = bundle.missed();
+            if !missed.is_empty() {
+                for id in missed {
+                    if !excluded.contains(&id) {
+                        excluded.push(id);
+                    }
+                }
+                if none_left(excluded) {
+                    return Err(bundle.unknown());
+                }
+            }
+        }
+        if let (Some(heads), true) = (&rules.heads, packet.reads) {
+            // A bundle's reads are pinned to its reference: a provider at or above it can
+            // answer them. Other reads: the highest head already observed.
+            let floor = packet.bundle.map_or_else(|| self.head.get(), |b| b.reference.number);
+            let mut behind = Vec::new();
+            for id in endpoints {
+                match heads.of(id) {
+                    Some(h) if h < floor => {
+                        behind.push((id.clone(), Some(h)));
+                        if !excluded.contains(id) {
+                            excluded.push(id.clone());
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if none_left(excluded) && !behind.is_empty() {
+                return Err(BelowFloor { floor, behind }.into_transport());
+            }
+        }
+        if self.capabilities.is_active() {
+            let before = excluded.len();
+            let archive = OnceCell::new();
+            let block_hash = packet.bundle.is_some();
+            let methods = packet.packet.requests();
+            self.capabilities.exclude(
+                |capability| match capability {
+                    Capability::Archive => *archive.get_or_init(|| self.needs_archive(rules, packet)),
+                    Capability::BlockHash => block_hash,
+                    other => methods.iter().any(|r| other.needed_by_method(r.method())),
+                },
+                excluded,
+            );
+            if none_left(excluded) {
+                excluded.truncate(before);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a state read of `packet` is more than the archive depth behind the head.
+    fn needs_archive(&self, rules: &Rules, packet: &Packet<'_>) -> bool {
+        let head = self.head.get();
+        packet.oldest_block().is_some_and(|n| head.saturating_sub(n) > rules.archive_depth)
+    }
+
+    /// Learns from what the answers said each endpoint lacked.
+    pub(crate) fn learn(&self, rules: &Rules, packet: &Packet<'_>, misses: &[(EndpointId, Missed)]) {
+        for (endpoint, missed) in misses {
+            let at_block = missed.has(Missing::Block) || missed.has(Missing::State);
+            if let (Some(bundle), true) = (packet.bundle, at_block) {
+                bundle.missed_at(endpoint);
+            }
+            if missed.has(Missing::State) && packet.names_a_block() {
+                self.found(rules, endpoint, Capability::Archive);
+            }
+            if let (true, Some(method)) = (missed.has(Missing::Method), packet.one_method()) {
+                self.found(rules, endpoint, Capability::of_method(method));
+            }
+        }
+    }
+
+    fn found(&self, rules: &Rules, endpoint: &EndpointId, capability: Capability) {
+        #[cfg(feature = "tracing")]
+        let shown = capability.to_string();
+        if self.capabilities.found(endpoint, capability, rules.lack_for) {
+            #[cfg(feature = "tracing")]
+            tracing::debug!(target: "failnext", %endpoint, capability = %shown, for_ = ?rules.lack_for, "endpoint found to lack a capability");
+        }
+    }
+}
+
+/// What the answers in `answer` say is missing (an error answer that is a stale or
+/// unsupported one), judged by the JSON-RPC table with the request in view: the final answer,
+/// whatever classifier the failover has.
+pub(crate) fn missed_in(answer: &ResponsePacket) -> Missed {
+    let mut missed = Missed::default();
+    for response in responses(answer) {
+        if let ResponsePayload::Failure(e) = &response.payload {
+            if let Some(missing) = crate::jsonrpc::missing(e.code, &e.message) {
+                missed.add(missing);
+            }
+        }
+    }
+    missed
+}
+
+/// The lowest `eth_blockNumber` result in `answer`, for the calls of `packet` that ask it.
+pub(crate) fn lowest_head(packet: &RequestPacket, answer: &ResponsePacket) -> Option<u64> {
+    let asks = |r: &Response| {
+        packet.requests().iter().any(|req| req.method() == "eth_blockNumber" && *req.id() == r.id)
+    };
+    responses(answer)
+        .iter()
+        .filter(|r| asks(r))
+        .filter_map(|r| match &r.payload {
+            ResponsePayload::Success(v) => serde_json::from_str::<&str>(v.get()).ok().and_then(quantity),
+            ResponsePayload::Failure(_) => None,
+        })
+        .min()
+}
+
+/// Whether `packet` asks `eth_blockNumber` (a string comparison per call).
+pub(crate) fn asks_head(packet: &RequestPacket) -> bool {
+    packet.requests().iter().any(|r| r.method() == "eth_blockNumber")
+}
+
+fn responses(answer: &ResponsePacket) -> &[Response] {
+    match answer {
+        ResponsePacket::Single(r) => std::slice::from_ref(r),
+        ResponsePacket::Batch(rs) => rs,
+    }
+}
