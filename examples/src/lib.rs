@@ -3,6 +3,8 @@
 //! [`causes`] to print an error with its sources, and [`ensure`], which makes an example fail
 //! when what it shows did not happen. [`oracle`] states failnext's rules a second time, as pure
 //! functions, for the test suites, the soak and the demo to judge the middleware against.
+//! With the feature `alloy`, [`rehearsal`] runs the multi-RPC article's rehearsal: a two-pool
+//! quote bot reading through read bundles while its providers fail in every way it lists.
 
 mod check;
 pub mod demo;
@@ -10,6 +12,8 @@ mod jsonrpc;
 pub mod monitoring;
 mod network;
 pub mod oracle;
+#[cfg(feature = "alloy")]
+pub mod rehearsal;
 mod report;
 pub mod sim;
 

@@ -733,3 +733,63 @@ async fn a_provider_declared_without_block_hash_selection_is_skipped_by_bundle_r
     assert_eq!(result(&send(&bundle, single("eth_getBalance", json!([ADDR]))).await.unwrap()), json!("0x2"));
     assert_eq!(result(&send(&t, single("eth_getBalance", json!([ADDR]))).await.unwrap()), json!("0x1"));
 }
+
+/// A provider whose proxy refuses bodies over 200 bytes with HTTP 413, and one without limit.
+async fn limited_and_unlimited() -> (Server, Server) {
+    let limited = Server::start(Arc::new(|req: &Received| {
+        if req.body.len() > 200 {
+            return Action::Reply(Reply::new(413).text("413 Request Entity Too Large"));
+        }
+        Action::Reply(req.rpc_result("0x1"))
+    }))
+    .await;
+    let unlimited = Server::start(Arc::new(|req: &Received| Action::Reply(req.rpc_result("0x2")))).await;
+    (limited, unlimited)
+}
+
+fn call_with_data(bytes: usize) -> RequestPacket {
+    let data = format!("0x{}", "ab".repeat(bytes));
+    single("eth_call", json!([{ "to": ADDR, "data": data }, "latest"]))
+}
+
+#[tokio::test]
+async fn an_http_413_to_a_large_read_excludes_the_provider_from_requests_that_large_only() {
+    let (limited, unlimited) = limited_and_unlimited().await;
+    let t = transport(&[("limited", limited.url("/")), ("unlimited", unlimited.url("/"))]);
+    assert_eq!(
+        result(&send(&t, call_with_data(8)).await.unwrap()),
+        json!("0x1"),
+        "small: the first provider"
+    );
+    assert_eq!(
+        result(&send(&t, call_with_data(400)).await.unwrap()),
+        json!("0x2"),
+        "the large read fails over"
+    );
+    let found = t.lacking("limited");
+    assert!(matches!(found.as_slice(), [Capability::RequestSize(n)] if *n > 200), "{found:?}");
+    limited.take_log();
+    assert_eq!(result(&send(&t, call_with_data(500)).await.unwrap()), json!("0x2"));
+    assert!(limited.take_log().is_empty(), "a request as large is not sent to it again");
+    assert_eq!(result(&send(&t, call_with_data(8)).await.unwrap()), json!("0x1"), "small ones still are");
+}
+
+#[tokio::test]
+async fn a_declared_request_size_limit_skips_larger_requests_without_asking() {
+    let (limited, unlimited) = limited_and_unlimited().await;
+    let t = transport(&[("limited", limited.url("/")), ("unlimited", unlimited.url("/"))])
+        .lacks("limited", Capability::RequestSize(200));
+    assert_eq!(result(&send(&t, call_with_data(400)).await.unwrap()), json!("0x2"));
+    assert!(limited.take_log().is_empty(), "declared: not asked");
+    assert_eq!(result(&send(&t, call_with_data(8)).await.unwrap()), json!("0x1"));
+}
+
+#[tokio::test]
+async fn a_413_to_a_write_is_returned_and_the_write_goes_nowhere_else() {
+    let (limited, unlimited) = limited_and_unlimited().await;
+    let t = transport(&[("limited", limited.url("/")), ("unlimited", unlimited.url("/"))]);
+    let raw = format!("0x{}", "ab".repeat(400));
+    let write = single("eth_sendRawTransaction", json!([raw]));
+    assert!(send(&t, write).await.is_err(), "the 413 is the answer");
+    assert_eq!(count(&unlimited, "eth_sendRawTransaction"), 0, "a write reaches at most one provider");
+}

@@ -186,6 +186,72 @@ mod bundles {
         }
     }
 
+    /// Each provider's head, as a monitor's snapshot would say it.
+    type Heads = Arc<Mutex<Vec<(String, u64)>>>;
+
+    /// A transport over `nodes`, attempts bounded by 500 ms and cooldown off (so a recovered
+    /// node is used again at once), reading heads from `heads` when monotonic.
+    fn recovering(nodes: &[(&str, &Anvil)], heads: Option<Heads>) -> FailoverTransport {
+        let builder = failover(nodes).attempt_timeout(std::time::Duration::from_millis(500));
+        let t = FailoverTransport::from_builder(builder).unwrap();
+        match heads {
+            Some(heads) => t.monotonic_reads(move |id| {
+                heads.lock().unwrap().iter().find(|(i, _)| i == id).map(|(_, h)| *h)
+            }),
+            None => t,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_recovered_primary_at_height_0_makes_the_head_go_backwards_unless_reads_are_monotonic() {
+        // The primary is a node restarted from scratch (height 0) while the backup was at 5.
+        let (primary, backup) = (node(AnvilOptions::new()).await, node(AnvilOptions::new()).await);
+        backup.mine(5).await.unwrap();
+        let nodes = [("primary", &primary), ("backup", &backup)];
+        let head = || single("eth_blockNumber", json!([]));
+
+        // Without monotonic reads: while the primary is stopped the client sees 5, then 0.
+        let plain = recovering(&nodes, None);
+        primary.pause().unwrap();
+        assert_eq!(send(&plain, head()).await.unwrap(), json!("0x5"), "the backup, while the primary hangs");
+        primary.resume().unwrap();
+        assert_eq!(send(&plain, head()).await.unwrap(), json!("0x0"), "back on the primary: backwards");
+
+        // Monotonic, heads unknown: the primary's answer below 5 is not returned.
+        let monotonic = recovering(&nodes, Some(Arc::default()));
+        primary.pause().unwrap();
+        assert_eq!(send(&monotonic, head()).await.unwrap(), json!("0x5"));
+        primary.resume().unwrap();
+        for _ in 0..3 {
+            assert_eq!(send(&monotonic, head()).await.unwrap(), json!("0x5"), "never below what was seen");
+        }
+        let from = DEV_ADDRESSES[0];
+        let balance = send(&monotonic, single("eth_getBalance", json!([from, "latest"]))).await.unwrap();
+        assert!(balance.is_string());
+
+        // Monotonic with heads known (a monitor's snapshot): the primary is skipped unasked.
+        let heads: Heads = Arc::new(Mutex::new(vec![("primary".to_owned(), 0), ("backup".to_owned(), 5)]));
+        let (t, bodies) = recorded(&nodes);
+        let known = {
+            let heads = heads.clone();
+            t.monotonic_reads(move |id| heads.lock().unwrap().iter().find(|(i, _)| i == id).map(|(_, h)| *h))
+        };
+        known.observe_head(5);
+        for _ in 0..3 {
+            assert_eq!(
+                send(&known, single("eth_getBalance", json!([from, "latest"]))).await.unwrap(),
+                balance
+            );
+        }
+        let sent = bodies.take();
+        assert!(sent.iter().all(|(port, _)| *port == backup.port()), "the primary is below 5: not asked");
+        // Once the primary has caught up, it serves again.
+        primary.mine(6).await.unwrap();
+        heads.lock().unwrap()[0].1 = 6;
+        send(&known, single("eth_getBalance", json!([from, "latest"]))).await.unwrap();
+        assert_eq!(bodies.take().first().map(|(port, _)| *port), Some(primary.port()));
+    }
+
     fn names(params: &Value, reference: &BlockRef) -> bool {
         params.to_string().contains(&reference.hash.to_string())
     }

@@ -95,6 +95,7 @@ async fn main() -> ExitCode {
             std::future::pending::<()>().await;
         }
     };
+    let simulated = config.is_simulated();
     match demo::run(config, |line| println!("{line}"), ctrl_c).await {
         Ok(summary) => {
             println!();
@@ -102,13 +103,41 @@ async fn main() -> ExitCode {
             if let Some(metrics) = &metrics {
                 show_metrics(metrics).await;
             }
-            if summary.invariants_hold() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+            let rehearsed = !simulated || rehearsal().await;
+            if summary.invariants_hold() && rehearsed { ExitCode::SUCCESS } else { ExitCode::FAILURE }
         }
         Err(e) => {
             eprintln!("demo: {e}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// The multi-RPC article's rehearsal (feature `alloy`, which `cargo xtask demo` turns on):
+/// prints its line; whether it held.
+#[cfg(feature = "alloy")]
+async fn rehearsal() -> bool {
+    use failnext_examples::rehearsal::{Plan, rehearse};
+    println!();
+    match rehearse(Plan::default()).await {
+        Ok(r) => {
+            println!("{r}");
+            r.holds()
+        }
+        Err(e) => {
+            eprintln!("demo: the rehearsal could not run: {e}");
+            false
+        }
+    }
+}
+
+#[cfg(not(feature = "alloy"))]
+async fn rehearsal() -> bool {
+    println!();
+    println!(
+        "rehearsal: not built (it needs the crate's `alloy` feature, which `cargo xtask demo` turns on)"
+    );
+    true
 }
 
 /// Prints the `failnext_attempts_total` samples of one scrape of the endpoint, as Prometheus

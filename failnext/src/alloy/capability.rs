@@ -33,6 +33,10 @@ pub enum Capability {
     /// need it. Only declared: a node that ignores the hash answers at its own latest block,
     /// which no answer shows.
     BlockHash,
+    /// Requests larger than this many bytes (the serialized JSON-RPC body): a provider behind
+    /// a proxy or node with a smaller body limit. Found from an HTTP 413 answer to a packet of
+    /// reads: the provider then lacks requests of that packet's size and larger.
+    RequestSize(usize),
 }
 
 impl Capability {
@@ -57,7 +61,8 @@ impl Capability {
     }
 
     /// Whether a call of `method` needs this (for [`Archive`](Capability::Archive) and
-    /// [`BlockHash`](Capability::BlockHash), which depend on the call's block, `false`).
+    /// [`BlockHash`](Capability::BlockHash), which depend on the call's block, and
+    /// [`RequestSize`](Capability::RequestSize), which depends on the packet's size, `false`).
     pub(crate) fn needed_by_method(&self, method: &str) -> bool {
         match self {
             Capability::Proof => method == "eth_getProof",
@@ -65,7 +70,7 @@ impl Capability {
             Capability::Namespace(ns) => {
                 method.split_once('_').is_some_and(|(prefix, _)| prefix == ns.trim_end_matches('_'))
             }
-            Capability::Archive | Capability::BlockHash => false,
+            Capability::Archive | Capability::BlockHash | Capability::RequestSize(_) => false,
         }
     }
 }
@@ -78,6 +83,7 @@ impl fmt::Display for Capability {
             Capability::Method(m) => write!(f, "method {m}"),
             Capability::Namespace(ns) => write!(f, "namespace {}_", ns.trim_end_matches('_')),
             Capability::BlockHash => f.write_str("block selection by hash"),
+            Capability::RequestSize(bytes) => write!(f, "requests over {bytes} bytes"),
         }
     }
 }

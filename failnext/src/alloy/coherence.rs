@@ -105,6 +105,11 @@ impl Packet<'_> {
             .any(|req| matches!(BlockParam::of(req), Some(BlockParam::Number(_) | BlockParam::Hash(_))))
     }
 
+    /// The packet's size as sent: its serialized JSON.
+    pub(crate) fn size(&self) -> usize {
+        serde_json::to_vec(self.packet).map_or(0, |body| body.len())
+    }
+
     /// The one method of the packet, when all its calls have it.
     fn one_method(&self) -> Option<&str> {
         let mut methods = self.packet.requests().iter().map(|r| r.method());
@@ -161,12 +166,15 @@ impl Coherence {
         if self.capabilities.is_active() {
             let before = excluded.len();
             let archive = OnceCell::new();
+            let size = OnceCell::new();
             let block_hash = packet.bundle.is_some();
             let methods = packet.packet.requests();
             self.capabilities.exclude(
                 |capability| match capability {
                     Capability::Archive => *archive.get_or_init(|| self.needs_archive(rules, packet)),
                     Capability::BlockHash => block_hash,
+                    // Serialized only when some endpoint lacks a request size.
+                    Capability::RequestSize(max) => *size.get_or_init(|| packet.size()) > *max,
                     other => methods.iter().any(|r| other.needed_by_method(r.method())),
                 },
                 excluded,
@@ -197,6 +205,14 @@ impl Coherence {
             if let (true, Some(method)) = (missed.has(Missing::Method), packet.one_method()) {
                 self.found(rules, endpoint, Capability::of_method(method));
             }
+        }
+    }
+
+    /// `endpoint` answered HTTP 413 to `packet`: it lacks requests of its size.
+    pub(crate) fn too_large(&self, rules: &Rules, packet: &Packet<'_>, endpoint: &EndpointId) {
+        let size = packet.size();
+        if size > 0 {
+            self.found(rules, endpoint, Capability::RequestSize(size - 1));
         }
     }
 

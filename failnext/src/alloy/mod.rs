@@ -138,6 +138,7 @@
 //! | [`Proof`](Capability::Proof) | `eth_getProof` | "method not found" for `eth_getProof` |
 //! | [`Namespace(ns)`](Capability::Namespace) | every `ns_*` method (`trace`, `debug`) | declared only |
 //! | [`BlockHash`](Capability::BlockHash) | bundle reads | declared only |
+//! | [`RequestSize(n)`](Capability::RequestSize) | a packet whose serialized body is over `n` bytes | HTTP 413 answered to a packet of reads (it lacks that size and larger) |
 //!
 //! The request that found it fails over as any stale answer does (it is a read; a write
 //! that got "method not found" was not executed, and the next one goes elsewhere). The head
@@ -149,8 +150,9 @@
 //!
 //! **Cost.** The exclusions ride in the request's `excluded` list, as a per-call exclusion
 //! does. While nothing is lacking, a request reads one atomic flag and parses nothing; while
-//! something is, it takes a short lock, and parses its block parameter only when some
-//! endpoint lacks archive state. What an answer says is learnt only from the answers the
+//! something is, it takes a short lock, parses its block parameter only when some endpoint
+//! lacks archive state, and measures its serialized size only when some endpoint lacks a
+//! request size. What an answer says is learnt only from the answers the
 //! classifier flagged (the miss path).
 //!
 //! # Monotonic reads

@@ -255,9 +255,21 @@ impl FailoverTransport {
         let mut behind = Vec::new();
         loop {
             let (outcome, mut missed) = self.exchange(&packet, &plan).await;
-            let Ok((answer, served)) = outcome else {
-                self.coherence.learn(&self.rules, &view, &missed);
-                return outcome.map(|(answer, _)| answer);
+            let (answer, served) = match outcome {
+                Ok(answered) => answered,
+                Err(Refused::TooLarge(err, served)) => {
+                    // HTTP 413: this provider takes no request this large; another may.
+                    self.coherence.learn(&self.rules, &view, &missed);
+                    self.coherence.too_large(&self.rules, &view, &served);
+                    if resend && plan.exclude_again(Some(&served), &self.endpoints) {
+                        continue;
+                    }
+                    return Err(err);
+                }
+                Err(Refused::Other(err)) => {
+                    self.coherence.learn(&self.rules, &view, &missed);
+                    return Err(err);
+                }
             };
             // The final answer judged with the request in view. The classifier flagged it
             // when it is among the misses: then the failover has tried every other endpoint.
@@ -297,7 +309,7 @@ impl FailoverTransport {
         &self,
         packet: &RequestPacket,
         plan: &Plan<'_>,
-    ) -> (TransportResult<(ResponsePacket, Option<EndpointId>)>, Vec<(EndpointId, Missed)>) {
+    ) -> (Result<(ResponsePacket, Option<EndpointId>), Refused>, Vec<(EndpointId, Missed)>) {
         match &self.route {
             Route::Direct { client, failover } => {
                 let misses = Misses::default();
@@ -320,7 +332,7 @@ impl FailoverTransport {
         packet: &RequestPacket,
         plan: &Plan<'_>,
         misses: &Misses,
-    ) -> TransportResult<(ResponsePacket, Option<EndpointId>)> {
+    ) -> Result<(ResponsePacket, Option<EndpointId>), Refused> {
         let body = serde_json::to_vec(packet).map_err(TransportError::ser_err)?;
         let permission = if plan.may_fail_over { Permission::Allow } else { Permission::Deny };
         // Addressed to the first endpoint: its attempt needs no other URL.
@@ -343,7 +355,7 @@ impl FailoverTransport {
         };
         match failover.execute_direct(client, request, &opts, &Again(packet), Some(misses)).await {
             Ok((response, i)) => self.answer(plan, response, Some(failover.endpoint_id(i).clone())).await,
-            Err(err) => Err(plan.send_failed(err)),
+            Err(err) => Err(plan.send_failed(err).into()),
         }
     }
 
@@ -353,7 +365,7 @@ impl FailoverTransport {
         packet: &RequestPacket,
         plan: &Plan<'_>,
         misses: &Arc<Misses>,
-    ) -> TransportResult<(ResponsePacket, Option<EndpointId>)> {
+    ) -> Result<(ResponsePacket, Option<EndpointId>), Refused> {
         let body = serde_json::to_vec(packet).map_err(TransportError::ser_err)?;
         let permission = if plan.may_fail_over { Permission::Allow } else { Permission::Deny };
         let request = match address() {
@@ -377,7 +389,7 @@ impl FailoverTransport {
                 let served = response.served_by().cloned();
                 self.answer(plan, response, served).await
             }
-            Err(err) => Err(plan.send_failed(err)),
+            Err(err) => Err(plan.send_failed(err).into()),
         }
     }
 
@@ -387,7 +399,7 @@ impl FailoverTransport {
         plan: &Plan<'_>,
         response: reqwest::Response,
         served: Option<EndpointId>,
-    ) -> TransportResult<(ResponsePacket, Option<EndpointId>)> {
+    ) -> Result<(ResponsePacket, Option<EndpointId>), Refused> {
         if let Some(id) = &served {
             plan.cells.iter().for_each(|cell| cell.set(id));
         }
@@ -401,13 +413,13 @@ impl FailoverTransport {
             Ok(body) => body,
             Err(err) => {
                 let err = err.without_url();
-                return Err(if plan.writes() {
+                return Err(Refused::Other(if plan.writes() {
                     plan.lost(served, format!("the answer's body broke off ({err})"))
                 } else if !status.is_success() {
                     http_error(status, format!("<failed to read response body: {err}>"), retry_after)
                 } else {
                     TransportErrorKind::custom(err)
-                });
+                }));
             }
         };
         if !status.is_success() {
@@ -415,9 +427,13 @@ impl FailoverTransport {
                 return Ok((packet, served));
             }
             if plan.writes() && status.is_server_error() {
-                return Err(plan.lost(served, format!("the provider answered HTTP {status}")));
+                return Err(plan.lost(served, format!("the provider answered HTTP {status}")).into());
             }
-            return Err(http_error(status, String::from_utf8_lossy(&body).into_owned(), retry_after));
+            let err = http_error(status, String::from_utf8_lossy(&body).into_owned(), retry_after);
+            return Err(match served {
+                Some(id) if status == StatusCode::PAYLOAD_TOO_LARGE => Refused::TooLarge(err, id),
+                _ => err.into(),
+            });
         }
         let mut answer: ResponsePacket = serde_json::from_slice(&body)
             .map_err(|err| TransportError::deser_err(err, String::from_utf8_lossy(&body)))?;
@@ -769,6 +785,20 @@ fn first_param<T: for<'de> Deserialize<'de>>(req: &SerializedRequest) -> Option<
 fn json_rpc_error_response(body: &[u8]) -> Option<ResponsePacket> {
     let packet = serde_json::from_slice::<ResponsePacket>(body).ok()?;
     packet.is_error().then_some(packet)
+}
+
+/// Why an exchange gave no answer: HTTP 413 from a provider (which a packet of reads may try
+/// elsewhere), or any other error.
+#[derive(Debug)]
+enum Refused {
+    TooLarge(TransportError, EndpointId),
+    Other(TransportError),
+}
+
+impl std::convert::From<TransportError> for Refused {
+    fn from(err: TransportError) -> Refused {
+        Refused::Other(err)
+    }
 }
 
 fn http_error(status: StatusCode, body: String, retry_after: Option<Duration>) -> TransportError {
