@@ -8,8 +8,9 @@ use crate::url_rules::UrlRule;
 
 /// A configuration that cannot be built, with the endpoint (by id or index) and the rule.
 ///
-/// Returned by [`FailoverBuilder::build`](crate::FailoverBuilder::build) and by
-/// [`validate_endpoints`](crate::validate_endpoints). The message never contains a URL's path,
+/// Returned by [`FailoverBuilder::build`](crate::FailoverBuilder::build), by
+/// [`validate_endpoints`](crate::validate_endpoints), and (feature `alloy`) by
+/// `FailoverTransport::lacks` for an id no endpoint has. The message never contains a URL's path,
 /// query or userinfo.
 ///
 /// ```
@@ -50,13 +51,23 @@ pub(crate) enum ConfigErrorKind {
     HedgePercentile,
     #[error("hedge floor (at_least) must not exceed its ceiling (at_most)")]
     HedgeBounds,
+    #[error("no endpoint has the id {id:?}")]
+    UnknownEndpoint { id: EndpointId },
 }
 
 impl ConfigError {
+    /// No configured endpoint has the id `id` (an option that names one by id).
+    #[cfg_attr(not(feature = "alloy"), allow(dead_code, reason = "used by the alloy transport"))]
+    pub(crate) fn unknown_endpoint(id: EndpointId) -> ConfigError {
+        ConfigErrorKind::UnknownEndpoint { id }.into()
+    }
+
     /// The id of the endpoint the error is about, when it has a non-empty id.
     pub fn endpoint_id(&self) -> Option<&EndpointId> {
         match &self.kind {
-            ConfigErrorKind::DuplicateId { id, .. } | ConfigErrorKind::Url { id, .. } => Some(id),
+            ConfigErrorKind::DuplicateId { id, .. }
+            | ConfigErrorKind::Url { id, .. }
+            | ConfigErrorKind::UnknownEndpoint { id } => Some(id),
             _ => None,
         }
     }

@@ -550,7 +550,8 @@ async fn archive_and_full(message: &'static str) -> (Server, Server) {
 async fn a_provider_declared_without_archive_state_serves_current_reads_and_is_skipped_for_old_ones() {
     let (full, archive) = archive_and_full("missing trie node").await;
     let t = transport(&[("full", full.url("/")), ("archive", archive.url("/"))])
-        .lacks("full", Capability::Archive);
+        .lacks("full", Capability::Archive)
+        .unwrap();
     t.observe_head(1000);
     let old = || single("eth_getBalance", json!([ADDR, "0x10"]));
     assert_eq!(result(&send(&t, old()).await.unwrap()), json!("0xa"));
@@ -616,7 +617,8 @@ async fn a_declared_namespace_lack_skips_every_method_of_it() {
     let primary = node(|_, _| ok(json!("0x1"))).await;
     let backup = node(|_, _| ok(json!("0x2"))).await;
     let t = transport(&[("primary", primary.url("/")), ("backup", backup.url("/"))])
-        .lacks("primary", Capability::namespace("debug"));
+        .lacks("primary", Capability::namespace("debug"))
+        .unwrap();
     let trace = single("debug_traceTransaction", json!([B256::repeat_byte(3)]));
     assert_eq!(result(&send(&t, trace).await.unwrap()), json!("0x2"));
     assert_eq!(result(&send(&t, single("eth_chainId", json!([]))).await.unwrap()), json!("0x1"));
@@ -625,7 +627,7 @@ async fn a_declared_namespace_lack_skips_every_method_of_it() {
 #[tokio::test]
 async fn every_provider_lacking_a_capability_does_not_block_the_read() {
     let primary = node(|_, _| ok(json!("0x1"))).await;
-    let t = transport(&[("primary", primary.url("/"))]).lacks("primary", Capability::Proof);
+    let t = transport(&[("primary", primary.url("/"))]).lacks("primary", Capability::Proof).unwrap();
     let proof = single("eth_getProof", json!([ADDR, [], "latest"]));
     assert_eq!(result(&send(&t, proof).await.unwrap()), json!("0x1"), "sent as if none lacked it");
 }
@@ -728,7 +730,8 @@ async fn a_provider_declared_without_block_hash_selection_is_skipped_by_bundle_r
     let primary = node(|_, _| ok(json!("0x1"))).await;
     let backup = node(|_, _| ok(json!("0x2"))).await;
     let t = transport(&[("primary", primary.url("/")), ("backup", backup.url("/"))])
-        .lacks("primary", Capability::BlockHash);
+        .lacks("primary", Capability::BlockHash)
+        .unwrap();
     let bundle = t.bundle(reference());
     assert_eq!(result(&send(&bundle, single("eth_getBalance", json!([ADDR]))).await.unwrap()), json!("0x2"));
     assert_eq!(result(&send(&t, single("eth_getBalance", json!([ADDR]))).await.unwrap()), json!("0x1"));
@@ -778,7 +781,8 @@ async fn an_http_413_to_a_large_read_excludes_the_provider_from_requests_that_la
 async fn a_declared_request_size_limit_skips_larger_requests_without_asking() {
     let (limited, unlimited) = limited_and_unlimited().await;
     let t = transport(&[("limited", limited.url("/")), ("unlimited", unlimited.url("/"))])
-        .lacks("limited", Capability::RequestSize(200));
+        .lacks("limited", Capability::RequestSize(200))
+        .unwrap();
     assert_eq!(result(&send(&t, call_with_data(400)).await.unwrap()), json!("0x2"));
     assert!(limited.take_log().is_empty(), "declared: not asked");
     assert_eq!(result(&send(&t, call_with_data(8)).await.unwrap()), json!("0x1"));
@@ -792,4 +796,12 @@ async fn a_413_to_a_write_is_returned_and_the_write_goes_nowhere_else() {
     let write = single("eth_sendRawTransaction", json!([raw]));
     assert!(send(&t, write).await.is_err(), "the 413 is the answer");
     assert_eq!(count(&unlimited, "eth_sendRawTransaction"), 0, "a write reaches at most one provider");
+}
+
+#[tokio::test]
+async fn declaring_a_lack_for_an_unknown_endpoint_is_a_typed_error_naming_it() {
+    let t = transport(&[("primary", "http://127.0.0.1:9/".to_owned())]);
+    let err = t.lacks("primray", Capability::Archive).unwrap_err();
+    assert_eq!(err.endpoint_id().map(|id| id.as_str()), Some("primray"));
+    assert!(err.to_string().contains("primray"), "{err}");
 }

@@ -162,16 +162,21 @@ impl FailoverTransport {
     /// skip that endpoint, the others still use it (see [the module docs](super#capabilities)).
     /// Clones share it.
     ///
-    /// # Panics
+    /// # Errors
     ///
     /// When `endpoint` names no endpoint of this transport (a typo would otherwise declare
-    /// nothing, silently).
-    #[must_use]
-    pub fn lacks(self, endpoint: impl Into<EndpointId>, capability: Capability) -> FailoverTransport {
+    /// nothing, silently); [`ConfigError::endpoint_id`] names it.
+    pub fn lacks(
+        self,
+        endpoint: impl Into<EndpointId>,
+        capability: Capability,
+    ) -> Result<FailoverTransport, ConfigError> {
         let endpoint = endpoint.into();
-        assert!(self.endpoints.contains(&endpoint), "failnext: lacks({endpoint:?}, ..) names no endpoint");
+        if !self.endpoints.contains(&endpoint) {
+            return Err(ConfigError::unknown_endpoint(endpoint));
+        }
         self.coherence.capabilities.declare(endpoint, capability);
-        self
+        Ok(self)
     }
 
     /// What endpoint `endpoint` lacks now: declared, or found and not yet forgotten.
