@@ -83,13 +83,14 @@ impl BlockParam {
     /// params are not a list).
     pub(crate) fn of(req: &SerializedRequest) -> Option<BlockParam> {
         let index = block_index(req.method())?;
-        let params: Vec<&RawValue> = borrowed_params(req)?;
+        let params: Vec<&RawValue> = params(req)?;
         Some(BlockParam::parse(params.get(index).copied()))
     }
 }
 
-/// The params of `req` as a list of raw values, borrowed; `None` when absent or not a list.
-fn borrowed_params(req: &SerializedRequest) -> Option<Vec<&RawValue>> {
+/// The call's `params`, parsed as `T` (which may borrow from the request); `None` when absent
+/// or not a `T`.
+pub(crate) fn params<'r, T: Deserialize<'r>>(req: &'r SerializedRequest) -> Option<T> {
     #[derive(Deserialize)]
     struct Params<'a> {
         #[serde(borrow)]

@@ -15,6 +15,7 @@ use reqwest_middleware::ClientWithMiddleware;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::block::params;
 use super::broadcast::{NeverSent, PossiblySubmitted, RawTx, is_already_known};
 use super::bundle::{BlockRef, Bundle, BundleState};
 use super::call::ServedByCell;
@@ -764,17 +765,6 @@ impl std::error::Error for FilterPinned {}
 #[derive(Deserialize)]
 struct From {
     from: Address,
-}
-
-/// The call's `params`, parsed as `T`.
-fn params<T: for<'de> Deserialize<'de>>(req: &SerializedRequest) -> Option<T> {
-    #[derive(Deserialize)]
-    struct Params<'a> {
-        #[serde(borrow)]
-        params: Option<&'a RawValue>,
-    }
-    let Params { params } = serde_json::from_str(req.serialized().get()).ok()?;
-    serde_json::from_str(params?.get()).ok()
 }
 
 /// The call's first parameter, parsed as `T`.
