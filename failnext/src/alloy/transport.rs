@@ -93,17 +93,46 @@ impl FailoverTransport {
         FailoverTransport::from_builder(Failover::builder(endpoints))
     }
 
-    /// A transport over the `Failover` that `builder` builds, on a plain `reqwest::Client`; the
+    /// A transport over the `Failover` that `builder` builds, on a default `reqwest::Client`
+    /// (`reqwest::Client::new()`: system proxies, reqwest's defaults); the
     /// [`JsonRpcClassifier`] judges unless the builder has a classifier of its own.
     ///
     /// # Errors
     ///
     /// When the builder's configuration is invalid (see [`FailoverBuilder::build`]).
     pub fn from_builder(builder: FailoverBuilder) -> Result<FailoverTransport, ConfigError> {
+        FailoverTransport::from_builder_on(builder, reqwest::Client::new())
+    }
+
+    /// [`from_builder`](FailoverTransport::from_builder) on your own `reqwest::Client` (its
+    /// pool, TLS, proxy and timeout settings), sent to directly: no middleware chain, as
+    /// alloy's `Http::with_client` does.
+    ///
+    /// ```
+    /// use failnext::{Endpoint, Failover};
+    /// use failnext::alloy::FailoverTransport;
+    ///
+    /// let client = reqwest::Client::builder().no_proxy().build()?;
+    /// let builder = Failover::builder([
+    ///     Endpoint::new("primary", "http://127.0.0.1:8545"),
+    ///     Endpoint::new("backup", "http://127.0.0.1:8546"),
+    /// ]);
+    /// let transport = FailoverTransport::from_builder_on(builder, client)?;
+    /// # drop(transport);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// When the builder's configuration is invalid (see [`FailoverBuilder::build`]).
+    pub fn from_builder_on(
+        builder: FailoverBuilder,
+        client: reqwest::Client,
+    ) -> Result<FailoverTransport, ConfigError> {
         let builder =
             if builder.has_classifier() { builder } else { builder.classifier(JsonRpcClassifier::new()) };
         let failover = builder.build()?;
-        let route = Route::Direct { client: reqwest::Client::new(), failover: failover.clone() };
+        let route = Route::Direct { client, failover: failover.clone() };
         Ok(FailoverTransport::on(route, &failover))
     }
 

@@ -119,8 +119,9 @@ pub(crate) enum Peer {
     /// `RetryBackoffLayer::new(10, 100, 10_000)` over `FallbackLayer::default()`: rate-limit
     /// errors (429, -32005, ...) retried after their hint or 100 ms, up to 10 times.
     FallbackRetry,
-    /// `FailoverTransport::from_builder(Failover::builder(..))`: failnext's defaults (adaptive
-    /// breaker, JSON-RPC classifier, attempt timeout 10 s).
+    /// `FailoverTransport::from_builder_on(Failover::builder(..), client)`, on the same client
+    /// as alloy's `Http` rows: failnext's defaults (adaptive breaker, JSON-RPC classifier,
+    /// attempt timeout 10 s).
     Failnext,
     /// failnext's defaults plus `Hedge::after(20 ms)` (the `slow` scenario only).
     FailnextHedge,
@@ -379,12 +380,12 @@ async fn contender(
         }
         Peer::Failnext => {
             let builder = Failover::builder(endpoints).on_event(counting);
-            let transport = FailoverTransport::from_builder(builder)?;
+            let transport = FailoverTransport::from_builder_on(builder, reqwest_client()?)?;
             (RpcClient::new(transport, true), None)
         }
         Peer::FailnextHedge => {
             let builder = Failover::builder(endpoints).hedge(Hedge::after(HEDGE_DELAY)).on_event(counting);
-            (RpcClient::new(FailoverTransport::from_builder(builder)?, true), None)
+            (RpcClient::new(FailoverTransport::from_builder_on(builder, reqwest_client()?)?, true), None)
         }
         Peer::FailnextBest => {
             let probe_client = reqwest::Client::builder().no_proxy().user_agent(PROBE_AGENT).build()?;
