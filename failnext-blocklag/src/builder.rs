@@ -249,9 +249,11 @@ impl MonitorBuilder {
     /// before `transactions`). A block whose `number` or `hash` is not within the first 4 KiB,
     /// a `null` result, or a malformed value fails the probe with a
     /// [`ProbeError`](crate::ProbeError) naming the endpoint; the exact rules are those of
-    /// [`parse_head_response`](crate::parse_head_response). The rest of a longer body is not
-    /// read, so its connection is closed rather than reused: expect a new connection per
-    /// provider and check when blocks are large.
+    /// [`parse_head_response`](crate::parse_head_response). The rest of a longer body is read
+    /// and thrown away in the background (at most 256 KiB more, within 2 s), so that its
+    /// connection goes back to the pool instead of a new connection (a TLS handshake) per
+    /// provider and check; a body declared longer than that is not read, and its connection
+    /// closes.
     ///
     /// Everything else stays as it is: the height is compared, and eligibility decided, by the
     /// same rules; the hash does not affect eligibility. Costs one larger answer per provider

@@ -109,10 +109,44 @@ async fn exchange(
     if method == Method::BlockByNumber {
         let body = read_prefix(&mut response).await?;
         let (height, hash) = head::parse_head_response(&body, method.request_id())?;
+        if body.len() > MAX_BODY {
+            drain_rest(response);
+        }
         return Ok((height, Some(hash)));
     }
     let body = read_capped(&mut response).await?;
     parse::parse_response(&body, method.request_id()).map(|quantity| (quantity, None))
+}
+
+/// The most of a block beyond the cap [`drain_rest`] reads so that its connection is reused:
+/// a mainnet block's transaction hashes are 10 to 40 KiB.
+const DRAIN_MAX: usize = 256 * 1024;
+
+/// How long [`drain_rest`] reads at most.
+const DRAIN_FOR: Duration = Duration::from_secs(2);
+
+/// Reads, in the background and without keeping it, what is left of a block whose head was
+/// read from its first 4 KiB, so that its connection goes back to the pool (over TLS, a new
+/// connection per check is a handshake per check): at most [`DRAIN_MAX`] more bytes within
+/// [`DRAIN_FOR`], then the response is dropped, which closes the connection. A declared length
+/// beyond that is not read at all; outside a tokio runtime nothing is drained.
+fn drain_rest(mut response: Response) {
+    if response.content_length().is_some_and(|len| len > (MAX_BODY + DRAIN_MAX) as u64) {
+        return;
+    }
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+    runtime.spawn(async move {
+        let drained = async {
+            let mut read = 0;
+            while let Ok(Some(chunk)) = response.chunk().await {
+                read += chunk.len();
+                if read > DRAIN_MAX {
+                    break;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(DRAIN_FOR, drained).await;
+    });
 }
 
 /// Reads at most [`MAX_BODY`] bytes of body.
@@ -136,9 +170,7 @@ async fn read_capped(response: &mut Response) -> Result<Vec<u8>, ProbeError> {
 
 /// Reads the body up to one byte more than [`MAX_BODY`]: the whole body when it fits the
 /// cap, else its first `MAX_BODY + 1` bytes, which [`head::parse_head_response`] knows to be
-/// cut. Whatever the declared length, no more is read: a longer body is left unread and its
-/// connection closed with the dropped response, not returned to the pool (so a provider whose
-/// blocks are larger than the cap gets a new connection at each check).
+/// cut. No more is kept: the rest of a longer body is left to [`drain_rest`].
 async fn read_prefix(response: &mut Response) -> Result<Vec<u8>, ProbeError> {
     let mut body = Vec::new();
     while body.len() <= MAX_BODY {

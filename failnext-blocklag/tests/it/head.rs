@@ -291,3 +291,33 @@ fn agreement_zero_is_rejected_naming_the_option() {
     let err = monitor([("a", "http://127.0.0.1:1".into())]).agreement(0).build().unwrap_err();
     assert!(err.to_string().contains("agreement"), "{err}");
 }
+
+#[tokio::test]
+async fn a_block_larger_than_the_cap_is_drained_so_its_connection_is_reused() {
+    // Keep-alive replies (the other tests' servers close every connection), and a block of
+    // 1000 transaction hashes (68 KiB: many reads, not one).
+    let hashes = vec![format!("\"{}\"", hash(0x7e)); 1000].join(",");
+    let block = format!(
+        r#"{{"hash":"{}","number":"0x64","parentHash":"{}","transactions":[{hashes}]}}"#,
+        hash(0xab),
+        hash(0xee)
+    );
+    let server = Server::start(Arc::new(move |req: &Received| {
+        let call = req.json();
+        Action::Reply(Reply::new(200).json(envelope(&call["id"], &block)))
+    }))
+    .await;
+    let monitor = failnext_blocklag::Monitor::builder([failnext::Endpoint::new("big", server.url("/"))])
+        .head_with_hash()
+        .build()
+        .unwrap();
+    for _ in 0..4 {
+        monitor.check().await.unwrap();
+        let entry = monitor.snapshot().unwrap().entry("big").unwrap().clone();
+        assert_eq!(entry.head_hash(), Some(hash(0xab)));
+        // Let the background drain finish before the next check takes a connection.
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(server.requests(), 4);
+    assert_eq!(server.connections(), 1, "one connection for four checks of a 68 KiB block");
+}
