@@ -143,7 +143,10 @@ impl Bundle {
             // caller's choice: left alone.
             _ => return Ok(req),
         }
-        let Some(pinned) = by_hash(&self.state.reference.hash) else { return Ok(req) };
+        // Never sent unpinned: a read the bundle cannot pin is refused, not answered at latest.
+        let Some(pinned) = by_hash(&self.state.reference.hash) else {
+            return Err(refuse("its block parameter could not be written"));
+        };
         match params.len() {
             n if n > index => params[index] = pinned,
             n if n == index => params.push(pinned),
