@@ -10,6 +10,10 @@ use crate::recent::Recent;
 /// request's first attempt has not finished after a delay, the request's next candidate is
 /// started too; the first acceptable answer (judged `Return`) wins and the other attempt is
 /// cancelled. An attempt that fails or is flagged is kept as usual while the other goes on.
+/// The next candidate is the next in the request's order; with
+/// [latency ordering](crate::LatencyOrdering) it is the fastest endpoint left when that is
+/// faster than the next in order by more than the margin (a hedge races a slow attempt: racing
+/// it with an endpoint known to be slow would only add load).
 ///
 /// The delay is fixed ([`Hedge::after`]) or follows the first endpoint's recent latency
 /// ([`Hedge::percentile`]); either way it is bounded by [`at_least`](Hedge::at_least) and

@@ -464,6 +464,7 @@ async fn hedged<S: Sender>(
     }
     // The first attempt keeps its trial permit while the next step is decided.
     let held = session.hold_trial();
+    session.hedge_to_fastest();
     let (j, req) = match session.next() {
         Step::Send(j, req) => (j, req),
         // Nothing to hedge with: wait for the first attempt alone.

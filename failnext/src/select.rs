@@ -118,6 +118,9 @@ pub(crate) struct Plan {
     /// that began before this request (its failure is older news than the request); the
     /// second is for a trial that began while it waited.
     waited: [Mask; 2],
+    /// Candidates the plan has returned, so that a preference set later
+    /// ([`Plan::hedge_to_fastest`]) never returns one twice.
+    taken: Mask,
 }
 
 impl Plan {
@@ -135,7 +138,18 @@ impl Plan {
         let preferred = preferred.filter(|&p| p < len && usable.get(p));
         let passed_open = Mask::empty(len);
         let waited = [Mask::empty(len), Mask::empty(len)];
-        Plan { usable, preferred, preferred_done: false, cursor: 0, remaining, len, passed_open, waited }
+        let taken = Mask::empty(len);
+        Plan {
+            usable,
+            preferred,
+            preferred_done: false,
+            cursor: 0,
+            remaining,
+            len,
+            passed_open,
+            waited,
+            taken,
+        }
     }
 
     /// Latency-aware ordering: the first usable candidate in configured order gives its place
@@ -155,6 +169,25 @@ impl Plan {
         }
         if let Some(faster) = faster_than(first, (0..self.len).filter(usable), ordered.rule.margin, latency) {
             self.preferred = Some(faster);
+        }
+    }
+
+    /// Latency-aware hedging: the next candidate (the hedge) is the fastest one left instead of
+    /// the next in order, when that is faster than it by more than the margin. Only once the
+    /// first candidate is taken and no preference is pending.
+    pub(crate) fn hedge_to_fastest(
+        &mut self,
+        ordered: &Ordered,
+        latency: impl Fn(usize) -> Option<Duration>,
+    ) {
+        if self.preferred.is_some() && !self.preferred_done {
+            return;
+        }
+        let left = |i: &usize| self.usable.get(*i) && !self.taken.get(*i);
+        let Some(next) = (self.cursor..self.len).find(left) else { return };
+        if let Some(faster) = faster_than(next, (0..self.len).filter(left), ordered.rule.margin, latency) {
+            self.preferred = Some(faster);
+            self.preferred_done = false;
         }
     }
 
@@ -242,13 +275,15 @@ impl Iterator for Plan {
         if let (Some(p), false) = (self.preferred, self.preferred_done) {
             self.preferred_done = true;
             self.remaining -= 1;
+            self.taken.set(p);
             return Some(p);
         }
         while self.cursor < self.len {
             let i = self.cursor;
             self.cursor += 1;
-            if self.usable.get(i) && Some(i) != self.preferred {
+            if self.usable.get(i) && !self.taken.get(i) {
                 self.remaining -= 1;
+                self.taken.set(i);
                 return Some(i);
             }
         }

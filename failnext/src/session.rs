@@ -285,6 +285,15 @@ impl<'a> Session<'a> {
         self.trial.take()
     }
 
+    /// With latency ordering, the hedge about to be chosen is the fastest candidate left, not
+    /// the next in order, when that is faster by more than the margin.
+    pub(crate) fn hedge_to_fastest(&mut self) {
+        let shared = self.shared;
+        if let Some(ordered) = &shared.ordering {
+            self.plan.hedge_to_fastest(ordered, |i| shared.slots[i].latency.get());
+        }
+    }
+
     /// Endpoint `i` is about to be sent a hedge of the first attempt, to endpoint `first`,
     /// after `after`: the trace, the event and the metric say so.
     pub(crate) fn hedging(&mut self, i: usize, first: usize, after: std::time::Duration) {

@@ -90,6 +90,42 @@ async fn with_latency_ordering_a_primary_whose_attempts_are_always_outrun_loses_
 }
 
 #[tokio::test(start_paused = true)]
+async fn with_latency_ordering_the_hedge_goes_to_the_fastest_endpoint_left_not_the_next_in_order() {
+    // a and b answer in 300 ms, c in 100 ms, d in 120 ms: c goes first, and its hedge to d
+    // (120 ms), not to a (the next in order, 300 ms).
+    let (a, b, c, d) = (after(300).await, after(300).await, after(100).await, after(120).await);
+    let failover = builder([("a", a.url("/")), ("b", b.url("/")), ("c", c.url("/")), ("d", d.url("/"))])
+        .no_attempt_timeout()
+        .hedge(Hedge::after(Duration::from_millis(20)))
+        .latency_ordering(failnext::LatencyOrdering::new(Duration::from_millis(10)).explore_every(0))
+        .build()
+        .unwrap();
+    for (id, ms) in [("a", 300), ("b", 300), ("c", 100), ("d", 120)] {
+        failover.observe_latency(id, Duration::from_millis(ms));
+    }
+    let c_client = client(failover);
+    let resp = c_client.get("http://127.0.0.1:9/").allow_failover().trace().send().await.unwrap();
+    assert_eq!(served(&resp), "c");
+    let trace = resp.extensions().get::<Trace>().unwrap();
+    assert_eq!(trace.entry("d").unwrap().steps().first(), Some(&TraceStep::Hedged), "{trace}");
+    assert_eq!((a.requests(), b.requests()), (0, 0), "the slow ones are not hedged to: {trace}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_latency_ordering_the_hedge_goes_to_the_next_in_order() {
+    let (a, b) = (after(300).await, after(100).await);
+    let (c, d) = (after(300).await, after(20).await);
+    let failover = builder([("a", a.url("/")), ("b", b.url("/")), ("c", c.url("/")), ("d", d.url("/"))])
+        .no_attempt_timeout()
+        .hedge(Hedge::after(Duration::from_millis(20)))
+        .build()
+        .unwrap();
+    let resp = client(failover).get("http://127.0.0.1:9/").allow_failover().trace().send().await.unwrap();
+    assert_eq!(served(&resp), "b", "a, then its hedge b: the configured order");
+    assert_eq!((c.requests(), d.requests()), (0, 0));
+}
+
+#[tokio::test(start_paused = true)]
 async fn the_outrun_first_attempt_is_traced_as_cancelled() {
     let (primary, backup) = (after(300).await, after(100).await);
     let c = client(hedged(&primary, &backup));
