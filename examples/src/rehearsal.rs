@@ -93,7 +93,7 @@ pub struct Rehearsal {
     pub restarts: u64,
     /// Reads that failed otherwise.
     pub failed: u64,
-    /// Historical reads answered at their reference, and those that failed.
+    /// Historical reads answered at their reference.
     pub historical: u64,
     /// Historical reads that failed.
     pub historical_failed: u64,
@@ -107,8 +107,7 @@ pub struct Rehearsal {
     pub elapsed: Duration,
     /// The slowest decision.
     pub slowest: Duration,
-    /// Whether the full node was found to lack archive state, and the current reads it
-    /// served meanwhile.
+    /// Whether the full node was found to lack archive state.
     pub full_lacks_archive: bool,
     /// `eth_call`s the full node received.
     pub full_calls: u64,

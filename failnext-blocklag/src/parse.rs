@@ -96,6 +96,42 @@ pub(crate) fn shortened(text: &str) -> String {
     shown
 }
 
+/// A deterministic xorshift stream of bodies for the parsers' never-panic tests: the valid
+/// body (even rounds) or random bytes, with up to three bytes changed.
+#[cfg(test)]
+pub(crate) struct Bodies(u64);
+
+#[cfg(test)]
+impl Bodies {
+    pub(crate) fn new() -> Bodies {
+        Bodies(0x9e37_79b9_7f4a_7c15)
+    }
+
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// Round `round`'s body, made from `valid`.
+    pub(crate) fn body(&mut self, valid: &[u8], round: usize) -> Vec<u8> {
+        let mut body = if round % 2 == 0 {
+            valid.to_vec()
+        } else {
+            (0..self.next() % 64).map(|_| self.next() as u8).collect()
+        };
+        for _ in 0..self.next() % 4 {
+            if body.is_empty() {
+                break;
+            }
+            let at = (self.next() % body.len() as u64) as usize;
+            body[at] = self.next() as u8;
+        }
+        body
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,26 +274,9 @@ mod tests {
         // A deterministic xorshift stream of bodies: random bytes, and mutations of a valid
         // response (the parser's interesting neighbourhood).
         let valid = br#"{"jsonrpc":"2.0","id":1,"result":"0x64","error":{"code":1,"message":"m"}}"#;
-        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut bodies = Bodies::new();
         for round in 0..20_000 {
-            let mut body = if round % 2 == 0 {
-                valid.to_vec()
-            } else {
-                (0..next() % 64).map(|_| next() as u8).collect()
-            };
-            for _ in 0..next() % 4 {
-                if body.is_empty() {
-                    break;
-                }
-                let at = (next() % body.len() as u64) as usize;
-                body[at] = next() as u8;
-            }
+            let body = bodies.body(valid, round);
             let _ = parse_response(&body, 1);
         }
         let deep = format!("{}{}", "[".repeat(2_000), "]".repeat(2_000));

@@ -77,9 +77,15 @@ pub(crate) struct Packet<'p> {
     pub(crate) bundle: Option<&'p BundleState>,
     /// Every call is a plain read.
     pub(crate) reads: bool,
+    /// Its serialized size, measured at most once and only when a request-size lack asks.
+    size: OnceCell<usize>,
 }
 
-impl Packet<'_> {
+impl<'p> Packet<'p> {
+    pub(crate) fn new(packet: &'p RequestPacket, bundle: Option<&'p BundleState>, reads: bool) -> Self {
+        Packet { packet, bundle, reads, size: OnceCell::new() }
+    }
+
     /// The block number a state read of this packet reads at, the oldest one, when it names
     /// one (a number, `earliest`, the bundle's reference); `None` for latest and unknown
     /// hashes.
@@ -107,7 +113,7 @@ impl Packet<'_> {
 
     /// The packet's size as sent: its serialized JSON.
     pub(crate) fn size(&self) -> usize {
-        serde_json::to_vec(self.packet).map_or(0, |body| body.len())
+        *self.size.get_or_init(|| serde_json::to_vec(self.packet).map_or(0, |body| body.len()))
     }
 
     /// The one method of the packet, when all its calls have it.
@@ -166,7 +172,6 @@ impl Coherence {
         if self.capabilities.is_active() {
             let before = excluded.len();
             let archive = OnceCell::new();
-            let size = OnceCell::new();
             let block_hash = packet.bundle.is_some();
             let methods = packet.packet.requests();
             self.capabilities.exclude(
@@ -174,7 +179,7 @@ impl Coherence {
                     Capability::Archive => *archive.get_or_init(|| self.needs_archive(rules, packet)),
                     Capability::BlockHash => block_hash,
                     // Serialized only when some endpoint lacks a request size.
-                    Capability::RequestSize(max) => *size.get_or_init(|| packet.size()) > *max,
+                    Capability::RequestSize(max) => packet.size() > *max,
                     other => methods.iter().any(|r| other.needed_by_method(r.method())),
                 },
                 excluded,

@@ -280,7 +280,7 @@ impl FailoverTransport {
         bundle: Option<&BundleState>,
     ) -> TransportResult<ResponsePacket> {
         let mut plan = Plan::of(&packet, &self.table, &self.memory, &self.endpoints)?;
-        let view = Packet { packet: &packet, bundle, reads: plan.calls.is_empty() };
+        let view = Packet::new(&packet, bundle, plan.calls.is_empty());
         if plan.pinned.is_none() {
             self.coherence.exclude(&self.rules, &view, &self.endpoints, &mut plan.excluded)?;
         }

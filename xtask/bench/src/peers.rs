@@ -168,16 +168,10 @@ impl Fault {
         }
     }
 
-    fn peers(self) -> &'static [Peer] {
-        const ALL: &[Peer] = &[
-            Peer::AlloyHttp,
-            Peer::Fallback,
-            Peer::FallbackOne,
-            Peer::FallbackRetry,
-            Peer::Failnext,
-            Peer::FailnextBest,
-        ];
-        const SLOW: &[Peer] = &[
+    /// The contenders, in table order: the backup alone and the fixed hedge only where the
+    /// hedge's claim is measured (the `slow` scenario).
+    fn peers(self) -> impl Iterator<Item = Peer> {
+        const PEERS: [Peer; 8] = [
             Peer::AlloyHttp,
             Peer::AlloyHttpBackup,
             Peer::Fallback,
@@ -187,7 +181,8 @@ impl Fault {
             Peer::FailnextHedge,
             Peer::FailnextBest,
         ];
-        if self == Fault::Slow { SLOW } else { ALL }
+        let slow_only = |p: &Peer| matches!(p, Peer::AlloyHttpBackup | Peer::FailnextHedge);
+        PEERS.into_iter().filter(move |p| self == Fault::Slow || !slow_only(p))
     }
 
     /// Reads per contender.
@@ -224,7 +219,7 @@ pub(crate) struct Row {
 pub(crate) async fn run(servers: &Servers, quick: bool) -> Result<Vec<Row>, BoxError> {
     let mut rows = Vec::new();
     for fault in FAULTS {
-        for &peer in fault.peers() {
+        for peer in fault.peers() {
             rows.push(run_one(servers, fault, peer, fault.reads(quick)).await?);
         }
     }
@@ -470,21 +465,20 @@ fn answer(req: &Received, act: Act, started: Instant) -> (Reply, Duration, bool)
         let page = "<html><body><h1>503 Service Temporarily Unavailable</h1></body></html>";
         return (Reply::new(503).content_type("text/html").send(page), Duration::ZERO, true);
     }
+    if let Act::RateLimited = act {
+        let error = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32005,"message":"rate limit exceeded"}}}}"#
+        );
+        let reply = Reply::new(200).json(error).header("retry-after", RETRY_AFTER.to_string());
+        return (reply, Duration::ZERO, true);
+    }
+    let delay = if let Act::Good(delay) = act { delay } else { Duration::ZERO };
+    if method == "eth_chainId" {
+        return (result("0x1".to_owned()), delay, false);
+    }
     match act {
-        Act::RateLimited => {
-            let error = format!(
-                r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32005,"message":"rate limit exceeded"}}}}"#
-            );
-            let reply = Reply::new(200).json(error).header("retry-after", RETRY_AFTER.to_string());
-            (reply, Duration::ZERO, true)
-        }
-        Act::Lagging if method != "eth_chainId" => {
-            (result(format!("0x{:x}", HEAD - LAG)), Duration::ZERO, true)
-        }
-        Act::Good(delay) if method == "eth_chainId" => (result("0x1".to_owned()), delay, false),
-        Act::Good(delay) => (result(format!("0x{HEAD:x}")), delay, delay == SLOW_PRIMARY),
-        _ if method == "eth_chainId" => (result("0x1".to_owned()), Duration::ZERO, false),
-        _ => (result(format!("0x{HEAD:x}")), Duration::ZERO, false),
+        Act::Lagging => (result(format!("0x{:x}", HEAD - LAG)), Duration::ZERO, true),
+        _ => (result(format!("0x{HEAD:x}")), delay, delay == SLOW_PRIMARY),
     }
 }
 

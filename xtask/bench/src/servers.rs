@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
-use failnext_loopback::{Action, Handler, Later, LaterHandler, Received, Refused, Reply, ServerThread};
+use failnext_loopback::{
+    Action, Handler, Later, LaterHandler, Received, Refused, Reply, Respond, ServerThread,
+};
 
 /// What a server does with every request. The request body is always read to its end first
 /// (keeping its first 4 KiB, enough for a probe's `id`).
@@ -92,48 +94,47 @@ impl Servers {
 
     /// Starts a server with `behavior` on `127.0.0.1:0`.
     pub(crate) fn spawn(&self, behavior: Behavior) -> std::io::Result<Server> {
-        let builder = failnext_loopback::Server::builder()
-            .runtime(self.thread.handle())
-            .nodelay(true)
-            .record(false)
-            .keep_body(4096);
-        let server = match behavior {
-            Behavior::Ok => builder.serve(fixed(200, OK_BODY))?,
-            Behavior::Unavailable => builder.serve(fixed(503, UNAVAILABLE_BODY))?,
+        let respond: Respond = match behavior {
+            Behavior::Ok => fixed(200, OK_BODY).into(),
+            Behavior::Unavailable => fixed(503, UNAVAILABLE_BODY).into(),
             Behavior::BigJson => {
                 let reply = Reply::new(200).json(big_json());
-                builder.serve(Arc::new(move |_: &Received| Action::Reply(reply.clone())) as Handler)?
+                (Arc::new(move |_: &Received| Action::Reply(reply.clone())) as Handler).into()
             }
-            Behavior::EchoId => builder.serve(Arc::new(|req: &Received| {
+            Behavior::EchoId => (Arc::new(|req: &Received| {
                 let reply = match echo_id(&req.body) {
                     Some(id) => Reply::new(200).json(id),
                     None => req.rpc_result(format!("0x{ECHO_RESULT:x}")),
                 };
                 Action::Reply(reply)
-            }) as Handler)?,
-            Behavior::Hang => builder.serve(Arc::new(|_: &Received| Action::Hang) as Handler)?,
-            Behavior::Head { delay, height } => builder.serve(Arc::new(move |req: &Received| {
+            }) as Handler)
+                .into(),
+            Behavior::Hang => (Arc::new(|_: &Received| Action::Hang) as Handler).into(),
+            Behavior::Head { delay, height } => (Arc::new(move |req: &Received| {
                 let reply = req.rpc_result(format!("0x{height:x}"));
                 Box::pin(async move {
                     tokio::time::sleep(delay).await;
                     Action::Reply(reply)
                 }) as Later
-            }) as LaterHandler)?,
+            }) as LaterHandler)
+                .into(),
         };
-        let server = Arc::new(server);
-        failnext_loopback::lock(&self.running).push(server.clone());
+        let server = self.serve(respond)?;
         Ok(Server { url: format!("http://{}/", server.addr()), inner: Inner::Serving(server) })
     }
 
-    /// Starts a server on `127.0.0.1:0` that answers with `handler` (the peer table's
-    /// providers), kept running with the others.
-    pub(crate) fn serve(&self, handler: LaterHandler) -> std::io::Result<Arc<failnext_loopback::Server>> {
+    /// Starts a server on `127.0.0.1:0` answering with `respond`, kept running with the
+    /// others: what [`spawn`](Servers::spawn) starts, and the peer table's providers.
+    pub(crate) fn serve(
+        &self,
+        respond: impl Into<Respond>,
+    ) -> std::io::Result<Arc<failnext_loopback::Server>> {
         let server = failnext_loopback::Server::builder()
             .runtime(self.thread.handle())
             .nodelay(true)
             .record(false)
             .keep_body(4096)
-            .serve(handler)?;
+            .serve(respond)?;
         let server = Arc::new(server);
         failnext_loopback::lock(&self.running).push(server.clone());
         Ok(server)
