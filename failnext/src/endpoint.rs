@@ -52,6 +52,14 @@ pub struct Endpoint {
 // ===== impl EndpointId =====
 
 impl EndpointId {
+    /// The id's shared string (a reference count, not a copy).
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code, reason = "metric labels"))]
+    pub(crate) fn shared(&self) -> Arc<str> {
+        Arc::clone(&self.0)
+    }
+}
+
+impl EndpointId {
     /// The id as a string slice.
     pub fn as_str(&self) -> &str {
         &self.0

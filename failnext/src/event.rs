@@ -88,6 +88,17 @@ pub enum Event<'a> {
         /// Its new state.
         state: crate::BreakerState,
     },
+    /// The request passed over `endpoint`, and why: at its start (excluded, ineligible), or
+    /// when its turn came (cooling, breaker open, trial taken; then a [`Event::CooldownSkip`]
+    /// follows, as in 0.1). Never revisited in the request, except by the breaker's last
+    /// resort.
+    #[non_exhaustive]
+    Skipped {
+        /// The endpoint passed over.
+        endpoint: &'a EndpointId,
+        /// Why.
+        reason: SkipReason,
+    },
     /// Failover wanted to try `endpoint`, but the request body is a stream that cannot be
     /// sent twice, so the request stops there.
     NotReplayable {
@@ -117,6 +128,36 @@ pub enum Event<'a> {
         /// What the caller receives.
         outcome: ResultOutcome<'a>,
     },
+}
+
+/// Why a request passed over an endpoint ([`Event::Skipped`]).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SkipReason {
+    /// The request excluded it.
+    Excluded,
+    /// The eligibility hook ruled it out at the request's start.
+    Ineligible,
+    /// Cooling down (the reference rule).
+    Cooling,
+    /// Its breaker was open.
+    BreakerOpen,
+    /// Its breaker was half-open and another request held its trial.
+    TrialBusy,
+}
+
+impl SkipReason {
+    /// The reason as a metric label says it.
+    #[cfg_attr(not(feature = "tracing"), allow(dead_code, reason = "the tracing event's field"))]
+    fn as_str(self) -> &'static str {
+        match self {
+            SkipReason::Excluded => "excluded",
+            SkipReason::Ineligible => "ineligible",
+            SkipReason::Cooling => "cooling",
+            SkipReason::BreakerOpen => "open",
+            SkipReason::TrialBusy => "trial_busy",
+        }
+    }
 }
 
 /// How an attempt ended.
@@ -154,7 +195,7 @@ impl Emitter {
 
     /// Whether anyone listens; events (and their timing) are skipped otherwise.
     pub(crate) fn is_active(&self) -> bool {
-        cfg!(feature = "tracing") || self.hook.is_some()
+        cfg!(feature = "tracing") || cfg!(feature = "metrics") || self.hook.is_some()
     }
 
     pub(crate) fn has_hook(&self) -> bool {
@@ -232,6 +273,13 @@ fn trace(event: &Event<'_>) {
                 first = first.as_str(),
                 after_us,
                 "failnext hedge"
+            );
+        }
+        Event::Skipped { endpoint, reason } => {
+            tracing::debug!(
+                endpoint = endpoint.as_str(),
+                reason = reason.as_str(),
+                "failnext skipped endpoint"
             );
         }
         Event::NotReplayable { endpoint } => {

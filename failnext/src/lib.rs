@@ -572,6 +572,7 @@
 
 #[cfg(feature = "alloy")]
 pub mod alloy;
+mod attempt;
 mod budget;
 mod builder;
 mod classify;
@@ -597,6 +598,7 @@ mod permission;
 mod persist;
 mod recent;
 mod replay;
+mod run;
 mod select;
 mod session;
 mod shared;
@@ -613,7 +615,7 @@ pub use cooldown::Cooldown;
 pub use eligibility::Eligibility;
 pub use endpoint::{Endpoint, EndpointId};
 pub use error::{Attempt, Error};
-pub use event::{AttemptOutcome, Event, ResultOutcome};
+pub use event::{AttemptOutcome, Event, ResultOutcome, SkipReason};
 pub use health::BreakerState;
 pub use hedge::Hedge;
 pub use latency::{LatencyFeed, LatencyOrdering};
@@ -624,7 +626,7 @@ pub use options::{
 };
 pub use permission::Permission;
 pub use persist::{EndpointHealth, HealthSnapshot};
-pub use trace::{Trace, TraceEntry, TraceStep};
+pub use trace::{NotTried, Trace, TraceEntry, TraceStep};
 pub use validate::validate_endpoints;
 
 /// The workspace README's code, compiled as doc tests so it cannot rot.

@@ -5,62 +5,125 @@
 //! | metric | kind | labels |
 //! | --- | --- | --- |
 //! | `failnext_attempts_total` | counter | `endpoint`, `class` (how the outcome was judged) |
-//! | `failnext_attempt_seconds` | histogram | `endpoint` |
-//! | `failnext_failovers_total` | counter | `endpoint` (the one a request moved on from) |
+//! | `failnext_attempt_seconds` | histogram | `endpoint` (until the response's headers or the error) |
+//! | `failnext_failovers_total` | counter | `endpoint` (an attempt judged `FailOver`: the request moves on from it, if it may) |
 //! | `failnext_hedges_total` | counter | `endpoint` (the one whose first attempt was hedged) |
 //! | `failnext_skips_total` | counter | `endpoint`, `reason` (`excluded`, `ineligible`, `cooling`, `open`, `trial_busy`) |
 //! | `failnext_breaker_transitions_total` | counter | `endpoint`, `state` (`open`, `half_open`, `closed`) |
+//!
+//! Fed from one place, the event stream ([`record`], called for every [`Event`] before the
+//! application's hook sees it): whatever an event says, the metrics say, and nothing else.
+//! Every key is made once per endpoint, when the `Failover` is built, with the endpoint id
+//! shared by reference count: recording allocates nothing. The recorder is looked up at each
+//! call (as the facade's macros do), so one installed after the `Failover` is built still
+//! receives everything.
 
-use std::time::Duration;
+use metrics::{Key, Label, Metadata, SharedString};
 
-use crate::classify::Class;
+use crate::classify::{Class, Verdict};
 use crate::endpoint::EndpointId;
+use crate::event::{Event, SkipReason};
 use crate::health::BreakerState;
-use crate::select::Skip;
 
-fn label(id: &EndpointId) -> String {
-    id.as_str().to_owned()
+static METADATA: Metadata<'static> =
+    Metadata::new(module_path!(), metrics::Level::INFO, Some(module_path!()));
+
+const CLASSES: [(Class, &str); 7] = [
+    (Class::Answer, "answer"),
+    (Class::Definitive, "definitive"),
+    (Class::Trigger, "trigger"),
+    (Class::Capacity, "capacity"),
+    (Class::Stale, "stale"),
+    (Class::Broken, "broken"),
+    (Class::Transport, "transport"),
+];
+
+const REASONS: [&str; 5] = ["excluded", "ineligible", "cooling", "open", "trial_busy"];
+
+const STATES: [&str; 3] = ["open", "half_open", "closed"];
+
+/// One endpoint's metric keys, made once.
+#[derive(Debug)]
+pub(crate) struct Keys {
+    attempts: [Key; 7],
+    seconds: Key,
+    failovers: Key,
+    hedges: Key,
+    skips: [Key; 5],
+    breaker: [Key; 3],
 }
 
-/// One attempt's outcome, as judged, and how long it took (when timed).
-pub(crate) fn attempt(id: &EndpointId, class: Class, elapsed: Option<Duration>) {
-    let class = format!("{class:?}").to_ascii_lowercase();
-    metrics::counter!("failnext_attempts_total", "endpoint" => label(id), "class" => class).increment(1);
-    if let Some(elapsed) = elapsed {
-        metrics::histogram!("failnext_attempt_seconds", "endpoint" => label(id))
-            .record(elapsed.as_secs_f64());
+impl Keys {
+    pub(crate) fn new(id: &EndpointId) -> Keys {
+        let endpoint = || Label::new("endpoint", SharedString::from_shared(id.shared()));
+        let key = |name: &'static str, more: Option<(&'static str, &'static str)>| {
+            let mut labels = vec![endpoint()];
+            if let Some((k, v)) = more {
+                labels.push(Label::from_static_parts(k, v));
+            }
+            Key::from_parts(name, labels)
+        };
+        Keys {
+            attempts: CLASSES.map(|(_, c)| key("failnext_attempts_total", Some(("class", c)))),
+            seconds: key("failnext_attempt_seconds", None),
+            failovers: key("failnext_failovers_total", None),
+            hedges: key("failnext_hedges_total", None),
+            skips: REASONS.map(|r| key("failnext_skips_total", Some(("reason", r)))),
+            breaker: STATES.map(|s| key("failnext_breaker_transitions_total", Some(("state", s)))),
+        }
     }
 }
 
-/// A request moved on from endpoint `id`.
-pub(crate) fn failover(id: &EndpointId) {
-    metrics::counter!("failnext_failovers_total", "endpoint" => label(id)).increment(1);
+fn count(key: &Key) {
+    metrics::with_recorder(|r| r.register_counter(key, &METADATA).increment(1));
 }
 
-/// A request's first attempt, to endpoint `id`, was hedged.
-pub(crate) fn hedge(id: &EndpointId) {
-    metrics::counter!("failnext_hedges_total", "endpoint" => label(id)).increment(1);
-}
-
-/// Endpoint `id` was passed over.
-pub(crate) fn skip(id: &EndpointId, skip: Skip) {
-    let reason = match skip {
-        Skip::Excluded => "excluded",
-        Skip::Ineligible => "ineligible",
-        Skip::CoolingUntil(_) => "cooling",
-        Skip::Open { .. } => "open",
-        Skip::HalfOpenBusy => "trial_busy",
-    };
-    metrics::counter!("failnext_skips_total", "endpoint" => label(id), "reason" => reason).increment(1);
-}
-
-/// Endpoint `id`'s breaker changed state.
-pub(crate) fn breaker(id: &EndpointId, state: BreakerState) {
-    let state = match state {
-        BreakerState::Open { .. } => "open",
-        BreakerState::HalfOpen => "half_open",
-        BreakerState::Closed => "closed",
-    };
-    metrics::counter!("failnext_breaker_transitions_total", "endpoint" => label(id), "state" => state)
-        .increment(1);
+/// What `event` says, as metrics; `keys` finds an endpoint's keys.
+pub(crate) fn record<'k>(event: &Event<'_>, keys: impl Fn(&EndpointId) -> Option<&'k Keys>) {
+    match *event {
+        Event::Attempt { endpoint, elapsed, .. } => {
+            if let Some(k) = keys(endpoint) {
+                metrics::with_recorder(|r| {
+                    r.register_histogram(&k.seconds, &METADATA).record(elapsed.as_secs_f64());
+                });
+            }
+        }
+        Event::Judged { endpoint, class, verdict, .. } => {
+            let Some(k) = keys(endpoint) else { return };
+            if let Some(at) = CLASSES.iter().position(|(c, _)| *c == class) {
+                count(&k.attempts[at]);
+            }
+            if let Verdict::FailOver { .. } = verdict {
+                count(&k.failovers);
+            }
+        }
+        Event::Hedge { first, .. } => {
+            if let Some(k) = keys(first) {
+                count(&k.hedges);
+            }
+        }
+        Event::Skipped { endpoint, reason } => {
+            let at = match reason {
+                SkipReason::Excluded => 0,
+                SkipReason::Ineligible => 1,
+                SkipReason::Cooling => 2,
+                SkipReason::BreakerOpen => 3,
+                SkipReason::TrialBusy => 4,
+            };
+            if let Some(k) = keys(endpoint) {
+                count(&k.skips[at]);
+            }
+        }
+        Event::Breaker { endpoint, state } => {
+            let at = match state {
+                BreakerState::Open { .. } => 0,
+                BreakerState::HalfOpen => 1,
+                BreakerState::Closed => 2,
+            };
+            if let Some(k) = keys(endpoint) {
+                count(&k.breaker[at]);
+            }
+        }
+        _ => {}
+    }
 }

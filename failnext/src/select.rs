@@ -78,16 +78,10 @@ pub(crate) fn plan(
 fn skip_at_start(slot: &Slot, excluded: &[EndpointId], eligible: Option<&dyn Eligibility>) -> Option<Skip> {
     let id = slot.id();
     if excluded.iter().any(|e| e == id) {
-        #[cfg(feature = "metrics")]
-        crate::metrics::skip(id, Skip::Excluded);
         return Some(Skip::Excluded);
     }
     let eligible = eligible?.is_eligible(id);
     slot.health.saw_eligibility(eligible);
-    #[cfg(feature = "metrics")]
-    if !eligible {
-        crate::metrics::skip(id, Skip::Ineligible);
-    }
     (!eligible).then_some(Skip::Ineligible)
 }
 
@@ -199,6 +193,17 @@ impl Plan {
     /// Whether any endpoint is left to consider: in the plan, or for the last resort.
     pub(crate) fn has_more(&self) -> bool {
         self.remaining > 0 || self.passed_open.any()
+    }
+
+    /// Candidate `i`, just returned, was not sent after all (the budget refused its hedge): it
+    /// comes next again.
+    pub(crate) fn put_back(&mut self, i: usize) {
+        if self.taken.get(i) {
+            self.taken.clear(i);
+            self.remaining += 1;
+            self.preferred = Some(i);
+            self.preferred_done = false;
+        }
     }
 
     /// Remembers that candidate `i` was passed over because its breaker was open.

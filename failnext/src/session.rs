@@ -7,14 +7,14 @@ use crate::classify::Class;
 use crate::destination::HostRule;
 use crate::drain::discard;
 use crate::error::{Attempt, Error};
-use crate::event::Event;
+use crate::event::{Event, SkipReason};
 use crate::health::{Admit, BreakerState, Permit};
 use crate::options::RequestOptions;
 use crate::permission::{self, Permission, Settled};
 use crate::replay::Replay;
 use crate::select::{self, LastResort, Plan, Skip};
 use crate::shared::Shared;
-use crate::trace::{Trace, TraceStep, Tracer};
+use crate::trace::{NotTried, Trace, TraceStep, Tracer};
 
 /// What a request ends with: a response and the index of the endpoint that produced it.
 pub(crate) type Outcome = Result<(Response, usize), reqwest_middleware::Error>;
@@ -49,11 +49,25 @@ pub(crate) struct Observer(pub(crate) std::sync::Arc<dyn Observe>);
 pub(crate) enum Step {
     /// Send this request to the endpoint at this index.
     Send(usize, Request),
+    /// Send this request (the first attempt) to the endpoint at this index, and if it has not
+    /// finished after this long, ask [`Session::partner`] for a hedge to race it with.
+    Hedge(usize, Request, std::time::Duration),
     /// Wait (bounded by the attempt timeout) for the trial in flight at the endpoint at this
     /// index to end, then ask again: the last resort found nothing else.
     Wait(usize),
     /// Send nothing more.
     Stop(Stop),
+}
+
+/// The hedge for a first attempt that ran past its delay: a request to race it with, or why
+/// there is none (then the first attempt goes on alone, and nothing of the plan was used up).
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant, reason = "made once per hedged request, moved at once")]
+pub(crate) enum Partner {
+    /// Send this request to the endpoint at this index, beside the first attempt.
+    Send(usize, Request),
+    /// No hedge (the trace says why).
+    None,
 }
 
 /// What selection chose: an endpoint to send to, or one whose trial to wait for.
@@ -76,6 +90,19 @@ pub(crate) enum Stop {
     DeadlinePassed,
     /// The failover budget had no token for another attempt.
     BudgetSpent,
+}
+
+impl Stop {
+    /// The reason, as the trace says it.
+    fn why(self) -> NotTried {
+        match self {
+            Stop::NoCandidate => NotTried::NotReached,
+            Stop::MayNotFailOver => NotTried::MayNotFailOver,
+            Stop::NotReplayable => NotTried::NotReplayable,
+            Stop::DeadlinePassed => NotTried::DeadlinePassed,
+            Stop::BudgetSpent => NotTried::BudgetSpent,
+        }
+    }
 }
 
 /// One request's state: plan, permission, replay copy and the tally of its attempts.
@@ -136,6 +163,14 @@ impl<'a> Session<'a> {
         if let Some(budget) = &shared.budget {
             budget.deposit();
         }
+        if shared.events.is_active() {
+            for (_, slot) in shared.slots.iter().enumerate().filter(|(i, _)| !plan.is_usable(*i)) {
+                let endpoint = slot.id();
+                let excluded = opts.excluded.iter().any(|e| e == endpoint);
+                let reason = if excluded { SkipReason::Excluded } else { SkipReason::Ineligible };
+                shared.emit(|| Event::Skipped { endpoint, reason });
+            }
+        }
         let tracer = (opts.trace || shared.trace_all).then(|| Box::new(start_trace(shared, opts, &plan)));
         Ok(Session {
             shared,
@@ -169,7 +204,8 @@ impl<'a> Session<'a> {
         self
     }
 
-    /// The one decision point: send to the next usable endpoint, or stop, and why.
+    /// The one decision point: send to the next usable endpoint (the first attempt with a
+    /// hedge, when one is due), wait for a trial, or stop, and why.
     pub(crate) fn next(&mut self) -> Step {
         // The previous attempt's outcome is recorded: its trial, if it was one, is over.
         self.trial = None;
@@ -179,14 +215,7 @@ impl<'a> Session<'a> {
         if self.left().is_some_and(|left| left.is_zero()) {
             return Step::Stop(Stop::DeadlinePassed);
         }
-        let i = match self.select() {
-            Some(Choice::Send(_))
-                if self.sent > 0 && !self.shared.budget.as_ref().is_none_or(|b| b.withdraw()) =>
-            {
-                // Not sent: a trial permit taken for it is freed at once.
-                self.trial = None;
-                return Step::Stop(Stop::BudgetSpent);
-            }
+        let i = match self.select(true) {
             Some(Choice::Send(i)) => i,
             Some(Choice::Wait(i)) => {
                 if let Some(tracer) = &mut self.tracer {
@@ -196,6 +225,69 @@ impl<'a> Session<'a> {
             }
             None => return Step::Stop(Stop::NoCandidate),
         };
+        if self.sent > 0 && !self.withdraw() {
+            return Step::Stop(Stop::BudgetSpent);
+        }
+        let req = match self.request_for(i) {
+            Ok(req) => req,
+            Err(stop) => return Step::Stop(stop),
+        };
+        match self.may_hedge(i) {
+            Some(after) => Step::Hedge(i, req, after),
+            None => Step::Send(i, req),
+        }
+    }
+
+    /// The hedge of the first attempt (to `first`, still in flight after its delay): the
+    /// fastest candidate left (with latency ordering) or the next one, admitted now and paid
+    /// for from the budget. The last resort is not asked and nothing is waited for; a
+    /// candidate the budget refuses is put back. The first attempt's trial permit, if it holds
+    /// one, must have been taken with [`hold_trial`](Session::hold_trial).
+    pub(crate) fn partner(&mut self, first: usize, after: std::time::Duration) -> Partner {
+        let shared = self.shared;
+        if let Some(ordered) = &shared.ordering {
+            self.plan.hedge_to_fastest(ordered, |i| shared.slots[i].latency.get());
+        }
+        let stop = if self.left().is_some_and(|left| left.is_zero()) {
+            Stop::DeadlinePassed
+        } else {
+            match self.select(false) {
+                None => Stop::NoCandidate,
+                Some(Choice::Wait(_)) => Stop::NoCandidate,
+                Some(Choice::Send(j)) if !self.withdraw() => {
+                    self.plan.put_back(j);
+                    Stop::BudgetSpent
+                }
+                Some(Choice::Send(j)) => match self.request_for(j) {
+                    Ok(req) => {
+                        self.hedging(j, first, after);
+                        return Partner::Send(j, req);
+                    }
+                    Err(stop) => stop,
+                },
+            }
+        };
+        // Not sent: a trial permit taken for it is freed at once.
+        self.trial = None;
+        if let Some(tracer) = &mut self.tracer {
+            tracer.add(first, TraceStep::NotHedged(stop.why()));
+        }
+        Partner::None
+    }
+
+    /// A failover attempt's token from the budget (always granted without one). Refused, a
+    /// trial permit taken for the candidate is freed at once.
+    fn withdraw(&mut self) -> bool {
+        let granted = self.shared.budget.as_ref().is_none_or(|b| b.withdraw());
+        if !granted {
+            self.trial = None;
+        }
+        granted
+    }
+
+    /// The request for an attempt to endpoint `i`, now chosen and paid for: the caller's
+    /// own for the first attempt, else a copy; counts it as sent.
+    fn request_for(&mut self, i: usize) -> Result<Request, Stop> {
         let req = match self.first.take() {
             Some(req) => self.settle(req),
             None => match self.replay(i) {
@@ -205,43 +297,40 @@ impl<'a> Session<'a> {
                     self.trial = None;
                     let endpoint = self.shared.slots[i].id();
                     self.shared.emit(|| Event::NotReplayable { endpoint });
-                    return Step::Stop(Stop::NotReplayable);
+                    return Err(Stop::NotReplayable);
                 }
             },
         };
         if self.trial.is_some() {
             let endpoint = self.shared.slots[i].id();
             self.shared.emit(|| Event::Breaker { endpoint, state: BreakerState::HalfOpen });
-            #[cfg(feature = "metrics")]
-            crate::metrics::breaker(endpoint, BreakerState::HalfOpen);
         }
         self.sent += 1;
-        Step::Send(i, req)
+        Ok(req)
     }
 
     /// The next candidate of the plan not skipped now; skipped ones are never revisited, except
     /// by the last resort.
-    fn select(&mut self) -> Option<Choice> {
+    fn select(&mut self, last_resort: bool) -> Option<Choice> {
         let shared = self.shared;
         while let Some(i) = self.plan.next() {
             let slot = &shared.slots[i];
             match select::admit(slot) {
                 Ok(admit) => return Some(Choice::Send(self.admitted(i, admit))),
                 Err(skip) => {
-                    #[cfg(feature = "metrics")]
-                    crate::metrics::skip(slot.id(), skip);
+                    let endpoint = slot.id();
+                    shared.emit(|| Event::Skipped { endpoint, reason: skip_reason(skip) });
                     if let Some(tracer) = &mut self.tracer {
                         tracer.add(i, traced_skip(skip));
                     }
                     if let Skip::Open { .. } | Skip::HalfOpenBusy = skip {
                         self.plan.pass_open(i);
                     }
-                    let endpoint = slot.id();
                     shared.emit(|| Event::CooldownSkip { endpoint });
                 }
             }
         }
-        self.last_resort()
+        if last_resort { self.last_resort() } else { None }
     }
 
     /// The last resort, when the plan's order is exhausted: the candidate passed over as open
@@ -266,11 +355,11 @@ impl<'a> Session<'a> {
         })
     }
 
-    /// Whether the first attempt, now in flight to endpoint `first`, may be hedged, and after
+    /// Whether the first attempt, just chosen for endpoint `first`, may be hedged, and after
     /// how long: a hedge is configured, the request may fail over, its body can be sent again,
     /// another candidate is left, and the hedge has a delay for `first` (a percentile hedge
     /// may have none yet).
-    pub(crate) fn may_hedge(&self, first: usize) -> Option<std::time::Duration> {
+    fn may_hedge(&self, first: usize) -> Option<std::time::Duration> {
         let hedge = self.shared.hedge.as_ref()?;
         let allowed = self.sent == 1 && self.permission.is_some_and(|p| p.allowed);
         if !(allowed && (self.replay.is_some() || self.rebuild.is_some()) && self.plan.has_more()) {
@@ -279,31 +368,20 @@ impl<'a> Session<'a> {
         hedge.delay(self.shared.slots[first].recent.as_deref())
     }
 
-    /// The first attempt's trial permit, kept by the caller while a hedge is started (the next
-    /// step would drop it).
+    /// The first attempt's trial permit, kept by the caller while a hedge is chosen (the
+    /// hedge's own admission would replace it).
     pub(crate) fn hold_trial(&mut self) -> Option<Permit<'a>> {
         self.trial.take()
     }
 
-    /// With latency ordering, the hedge about to be chosen is the fastest candidate left, not
-    /// the next in order, when that is faster by more than the margin.
-    pub(crate) fn hedge_to_fastest(&mut self) {
-        let shared = self.shared;
-        if let Some(ordered) = &shared.ordering {
-            self.plan.hedge_to_fastest(ordered, |i| shared.slots[i].latency.get());
-        }
-    }
-
-    /// Endpoint `i` is about to be sent a hedge of the first attempt, to endpoint `first`,
-    /// after `after`: the trace, the event and the metric say so.
-    pub(crate) fn hedging(&mut self, i: usize, first: usize, after: std::time::Duration) {
+    /// Endpoint `i` is about to be sent a hedge of the first attempt, to endpoint `first`:
+    /// the trace and the event say so.
+    fn hedging(&mut self, i: usize, first: usize, after: std::time::Duration) {
         if let Some(tracer) = &mut self.tracer {
             tracer.add(i, TraceStep::Hedged);
         }
         let (endpoint, first) = (self.shared.slots[i].id(), self.shared.slots[first].id());
         self.shared.emit(|| Event::Hedge { endpoint, attempt: self.sent, first, after });
-        #[cfg(feature = "metrics")]
-        crate::metrics::hedge(first);
     }
 
     /// Attempt `number` to endpoint `i` was cancelled: the other attempt of the hedge won (for
@@ -408,7 +486,7 @@ impl<'a> Session<'a> {
         }
     }
 
-    fn finish_trace(&mut self, why: &'static str) -> Option<Trace> {
+    fn finish_trace(&mut self, why: NotTried) -> Option<Trace> {
         let tracer = self.tracer.take()?;
         let trace = tracer.finish(self.shared.slots.iter().map(|s| s.id().clone()), why);
         #[cfg(feature = "tracing")]
@@ -418,7 +496,7 @@ impl<'a> Session<'a> {
 
     /// The request returns `resp`, from endpoint `i`.
     pub(crate) fn returned_in_place(&mut self, i: usize, mut resp: Response) -> (Response, usize) {
-        if let Some(trace) = self.finish_trace("not needed: an answer came first") {
+        if let Some(trace) = self.finish_trace(NotTried::AnswerCameFirst) {
             resp.extensions_mut().insert(trace);
         }
         if let Some((old, _)) = self.tally.as_mut().and_then(|t| t.retained.take()) {
@@ -430,14 +508,7 @@ impl<'a> Session<'a> {
     /// The request stops: with the retained response, else with the failed attempts, else
     /// (nothing was sent) with no usable endpoint.
     pub(crate) fn stop(mut self, reason: Stop) -> Outcome {
-        let why = match reason {
-            Stop::NoCandidate => "not reached",
-            Stop::MayNotFailOver => "the request may not fail over",
-            Stop::NotReplayable => "the request's body cannot be sent again",
-            Stop::DeadlinePassed => "deadline passed",
-            Stop::BudgetSpent => "failover budget spent",
-        };
-        let trace = self.finish_trace(why);
+        let trace = self.finish_trace(reason.why());
         let with_trace = |err: Error| mw(err.with_trace(trace.clone()));
         let mut outcome = self.stopped(reason, with_trace);
         if let (Ok((resp, _)), Some(trace)) = (&mut outcome, trace) {
@@ -489,6 +560,17 @@ fn start_trace(shared: &Shared, opts: &RequestOptions<'_>, plan: &Plan) -> Trace
     tracer
 }
 
+/// A skip, as its event says it.
+fn skip_reason(skip: Skip) -> SkipReason {
+    match skip {
+        Skip::Excluded => SkipReason::Excluded,
+        Skip::Ineligible => SkipReason::Ineligible,
+        Skip::CoolingUntil(_) => SkipReason::Cooling,
+        Skip::Open { .. } => SkipReason::BreakerOpen,
+        Skip::HalfOpenBusy => SkipReason::TrialBusy,
+    }
+}
+
 /// A skip, as the trace says it.
 fn traced_skip(skip: Skip) -> TraceStep {
     let left = |until: tokio::time::Instant| until.saturating_duration_since(tokio::time::Instant::now());
@@ -527,6 +609,7 @@ mod tests {
     fn sent_to(step: Step) -> usize {
         match step {
             Step::Send(i, _) => i,
+            Step::Hedge(i, _, after) => panic!("sent to {i}, hedged after {after:?}"),
             Step::Wait(i) => panic!("waits for {i}"),
             Step::Stop(reason) => panic!("stopped: {reason:?}"),
         }
@@ -534,7 +617,7 @@ mod tests {
 
     fn stopped(step: Step) -> Stop {
         match step {
-            Step::Send(i, _) => panic!("sent to {i}"),
+            Step::Send(i, _) | Step::Hedge(i, _, _) => panic!("sent to {i}"),
             Step::Wait(i) => panic!("waits for {i}"),
             Step::Stop(reason) => reason,
         }

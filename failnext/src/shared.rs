@@ -48,10 +48,19 @@ impl Shared {
         }
     }
 
-    /// Emits the event `event` builds, building it only when someone listens.
+    /// Emits the event `event` builds, building it only when someone listens: the metrics
+    /// (feature `metrics`), `tracing` (feature `tracing`) and the application's hook, in that
+    /// order. The one place every decision of a request is told.
     pub(crate) fn emit<'a>(&self, event: impl FnOnce() -> Event<'a>) {
         if self.events.is_active() {
-            self.events.emit(&event());
+            let event = event();
+            #[cfg(feature = "metrics")]
+            crate::metrics::record(&event, |id| {
+                // Events borrow the slot's own id: found by address first.
+                let slot = self.slots.iter().find(|s| std::ptr::eq(s.id(), id));
+                slot.or_else(|| self.slots.iter().find(|s| s.id() == id)).map(|s| &s.keys)
+            });
+            self.events.emit(&event);
         }
     }
 }

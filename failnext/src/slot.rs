@@ -19,12 +19,17 @@ pub(crate) struct Slot {
     pub(crate) latency: Latency,
     /// The latest attempt latencies, kept only with a percentile hedge.
     pub(crate) recent: Option<Box<Recent>>,
+    /// Its metric keys, made once.
+    #[cfg(feature = "metrics")]
+    pub(crate) keys: crate::metrics::Keys,
 }
 
 impl Slot {
     /// The slot of `endpoint`, whose URL passed validation as `url`.
     pub(crate) fn new(endpoint: Endpoint, url: Url, cooldown: Cooldown) -> Slot {
         Slot {
+            #[cfg(feature = "metrics")]
+            keys: crate::metrics::Keys::new(endpoint.id()),
             endpoint,
             destination: Destination::new(url),
             health: Health::new(cooldown),

@@ -65,9 +65,45 @@ pub enum TraceStep {
         /// The attempt's number in the request.
         attempt: u32,
     },
-    /// It was not reached, and why: an answer came first, the request may not fail over, its
-    /// body cannot be sent again, the deadline passed, the failover budget was spent.
-    NotTried(&'static str),
+    /// It was not reached, and why.
+    NotTried(NotTried),
+    /// It was the first attempt's endpoint, and the first attempt ran past the hedge's delay,
+    /// but no hedge was started, for this reason ([`NotTried::NotReached`]: no candidate was
+    /// left to hedge with).
+    NotHedged(NotTried),
+}
+
+/// Why an endpoint was not reached in a request, or why a hedge was not started: each is a
+/// decision of the request's loop, typed.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NotTried {
+    /// Not needed: an answer came first.
+    AnswerCameFirst,
+    /// The request reached no further: every candidate before it was tried or skipped, and no
+    /// rule sent it here.
+    NotReached,
+    /// An attempt failed and the request may not fail over (a write, say).
+    MayNotFailOver,
+    /// The request's body is a stream that cannot be sent again.
+    NotReplayable,
+    /// The request's deadline passed.
+    DeadlinePassed,
+    /// The failover budget had no token for another attempt.
+    BudgetSpent,
+}
+
+impl fmt::Display for NotTried {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NotTried::AnswerCameFirst => "not needed: an answer came first",
+            NotTried::NotReached => "not reached",
+            NotTried::MayNotFailOver => "the request may not fail over",
+            NotTried::NotReplayable => "the request's body cannot be sent again",
+            NotTried::DeadlinePassed => "deadline passed",
+            NotTried::BudgetSpent => "failover budget spent",
+        })
+    }
 }
 
 impl Trace {
@@ -127,6 +163,7 @@ impl fmt::Display for TraceStep {
                 write!(f, "tried #{attempt}: cancelled, the other attempt answered first")
             }
             TraceStep::NotTried(why) => write!(f, "not tried: {why}"),
+            TraceStep::NotHedged(why) => write!(f, "not hedged: {why}"),
         }
     }
 }
@@ -149,7 +186,7 @@ impl Tracer {
     }
 
     /// The trace, every endpoint nothing happened to marked as not reached for `why`.
-    pub(crate) fn finish(self, ids: impl Iterator<Item = EndpointId>, why: &'static str) -> Trace {
+    pub(crate) fn finish(self, ids: impl Iterator<Item = EndpointId>, why: NotTried) -> Trace {
         let entries = ids
             .zip(self.steps)
             .map(|(endpoint, mut steps)| {

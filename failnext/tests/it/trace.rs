@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use failnext::{Class, Cooldown, EndpointId, Error, RequestBuilderExt, Trace, TraceStep};
+use failnext::{Class, Cooldown, EndpointId, Error, NotTried, RequestBuilderExt, Trace, TraceStep};
 use failnext_loopback::{Action, Reply};
 
 use crate::support::*;
@@ -25,7 +25,8 @@ async fn a_deadline_error_carries_a_trace_naming_every_endpoint() {
         "{trace}"
     );
     for id in ["backup", "third"] {
-        assert_eq!(steps(&trace, id), [TraceStep::NotTried("deadline passed")], "{trace}");
+        assert_eq!(steps(&trace, id), [TraceStep::NotTried(NotTried::DeadlinePassed)], "{trace}");
+        assert!(trace.to_string().contains(&format!("{id}: not tried: deadline passed")), "{trace}");
     }
     let text = trace.to_string();
     assert!(text.starts_with("request trace:") && text.lines().count() == 4, "{text}");

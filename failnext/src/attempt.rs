@@ -1,0 +1,287 @@
+//! One attempt: sent to one endpoint, then judged (status, then the classifier), and what
+//! the endpoint's health learns from it. No decision about the request is made here: the
+//! request's loop (`run`) and its `Session` decide what comes next.
+
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
+use std::time::Duration;
+
+use futures_util::FutureExt as _;
+use http::Extensions;
+use reqwest::{Request, Response};
+use reqwest_middleware::Next;
+use tokio::time::Instant;
+
+use crate::classify::{Class, Classified, Classifier, Evidence, Judgement, Verdict};
+use crate::destination::HostRule;
+use crate::endpoint::EndpointId;
+use crate::error::ClassifierPanicked;
+use crate::event::{AttemptOutcome, Event};
+use crate::judge;
+use crate::shared::Shared;
+
+/// What one attempt produced, as judged.
+pub(crate) enum Attempted {
+    /// Judged `Return`: the response to return.
+    Return(Response),
+    /// Judged `FailOver` (a trigger status, or flagged by the classifier): kept while the next
+    /// endpoint is tried.
+    Retain(Response),
+    /// No response (a transport error, a classifier's `Failed`, a classifier panic); the error
+    /// has no URL.
+    Failed(reqwest_middleware::Error),
+}
+
+impl Attempted {
+    /// How it ended, for a trace: the status, or the error (it has no URL).
+    pub(crate) fn outcome(&self) -> String {
+        match self {
+            Attempted::Return(resp) | Attempted::Retain(resp) => resp.status().to_string(),
+            Attempted::Failed(err) => err.to_string(),
+        }
+    }
+
+    /// A response, returned or retained as the verdict says.
+    fn response(resp: Response, verdict: Verdict) -> Attempted {
+        match verdict {
+            Verdict::Return => Attempted::Return(resp),
+            Verdict::FailOver { .. } => Attempted::Retain(resp),
+        }
+    }
+}
+
+/// One attempt: to endpoint `i`, the request's attempt `number`, holding the trial permit of
+/// epoch `trial` when it is its breaker's trial, sent at `started`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Turn {
+    pub(crate) i: usize,
+    pub(crate) number: u32,
+    pub(crate) trial: Option<u64>,
+    /// When it was sent, if anyone needs to know (events, latency-aware ordering).
+    pub(crate) started: Option<Instant>,
+    /// How long it may take: the attempt timeout, or what is left of the deadline.
+    pub(crate) limit: Option<Duration>,
+    /// The deadline, not the attempt timeout, bounds it.
+    pub(crate) by_deadline: bool,
+}
+
+/// What sending an attempt produced: settled already, or a response the classifier is now
+/// judging (its future, `None` when the call itself panicked, and the response's
+/// `Retry-After`). `run` awaits the classifier, so that no future holds a response across an
+/// await.
+pub(crate) enum Sent<'a> {
+    Settled(Attempted, Class),
+    Judging(Option<Judging<'a>>, Option<Duration>),
+}
+
+/// How an attempt is sent: down the rest of the middleware chain ([`Next`]), or, for a caller
+/// that owns a plain client (the alloy transport), straight to it.
+pub(crate) trait Sender: Clone + Send + Sync {
+    /// Sends one attempt.
+    fn send<'s>(
+        &'s self,
+        req: Request,
+        ext: &'s mut Extensions,
+    ) -> impl Future<Output = reqwest_middleware::Result<Response>> + Send + 's;
+}
+
+impl Sender for Next<'_> {
+    fn send<'s>(
+        &'s self,
+        req: Request,
+        ext: &'s mut Extensions,
+    ) -> impl Future<Output = reqwest_middleware::Result<Response>> + Send + 's {
+        self.clone().run(req, ext)
+    }
+}
+
+/// A plain `reqwest::Client` as the sender: no middleware chain.
+#[derive(Clone, Copy, Debug)]
+#[cfg_attr(not(feature = "alloy"), allow(dead_code, reason = "used by the alloy transport"))]
+pub(crate) struct Direct<'c>(pub(crate) &'c reqwest::Client);
+
+impl Sender for Direct<'_> {
+    async fn send(&self, req: Request, _ext: &mut Extensions) -> reqwest_middleware::Result<Response> {
+        self.0.execute(req).await.map_err(reqwest_middleware::Error::Reqwest)
+    }
+}
+
+/// One attempt, sent and judged: [`dispatch`], then [`judged`] (for a future of its own,
+/// such as a hedge's race).
+pub(crate) async fn judged_attempt<S: Sender>(
+    shared: &Shared,
+    turn: Turn,
+    req: Request,
+    host: HostRule,
+    ext: &mut Extensions,
+    sender: &S,
+) -> (Attempted, Class) {
+    let sending = std::pin::pin!(dispatch(shared, turn, req, host, ext, sender));
+    judged(shared, turn, sending).await
+}
+
+/// Sends attempt `turn`: points the request at its endpoint and hands it to `sender`. The
+/// future returned holds the request, once (the loop pins it where it awaits it, and
+/// [`judged`] borrows it): nothing on the way copies the request again.
+pub(crate) fn dispatch<'s, S: Sender>(
+    shared: &Shared,
+    turn: Turn,
+    mut req: Request,
+    host: HostRule,
+    ext: &'s mut Extensions,
+    sender: &'s S,
+) -> impl Future<Output = reqwest_middleware::Result<Response>> + Send + 's {
+    shared.slots[turn.i].destination.retarget(&mut req, host, turn.limit);
+    sender.send(req, ext)
+}
+
+/// Awaits the attempt `sending` (from [`dispatch`]) and judges it: the events, the
+/// judgement and the health evidence. A response a classifier judges is handed to it; its
+/// answer is finished by [`classified_attempt`].
+///
+/// With no classifier configured nothing here is boxed or allocated: the classifier's future
+/// (boxed by `async_trait`) exists only for a response that reaches a configured classifier.
+pub(crate) async fn judged<F>(shared: &Shared, turn: Turn, sending: Pin<&mut F>) -> (Attempted, Class)
+where
+    F: Future<Output = reqwest_middleware::Result<Response>>,
+{
+    let (judging, retry_after) = match on_sent(shared, turn, sending.await) {
+        Sent::Settled(attempted, class) => return (attempted, class),
+        Sent::Judging(judging, retry_after) => (judging, retry_after),
+    };
+    classified_attempt(shared, turn, classify(judging).await, retry_after)
+}
+
+/// What attempt `turn`'s result is, as far as its status (or error) says; a response left to
+/// the classifier comes back as [`Sent::Judging`].
+fn on_sent(shared: &Shared, turn: Turn, sent: reqwest_middleware::Result<Response>) -> Sent<'_> {
+    let Turn { i, number, .. } = turn;
+    let slot = &shared.slots[i];
+    let started = turn.started;
+    // Matched in place, not mapped: the healthy path moves the response no further.
+    match sent {
+        Ok(resp) => {
+            let status = resp.status();
+            emit_attempt(shared, i, number, AttemptOutcome::Status(status), started);
+            // Read before a classifier takes the response; one comparison for other statuses.
+            let retry_after = judge::retry_after(status, resp.headers());
+            let judgement = match (judge::by_status(&shared.triggers, status), &shared.classifier) {
+                (Some(judgement), _) => judgement,
+                (None, None) => Judgement::answer(),
+                (None, Some(classifier)) => {
+                    return Sent::Judging(start_classifying(&**classifier, slot.id(), resp), retry_after);
+                }
+            };
+            // Without a classifier the response stays where it is until it is handed on.
+            conclude(shared, turn, judgement, retry_after);
+            Sent::Settled(Attempted::response(resp, judgement.verdict), judgement.class)
+        }
+        Err(err) => {
+            let err = err.without_url();
+            emit_attempt(shared, i, number, AttemptOutcome::Error(&err), started);
+            // An error has no response to return: it always fails over. Cut short by the
+            // request's deadline, it says nothing about the endpoint.
+            let judged = if turn.by_deadline && err.is_timeout() {
+                Judgement { evidence: Evidence::Neutral, ..judge::TRANSPORT }
+            } else {
+                judge::TRANSPORT
+            };
+            conclude(shared, turn, judged, None);
+            Sent::Settled(Attempted::Failed(err), judged.class)
+        }
+    }
+}
+
+/// What the classifier's answer on attempt `number` to endpoint `i` makes of the attempt.
+fn classified_attempt(
+    shared: &Shared,
+    turn: Turn,
+    classified: Classified,
+    retry_after: Option<Duration>,
+) -> (Attempted, Class) {
+    match classified {
+        Classified::Response(resp, judgement) => {
+            conclude(shared, turn, judgement, retry_after);
+            (Attempted::response(resp, judgement.verdict), judgement.class)
+        }
+        Classified::Failed(err, judgement) => {
+            // No response is left to return: the attempt fails over, whatever the verdict.
+            let verdict = match judgement.verdict {
+                Verdict::FailOver { cool_for } => Verdict::FailOver { cool_for },
+                Verdict::Return => Verdict::FailOver { cool_for: None },
+            };
+            conclude(shared, turn, Judgement { verdict, ..judgement }, retry_after);
+            (Attempted::Failed(err.without_url()), judgement.class)
+        }
+    }
+}
+
+/// Emits the `Attempt` event of attempt `number` to endpoint `i`.
+fn emit_attempt(
+    shared: &Shared,
+    i: usize,
+    number: u32,
+    outcome: AttemptOutcome<'_>,
+    started: Option<Instant>,
+) {
+    let elapsed = started.map(|s| s.elapsed()).unwrap_or_default();
+    let endpoint = shared.slots[i].id();
+    shared.emit(|| Event::Attempt { endpoint, attempt: number, outcome, elapsed });
+}
+
+/// After the judgement: emits its `Judged` event, then tells endpoint `i`'s health the
+/// evidence, with the hint (the verdict's `cool_for`, else the `Retry-After` read).
+fn conclude(shared: &Shared, turn: Turn, judgement: Judgement, retry_after: Option<Duration>) {
+    let Turn { i, number, trial, started, .. } = turn;
+    let slot = &shared.slots[i];
+    let keeps = shared.ordering.is_some() || slot.recent.is_some();
+    if let (true, Some(started), Evidence::Success) = (keeps, started, judgement.evidence) {
+        let elapsed = started.elapsed();
+        if shared.ordering.is_some() {
+            slot.latency.observe(elapsed);
+        }
+        if let Some(recent) = &slot.recent {
+            recent.record(elapsed);
+        }
+    }
+    let endpoint = slot.id();
+    let Judgement { verdict, evidence, class } = judgement;
+    shared.emit(|| Event::Judged { endpoint, attempt: number, class, verdict, evidence });
+    if let Some(state) = slot.health.record(evidence, judge::hint(verdict, retry_after), trial) {
+        shared.emit(|| Event::Breaker { endpoint, state });
+    }
+}
+
+/// What a classifier that panicked is judged: the response is gone with the panic, so the
+/// attempt failed; a classifier's bug says nothing about the endpoint.
+const PANICKED: Judgement =
+    Judgement::new(Verdict::FailOver { cool_for: None }, Evidence::Neutral, Class::Broken);
+
+/// The classifier's future on one response, boxed by `async_trait`.
+type Judging<'a> = Pin<Box<dyn Future<Output = Classified> + Send + 'a>>;
+
+/// Calls the classifier on `resp`; `None` when the call itself panicked (a panic while its
+/// future runs is caught by [`classify`]).
+fn start_classifying<'a>(
+    classifier: &'a dyn Classifier,
+    endpoint: &'a EndpointId,
+    resp: Response,
+) -> Option<Judging<'a>> {
+    catch_unwind(AssertUnwindSafe(|| classifier.classify(endpoint, resp))).ok()
+}
+
+/// The classifier's answer; a panic while its future runs (or, `None`, in the call) becomes
+/// [`panicked`].
+async fn classify(judging: Option<Judging<'_>>) -> Classified {
+    match judging {
+        Some(judging) => AssertUnwindSafe(judging).catch_unwind().await.unwrap_or_else(|_payload| panicked()),
+        None => panicked(),
+    }
+}
+
+/// What an attempt whose classifier panicked ends with: an error saying so, judged
+/// [`PANICKED`]. The panic's message is not kept: it could carry the response's URL.
+fn panicked() -> Classified {
+    Classified::Failed(reqwest_middleware::Error::middleware(ClassifierPanicked), PANICKED)
+}
