@@ -583,6 +583,7 @@ mod eligibility;
 mod endpoint;
 mod error;
 mod event;
+mod feed;
 mod health;
 mod hedge;
 #[cfg(feature = "jsonrpc")]
@@ -600,6 +601,7 @@ mod replay;
 mod select;
 mod session;
 mod shared;
+mod skip;
 mod slot;
 mod trace;
 mod url_rules;
@@ -614,9 +616,10 @@ pub use eligibility::Eligibility;
 pub use endpoint::{Endpoint, EndpointId};
 pub use error::{Attempt, Error};
 pub use event::{AttemptOutcome, Event, ResultOutcome};
+pub use feed::LatencyFeed;
 pub use health::BreakerState;
 pub use hedge::Hedge;
-pub use latency::{LatencyFeed, LatencyOrdering};
+pub use latency::LatencyOrdering;
 pub use middleware::Failover;
 pub use options::{
     ExcludedEndpoints, PreferredEndpoint, RequestBuilderExt, RequestDeadline, ResponseExt, ServedBy,

@@ -16,7 +16,7 @@ use std::time::Duration;
 use crate::classify::Class;
 use crate::endpoint::EndpointId;
 use crate::health::BreakerState;
-use crate::select::Skip;
+use crate::skip::Skip;
 
 fn label(id: &EndpointId) -> String {
     id.as_str().to_owned()
