@@ -66,3 +66,30 @@ impl<S: Clean> Drop for Locked<'_, S> {
         self.dirty.store(!self.guard.is_clean(), Ordering::Release);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Default)]
+    struct Streak(u32);
+
+    impl Clean for Streak {
+        fn is_clean(&self) -> bool {
+            self.0 == 0
+        }
+    }
+
+    #[test]
+    fn the_clean_flag_follows_the_state_when_the_lock_is_released() {
+        let cell = Guarded::<Streak>::default();
+        assert!(cell.is_clean());
+        let mut state = cell.lock();
+        state.0 = 2;
+        assert!(cell.is_clean(), "published only when the lock is released");
+        drop(state);
+        assert!(!cell.is_clean());
+        cell.lock().0 = 0;
+        assert!(cell.is_clean());
+    }
+}

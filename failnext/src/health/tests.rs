@@ -281,3 +281,26 @@ async fn turning_eligible_again_ends_the_open_time_but_not_a_reference_cooldown(
     reference.saw_eligibility(true);
     assert!(is_cooling(&reference), "the reference rule is exactly 0.1's");
 }
+
+// ----- what survives a restart, under each rule -----
+
+fn kept() -> Kept {
+    Kept { open_for: Some(Duration::from_secs(5)), failed_trials: 2, failures: 1, probation: 1 }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_snapshot_taken_over_is_given_back_unchanged_under_either_rule() {
+    for h in [breaker(), health(3)] {
+        h.import(&kept());
+        assert_eq!(h.export(), kept(), "{h:?}");
+        assert_eq!(h.cooling_until(), Some(Instant::now() + Duration::from_secs(5)), "{h:?}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_disabled_health_takes_nothing_over() {
+    let h = Health::new(Cooldown::disabled());
+    h.import(&kept());
+    assert_eq!(h.export(), Kept::default());
+    assert!(matches!(h.admit(), Ok(Admit::Closed)));
+}
