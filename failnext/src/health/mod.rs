@@ -3,7 +3,7 @@
 //!
 //! Two rules, each a type with its own state, behind one interface, [`Health`]:
 //!
-//! - the reference rule (`Cooldown::new`, [`reference`]): a streak of failures, and the
+//! - the reference rule (`Cooldown::new`, [`reference`](mod@reference)): a streak of failures, and the
 //!   instant a cooldown ends; exactly failnext 0.1;
 //! - the adaptive breaker (`Cooldown::adaptive`, [`adaptive`]): closed → open(until) →
 //!   half-open (one trial permit, a guard released on drop) → closed, with an open time that
