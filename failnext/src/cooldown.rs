@@ -1,7 +1,7 @@
 //! `Cooldown`: the public rule for keeping a failing endpoint out of rotation: the adaptive
 //! breaker (the default), the reference rule of 0.1, or nothing.
 //!
-//! The per-endpoint state that applies it lives in `health.rs`.
+//! The per-endpoint state that applies it lives in `health/` (one type per rule).
 
 use std::time::Duration;
 

@@ -59,30 +59,6 @@ impl LatencyOrdering {
     }
 }
 
-/// Feeds latency samples into a [`Failover`](crate::Failover) (made by
-/// [`Failover::latency_feed`](crate::Failover::latency_feed)) without keeping it alive. With
-/// failnext-blocklag, `Monitor::feed_latency(failover.latency_feed())` passes every probe's
-/// latency on.
-#[derive(Clone)]
-pub struct LatencyFeed(pub(crate) std::sync::Weak<crate::shared::Shared>);
-
-impl LatencyFeed {
-    /// Adds `latency` to endpoint `id`'s average, as
-    /// [`Failover::observe_latency`](crate::Failover::observe_latency) does; `false` once the
-    /// `Failover` is gone.
-    pub fn observe(&self, id: &str, latency: Duration) -> bool {
-        let Some(shared) = self.0.upgrade() else { return false };
-        shared.observe_latency(id, latency);
-        true
-    }
-}
-
-impl std::fmt::Debug for LatencyFeed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LatencyFeed").field("alive", &(self.0.strong_count() > 0)).finish()
-    }
-}
-
 /// The ordering of one `Failover`, with its exploration counter.
 #[derive(Debug)]
 pub(crate) struct Ordered {

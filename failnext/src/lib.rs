@@ -584,6 +584,7 @@ mod eligibility;
 mod endpoint;
 mod error;
 mod event;
+mod feed;
 mod health;
 mod hedge;
 #[cfg(feature = "jsonrpc")]
@@ -602,6 +603,7 @@ mod run;
 mod select;
 mod session;
 mod shared;
+mod skip;
 mod slot;
 mod trace;
 mod url_rules;
@@ -616,9 +618,10 @@ pub use eligibility::Eligibility;
 pub use endpoint::{Endpoint, EndpointId};
 pub use error::{Attempt, Error};
 pub use event::{AttemptOutcome, Event, ResultOutcome, SkipReason};
+pub use feed::LatencyFeed;
 pub use health::BreakerState;
 pub use hedge::Hedge;
-pub use latency::{LatencyFeed, LatencyOrdering};
+pub use latency::LatencyOrdering;
 pub use middleware::Failover;
 pub use options::{
     ExcludedEndpoints, PreferredEndpoint, RequestBuilderExt, RequestDeadline, ResponseExt, ServedBy,

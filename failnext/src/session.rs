@@ -12,8 +12,9 @@ use crate::health::{Admit, BreakerState, Permit};
 use crate::options::RequestOptions;
 use crate::permission::{self, Permission, Settled};
 use crate::replay::Replay;
-use crate::select::{self, LastResort, Plan, Skip};
+use crate::select::{self, LastResort, Plan};
 use crate::shared::Shared;
+use crate::skip::Skip;
 use crate::trace::{NotTried, Trace, TraceStep, Tracer};
 
 /// What a request ends with: a response and the index of the endpoint that produced it.
