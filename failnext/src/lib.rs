@@ -595,6 +595,8 @@ mod middleware;
 mod options;
 mod permission;
 mod persist;
+pub mod quantity;
+mod random;
 mod recent;
 mod replay;
 mod select;
@@ -624,6 +626,7 @@ pub use options::{
 };
 pub use permission::Permission;
 pub use persist::{EndpointHealth, HealthSnapshot};
+pub use random::Jitter;
 pub use trace::{Trace, TraceEntry, TraceStep};
 pub use validate::validate_endpoints;
 
