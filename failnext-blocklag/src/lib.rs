@@ -224,6 +224,7 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 mod agreed;
+mod agreement;
 mod block_hash;
 mod builder;
 mod check_error;
@@ -231,6 +232,7 @@ mod config_error;
 mod event;
 mod fitness;
 mod head;
+mod head_timing;
 mod monitor;
 mod parse;
 mod persist;

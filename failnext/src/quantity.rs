@@ -196,9 +196,20 @@ mod tests {
 
     #[test]
     fn a_quantity_with_a_character_that_is_not_hex_is_refused_naming_why() {
-        for bad in
-            ["0x-1", "0x+1", "0x64 ", "0x 64", "0x64\n", "0x6 4", "0xg", "0x1.5", "0x1_0", "0x١", "0xｆ", "0x64\u{0}"]
-        {
+        for bad in [
+            "0x-1",
+            "0x+1",
+            "0x64 ",
+            "0x 64",
+            "0x64\n",
+            "0x6 4",
+            "0xg",
+            "0x1.5",
+            "0x1_0",
+            "0x١",
+            "0xｆ",
+            "0x64\u{0}",
+        ] {
             assert_eq!(parse(bad), Err(QuantityError::NotHex), "{bad:?}");
         }
     }
@@ -242,9 +253,29 @@ mod tests {
     #[test]
     fn the_lenient_form_accepts_exactly_what_from_str_radix_accepted_after_either_prefix() {
         let texts = [
-            "", "0x", "0X", "0x0", "0x00", "0x064", "0X64", "0xAB", "0xaB", "0x+1", "0x+", "0x++1", "0x-1",
-            "+0x1", "64", "0x 1", "0x1 ", "0xg", "0xffffffffffffffff", "0x10000000000000000",
-            "0x00000000000000000000000001", "0x١", "0x+ffffffffffffffff",
+            "",
+            "0x",
+            "0X",
+            "0x0",
+            "0x00",
+            "0x064",
+            "0X64",
+            "0xAB",
+            "0xaB",
+            "0x+1",
+            "0x+",
+            "0x++1",
+            "0x-1",
+            "+0x1",
+            "64",
+            "0x 1",
+            "0x1 ",
+            "0xg",
+            "0xffffffffffffffff",
+            "0x10000000000000000",
+            "0x00000000000000000000000001",
+            "0x١",
+            "0x+ffffffffffffffff",
         ];
         for text in texts {
             assert_eq!(parse_lenient(text).ok(), from_str_radix_rule(text), "{text:?}");
