@@ -208,7 +208,7 @@ impl Monitor {
     }
 
     /// What this monitor learnt (from its latest snapshot), to restore after a restart; `None`
-    /// until a check publishes. See [`MonitorHealth`](crate::MonitorHealth).
+    /// until a check publishes. See [`MonitorHealth`].
     pub fn health(&self) -> Option<MonitorHealth> {
         self.inner.published.load().as_deref().map(MonitorHealth::of)
     }

@@ -1,4 +1,8 @@
 //! `Round`: one check's heights compared, as a snapshot to publish and the failures.
+//!
+//! [`assemble`] applies the rules of one check in order: the reference height, each
+//! endpoint's fitness (blocks, then seconds, then re-admission), the head's timing
+//! ([`HeadTiming::after`]) and the agreed head ([`agreement::agree`]).
 
 use std::time::{Duration, SystemTime};
 
@@ -87,8 +91,9 @@ pub(crate) fn assemble(
     let highest =
         rules.reference.of(outcomes.iter().filter_map(|(_, outcome)| outcome.as_ref().ok().copied()));
     // The reference head's timing, carried from the previous snapshot's head.
-    let before = previous.and_then(|p| p.head().map(|head| (p.highest(), head)));
-    let head = highest.map(|reference| HeadTiming::after(before, reference, checked_at, rules.stall_after));
+    let previous_head = previous.and_then(|p| p.head().map(|head| (p.highest(), head)));
+    let head =
+        highest.map(|reference| HeadTiming::after(previous_head, reference, checked_at, rules.stall_after));
     let mut entries = Vec::with_capacity(outcomes.len());
     let mut failures = Vec::new();
     for (i, (endpoint, outcome)) in outcomes.into_iter().enumerate() {
