@@ -63,13 +63,11 @@ impl BlockHash {
     }
 }
 
+/// The value of one hex digit, by failnext's reading of hex
+/// ([`failnext::quantity::lower_hex_digit`], or [`failnext::quantity::hex_digit`] for either
+/// case).
 fn nibble(digit: u8, lower_only: bool) -> Option<u8> {
-    match digit {
-        b'0'..=b'9' => Some(digit - b'0'),
-        b'a'..=b'f' => Some(digit - b'a' + 10),
-        b'A'..=b'F' if !lower_only => Some(digit - b'A' + 10),
-        _ => None,
-    }
+    if lower_only { failnext::quantity::lower_hex_digit(digit) } else { failnext::quantity::hex_digit(digit) }
 }
 
 impl From<[u8; 32]> for BlockHash {

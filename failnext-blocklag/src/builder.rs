@@ -57,7 +57,7 @@ impl MonitorBuilder {
             max_lag_secs: None,
             stall_after: crate::round::DEFAULT_STALL_AFTER,
             head: Method::BlockNumber,
-            agreement: crate::agreed::DEFAULT_AGREEMENT,
+            agreement: crate::agreement::DEFAULT_AGREEMENT,
             on_event: None,
         }
     }
@@ -170,7 +170,7 @@ impl MonitorBuilder {
     /// Calls `hook` with each [`MonitorEvent`](crate::MonitorEvent) (the reference head
     /// stalling and moving again), right after the check that saw it publishes. The hook runs on
     /// the checking task: keep it short, do not block, do not call `check` from it.
-    pub fn on_event(mut self, hook: impl Fn(&crate::MonitorEvent) + Send + Sync + 'static) -> Self {
+    pub fn on_event(mut self, hook: impl Fn(&crate::event::MonitorEvent) + Send + Sync + 'static) -> Self {
         self.on_event = Some(std::sync::Arc::new(hook));
         self
     }

@@ -223,7 +223,15 @@
 // Library code handles network input: no unwrap or expect outside tests.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+// The modules, each importing only from the layers before it (no ring):
+// 1. data: rpc (the calls), event, reference, fitness, block_hash, head_timing, agreed;
+// 2. errors: probe_error, config_error, check_error;
+// 3. the probe's pure rules: parse (eth_blockNumber), head (eth_getBlockByNumber);
+// 4. what a check publishes: snapshot, then agreement (the agreed-head rule) and persist;
+// 5. a check: probe (the I/O), round (the comparison);
+// 6. the monitor: settings, monitor, builder, schedule (Monitor::spawn).
 mod agreed;
+mod agreement;
 mod block_hash;
 mod builder;
 mod check_error;
@@ -231,6 +239,7 @@ mod config_error;
 mod event;
 mod fitness;
 mod head;
+mod head_timing;
 mod monitor;
 mod parse;
 mod persist;

@@ -10,7 +10,9 @@ use arc_swap::ArcSwapOption;
 use failnext::{Eligibility, Endpoint, EndpointId};
 
 use crate::check_error::CheckError;
+use crate::event::MonitorEvent;
 use crate::fitness::Fitness;
+use crate::persist::MonitorHealth;
 use crate::probe::{self, ProbeConfig};
 use crate::round;
 use crate::settings::{Freshness, Settings};
@@ -147,11 +149,11 @@ impl Monitor {
             Some(snapshot) => {
                 let was_stalled = inner.published.load().as_ref().is_some_and(|s| s.stalled());
                 let event = match (was_stalled, snapshot.stalled()) {
-                    (false, true) => Some(crate::MonitorEvent::Stalled {
+                    (false, true) => Some(MonitorEvent::Stalled {
                         head: snapshot.highest(),
                         unchanged_for: snapshot.head_unchanged_for(),
                     }),
-                    (true, false) => Some(crate::MonitorEvent::StallEnded { head: snapshot.highest() }),
+                    (true, false) => Some(MonitorEvent::StallEnded { head: snapshot.highest() }),
                     _ => None,
                 };
                 inner.publish(snapshot);
@@ -206,9 +208,9 @@ impl Monitor {
     }
 
     /// What this monitor learnt (from its latest snapshot), to restore after a restart; `None`
-    /// until a check publishes. See [`MonitorHealth`](crate::MonitorHealth).
-    pub fn health(&self) -> Option<crate::MonitorHealth> {
-        self.inner.published.load().as_deref().map(crate::MonitorHealth::of)
+    /// until a check publishes. See [`MonitorHealth`].
+    pub fn health(&self) -> Option<MonitorHealth> {
+        self.inner.published.load().as_deref().map(MonitorHealth::of)
     }
 
     /// Takes over `health` (from [`health`](Monitor::health), before a restart) as if it were
@@ -216,7 +218,7 @@ impl Monitor {
     /// progress, probe latencies and last good probes continue (matched by id). Returns how
     /// many providers took their state over: 0 when a check has published already, or none of
     /// the ids is configured here. The next check compares heights as usual.
-    pub fn restore_health(&self, health: &crate::MonitorHealth) -> usize {
+    pub fn restore_health(&self, health: &MonitorHealth) -> usize {
         let _turn = match self.inner.checking.try_lock() {
             Ok(turn) => turn,
             Err(_) => return 0,

@@ -59,16 +59,12 @@ pub fn parse_response(body: &[u8], expected_id: u64) -> Result<u64, ProbeError> 
 ///
 /// Rejected: a bare `0x`, a missing or upper-case (`0X`) prefix, upper-case digits, leading
 /// zeros, signs, whitespace anywhere, and values above `u64::MAX`.
+///
+/// The rule is failnext's [`failnext::quantity::parse`], which also says why a text was
+/// rejected ([`failnext::quantity::QuantityError`]); this is that parser's answer without
+/// the reason, the form the probe's rules use.
 pub fn parse_quantity(text: &str) -> Option<u64> {
-    let digits = text.strip_prefix("0x")?;
-    let canonical = !digits.is_empty()
-        && digits.len() <= 16
-        && digits.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-        && (digits == "0" || !digits.starts_with('0'));
-    if !canonical {
-        return None;
-    }
-    u64::from_str_radix(digits, 16).ok()
+    failnext::quantity::parse(text).ok()
 }
 
 pub(crate) fn rpc_error(error: &Value) -> ProbeError {
@@ -96,22 +92,20 @@ pub(crate) fn shortened(text: &str) -> String {
     shown
 }
 
-/// A deterministic xorshift stream of bodies for the parsers' never-panic tests: the valid
-/// body (even rounds) or random bytes, with up to three bytes changed.
+/// A deterministic stream of bodies for the parsers' never-panic tests, drawn from a seeded
+/// [`failnext::Jitter`]: the valid body (even rounds) or random bytes, with up to three bytes
+/// changed.
 #[cfg(test)]
-pub(crate) struct Bodies(u64);
+pub(crate) struct Bodies(failnext::Jitter);
 
 #[cfg(test)]
 impl Bodies {
     pub(crate) fn new() -> Bodies {
-        Bodies(0x9e37_79b9_7f4a_7c15)
+        Bodies(failnext::Jitter::from_seed(0x9e37_79b9_7f4a_7c15))
     }
 
     pub(crate) fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
+        self.0.next_u64()
     }
 
     /// Round `round`'s body, made from `valid`.

@@ -1,4 +1,8 @@
 //! `Round`: one check's heights compared, as a snapshot to publish and the failures.
+//!
+//! [`assemble`] applies the rules of one check in order: the reference height, each
+//! endpoint's fitness (blocks, then seconds, then re-admission), the head's timing
+//! ([`HeadTiming::after`]) and the agreed head ([`agreement::agree`]).
 
 use std::time::{Duration, SystemTime};
 
@@ -6,14 +10,15 @@ use tokio::time::Instant;
 
 use failnext::EndpointId;
 
-use crate::agreed;
+use crate::agreement;
 use crate::block_hash::BlockHash;
 use crate::check_error::ProbeFailure;
 use crate::fitness::Fitness;
+use crate::head_timing::{self, HeadTiming};
 use crate::probe_error::ProbeErrorKind;
 use crate::reference::Reference;
 use crate::rpc::Method;
-use crate::snapshot::{HeadTiming, Snapshot, SnapshotEntry};
+use crate::snapshot::{Snapshot, SnapshotEntry};
 
 /// What one check produced: a snapshot to publish (when at least one probe succeeded) and the
 /// failures, in configured order.
@@ -58,7 +63,7 @@ impl Default for Rules {
             reference: Reference::Highest,
             max_lag_secs: None,
             stall_after: DEFAULT_STALL_AFTER,
-            agreement: agreed::DEFAULT_AGREEMENT,
+            agreement: agreement::DEFAULT_AGREEMENT,
         }
     }
 }
@@ -85,7 +90,10 @@ pub(crate) fn assemble(
 ) -> Round {
     let highest =
         rules.reference.of(outcomes.iter().filter_map(|(_, outcome)| outcome.as_ref().ok().copied()));
-    let head = highest.map(|reference| head_timing(reference, previous, checked_at, rules.stall_after));
+    // The reference head's timing, carried from the previous snapshot's head.
+    let previous_head = previous.and_then(|p| p.head().map(|head| (p.highest(), head)));
+    let head =
+        highest.map(|reference| HeadTiming::after(previous_head, reference, checked_at, rules.stall_after));
     let mut entries = Vec::with_capacity(outcomes.len());
     let mut failures = Vec::new();
     for (i, (endpoint, outcome)) in outcomes.into_iter().enumerate() {
@@ -116,7 +124,7 @@ pub(crate) fn assemble(
         let entry = carry_probe_health(entry, before, measured.latency, failed_now);
         entries.push(entry.last_good_at(last_good));
     }
-    let agreed = agreed::agree(&entries, rules.agreement);
+    let agreed = agreement::agree(&entries, rules.agreement);
     let snapshot = highest.map(|highest| {
         Snapshot::new(entries, highest, max_lag, taken_at)
             .with_head(head)
@@ -142,58 +150,17 @@ fn readmission(fitness: Fitness, before: Option<&SnapshotEntry>, readmit_after: 
     }
 }
 
-/// The weight of a new block-time sample in the EWMA.
-const BLOCK_TIME_WEIGHT: f64 = 0.25;
-
-/// The reference head's timing at `checked_at`: when it last changed, the block-time EWMA
-/// (sampled when it advances: the time since it last changed over the blocks it advanced),
-/// and whether it is stalled (unchanged for more than `stall_after` block times).
-fn head_timing(
-    reference: u64,
-    previous: Option<&Snapshot>,
-    checked_at: Instant,
-    stall_after: u32,
-) -> HeadTiming {
-    let before = previous.and_then(|p| p.head().map(|head| (p.highest(), head)));
-    let (head_since, block_time) = match before {
-        None => (checked_at, None),
-        Some((old, head)) if reference == old => (head.head_since, head.block_time),
-        Some((old, head)) if reference > old => {
-            let blocks = u32::try_from(reference - old).unwrap_or(u32::MAX);
-            let sample = checked_at.saturating_duration_since(head.head_since) / blocks;
-            let block_time = match head.block_time {
-                Some(old) => {
-                    old.mul_f64(1.0 - BLOCK_TIME_WEIGHT).saturating_add(sample.mul_f64(BLOCK_TIME_WEIGHT))
-                }
-                None => sample,
-            };
-            (checked_at, Some(block_time))
-        }
-        // The reference went back (a provider left, a reorg): a new head, no sample.
-        Some((_, head)) => (checked_at, head.block_time),
-    };
-    let stalled = block_time.is_some_and(|block_time| {
-        checked_at.saturating_duration_since(head_since) > block_time.saturating_mul(stall_after)
-    });
-    HeadTiming { checked_at, head_since, block_time, stalled }
-}
-
 /// The lag rule in seconds: a provider lagging in blocks is fit when `behind × block_time`
 /// is at most `max_lag_secs`. Without a block time yet, only the blocks count.
 fn within_seconds(fitness: Fitness, block_time: Option<Duration>, max_lag_secs: Option<u64>) -> Fitness {
     match (fitness, block_time, max_lag_secs) {
         (Fitness::Lagging { behind }, Some(block_time), Some(secs))
-            if lag_time(behind, block_time) <= Duration::from_secs(secs) =>
+            if head_timing::lag_time(behind, block_time) <= Duration::from_secs(secs) =>
         {
             Fitness::Fit { behind }
         }
         _ => fitness,
     }
-}
-
-/// `behind` blocks of `block_time` each, saturating.
-pub(crate) fn lag_time(behind: u64, block_time: Duration) -> Duration {
-    block_time.saturating_mul(u32::try_from(behind).unwrap_or(u32::MAX))
 }
 
 /// The weight of a new latency sample in the EWMA.

@@ -4,13 +4,12 @@
 //! The schedule itself ([`run`], [`pace`]) knows nothing of probes: it is given a check to
 //! run and what the check concluded, so its timing is tested under paused time without I/O.
 
-use std::collections::hash_map::RandomState;
 use std::fmt;
 use std::future::Future;
-use std::hash::{BuildHasher, Hasher};
 use std::pin::pin;
 use std::time::Duration;
 
+use failnext::Jitter;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -28,8 +27,9 @@ impl Monitor {
     /// - for `interval / 4` otherwise: some probe failed, some provider lagged or was
     ///   ineligible for another reason, or nothing was published. The monitor looks again
     ///   sooner while something is wrong, and slows down as soon as one check finds all fit;
-    /// - each sleep is jittered by up to ±10 % (uniformly, from a small per-task xorshift
-    ///   generator), so that monitors started together drift apart.
+    /// - each sleep is jittered by up to ±10 % (uniformly, from a per-task
+    ///   [`failnext::Jitter`] seeded from entropy), so that monitors started together drift
+    ///   apart.
     ///
     /// The sleep starts when the check ends: a check that takes longer than the interval
     /// delays the next one, and checks never pile up or overlap. The task runs the same
@@ -52,6 +52,12 @@ impl Monitor {
     /// When called outside a Tokio runtime (as [`tokio::spawn`]); the runtime needs its time
     /// driver, as [`check`](Monitor::check) does. When `interval` is zero.
     pub fn spawn(&self, interval: Duration) -> MonitorHandle {
+        self.spawn_with(interval, Jitter::from_entropy())
+    }
+
+    /// [`spawn`](Monitor::spawn), with the sleeps jittered by `jitter`: a seeded
+    /// [`Jitter::from_seed`] makes the schedule's timing reproducible (tests).
+    pub(crate) fn spawn_with(&self, interval: Duration, jitter: Jitter) -> MonitorHandle {
         assert!(!interval.is_zero(), "Monitor::spawn needs a non-zero interval");
         let (stop, stopped) = watch::channel(false);
         let monitor = self.clone();
@@ -63,7 +69,7 @@ impl Monitor {
                     && monitor.snapshot().is_some_and(|s| s.entries().iter().all(|e| e.is_eligible()))
             }
         };
-        let task = tokio::spawn(run(check, interval, XorShift::seeded(), stopped));
+        let task = tokio::spawn(run(check, interval, jitter, stopped));
         MonitorHandle { task: Some(task), stop }
     }
 }
@@ -120,7 +126,7 @@ impl fmt::Debug for MonitorHandle {
 pub(crate) async fn run<C, F>(
     mut check: C,
     interval: Duration,
-    mut rng: XorShift,
+    mut jitter: Jitter,
     mut stopped: watch::Receiver<bool>,
 ) where
     C: FnMut() -> F,
@@ -131,7 +137,7 @@ pub(crate) async fn run<C, F>(
         if *stopped.borrow_and_update() {
             break;
         }
-        let sleep = pin!(tokio::time::sleep(pace(interval, all_fit, &mut rng)));
+        let sleep = pin!(tokio::time::sleep(pace(interval, all_fit, &mut jitter)));
         // A closed channel (the handle is gone) also ends the sleep; the loop then ends too if
         // it was a stop, and otherwise the task is being aborted anyway.
         let changed = pin!(stopped.changed());
@@ -140,39 +146,12 @@ pub(crate) async fn run<C, F>(
 }
 
 /// The sleep after a check: `interval` when all were fit, `interval / 4` otherwise, times a
-/// uniform factor in [0.9, 1.1].
-pub(crate) fn pace(interval: Duration, all_fit: bool, rng: &mut XorShift) -> Duration {
+/// uniform factor in [0.9, 1.1] drawn from `jitter`.
+pub(crate) fn pace(interval: Duration, all_fit: bool, jitter: &mut Jitter) -> Duration {
     let base = if all_fit { interval } else { interval / 4 };
     // A factor in [0.9, 1.1] in steps of 1/10 000.
-    let tenth_mille = 9_000 + rng.next() % 2_001;
+    let tenth_mille = 9_000 + jitter.below(2_001);
     base.mul_f64(tenth_mille as f64 / 10_000.0)
-}
-
-/// A xorshift64 generator: enough to spread sleeps apart, not for anything else.
-#[derive(Clone, Debug)]
-pub(crate) struct XorShift(u64);
-
-impl XorShift {
-    /// Seeded from the process's random hasher keys, so that two tasks differ.
-    fn seeded() -> Self {
-        let mut hasher = RandomState::new().build_hasher();
-        hasher.write_u64(0x9e37_79b9_7f4a_7c15);
-        XorShift::new(hasher.finish())
-    }
-
-    /// A generator from `seed` (zero, a fixed point of xorshift, is replaced).
-    pub(crate) fn new(seed: u64) -> Self {
-        XorShift(if seed == 0 { 0x2545_f491_4f6c_dd1d } else { seed })
-    }
-
-    pub(crate) fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
 }
 
 #[cfg(test)]
@@ -217,7 +196,7 @@ mod tests {
                 answer
             }
         };
-        let task = tokio::spawn(run(check, INTERVAL, XorShift::new(7), stopped));
+        let task = tokio::spawn(run(check, INTERVAL, Jitter::from_seed(7), stopped));
         tokio::time::sleep(for_).await;
         stop.send_replace(true);
         task.await.unwrap();
@@ -267,16 +246,26 @@ mod tests {
 
     #[test]
     fn pace_is_jittered_within_ten_percent_of_its_base() {
-        let mut rng = XorShift::new(1);
+        let mut jitter = Jitter::from_seed(1);
         let (mut low, mut high) = (Duration::MAX, Duration::ZERO);
         for _ in 0..10_000 {
-            let fit = pace(INTERVAL, true, &mut rng);
+            let fit = pace(INTERVAL, true, &mut jitter);
             assert!(within(fit, INTERVAL), "{fit:?}");
-            let short = pace(INTERVAL, false, &mut rng);
+            let short = pace(INTERVAL, false, &mut jitter);
             assert!(within(short, INTERVAL / 4), "{short:?}");
             (low, high) = (low.min(fit), high.max(fit));
         }
         assert!(low < INTERVAL.mul_f64(0.91) && high > INTERVAL.mul_f64(1.09), "{low:?}..{high:?}");
-        assert_ne!(XorShift::new(0).next(), 0, "zero is not a fixed point");
+        assert_ne!(Jitter::from_seed(0).next_u64(), 0, "zero is not a fixed point");
+    }
+
+    #[test]
+    fn the_same_seed_paces_the_same_sleeps() {
+        let sleeps = |seed| {
+            let mut jitter = Jitter::from_seed(seed);
+            (0..64).map(|i| pace(INTERVAL, i % 3 != 0, &mut jitter)).collect::<Vec<_>>()
+        };
+        assert_eq!(sleeps(7), sleeps(7));
+        assert_ne!(sleeps(7), sleeps(8));
     }
 }

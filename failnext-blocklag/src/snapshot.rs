@@ -12,6 +12,7 @@ use failnext::EndpointId;
 use crate::agreed::AgreedHead;
 use crate::block_hash::BlockHash;
 use crate::fitness::Fitness;
+use crate::head_timing::{self, HeadTiming};
 use crate::probe_error::{ProbeError, ProbeErrorKind};
 use crate::rpc::Method;
 
@@ -45,19 +46,6 @@ pub struct Snapshot {
     head: Option<HeadTiming>,
     /// The head enough eligible providers reported with the same hash, found at assembly.
     agreed: Option<AgreedHead>,
-}
-
-/// The reference head's timing as of one check, carried from the previous snapshot.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct HeadTiming {
-    /// When this check ran (monotonic, tokio's clock).
-    pub(crate) checked_at: Instant,
-    /// The check at which the reference height became what it is now.
-    pub(crate) head_since: Instant,
-    /// EWMA of the time per block, once the reference advanced.
-    pub(crate) block_time: Option<Duration>,
-    /// Unchanged for more than `stall_after` block times.
-    pub(crate) stalled: bool,
 }
 
 /// One endpoint's line in a [`Snapshot`].
@@ -225,7 +213,7 @@ impl Snapshot {
     /// times the [`block_time`](Snapshot::block_time). `None` when either is unknown.
     pub fn lag_time(&self, id: &str) -> Option<Duration> {
         let behind = self.lag(id)?;
-        Some(crate::round::lag_time(behind, self.block_time()?))
+        Some(head_timing::lag_time(behind, self.block_time()?))
     }
 
     /// The reference height of this check, the one the others are compared with: the highest

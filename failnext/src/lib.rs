@@ -597,6 +597,8 @@ mod middleware;
 mod options;
 mod permission;
 mod persist;
+pub mod quantity;
+mod random;
 mod recent;
 mod replay;
 mod run;
@@ -629,6 +631,7 @@ pub use options::{
 };
 pub use permission::Permission;
 pub use persist::{EndpointHealth, HealthSnapshot};
+pub use random::Jitter;
 pub use trace::{NotTried, Trace, TraceEntry, TraceStep};
 pub use validate::validate_endpoints;
 

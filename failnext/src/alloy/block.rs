@@ -102,8 +102,7 @@ pub(crate) fn params<'r, T: Deserialize<'r>>(req: &'r SerializedRequest) -> Opti
 
 /// A JSON-RPC quantity (`0x` and hex digits) as a number.
 pub(crate) fn quantity(text: &str) -> Option<u64> {
-    let digits = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X"))?;
-    u64::from_str_radix(digits, 16).ok()
+    crate::quantity::parse_lenient(text).ok()
 }
 
 /// The EIP-1898 parameter that selects block `hash`, canonical only.

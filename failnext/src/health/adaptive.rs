@@ -12,6 +12,7 @@ use super::cell::{Clean, Guarded};
 use super::{Admit, BreakerState, Kept, deadline};
 use crate::classify::Evidence;
 use crate::cooldown::Adaptive;
+use crate::random::Jitter;
 use crate::skip::Skip;
 
 /// The one trial permit of a half-open breaker. Dropping it without an outcome recorded (the
@@ -61,8 +62,8 @@ struct State {
     /// The epoch of the trial permit in flight.
     trial: Option<u64>,
     epochs: u64,
-    /// The jitter's xorshift state, seeded on first use.
-    rng: u64,
+    /// The jitter's generator, seeded on first use (from the breaker's address).
+    rng: Option<Jitter>,
 }
 
 impl Clean for State {
@@ -331,20 +332,9 @@ impl State {
     /// 250 ms × 2^level, capped at `max_open`, with ±20 % jitter, never above the cap.
     fn open_time(&mut self, rule: Adaptive, seed: u64) -> Duration {
         let base = Adaptive::FIRST_OPEN.saturating_mul(1 << self.level.min(20)).min(rule.max_open);
-        let per_mille = 800 + (self.random(seed) % 401) as u32;
+        let rng =
+            self.rng.get_or_insert_with(|| Jitter::from_seed(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1));
+        let per_mille = 800 + rng.below(401) as u32;
         (base / 1000).saturating_mul(per_mille).min(rule.max_open)
-    }
-
-    /// xorshift64, seeded from the breaker's address on first use: jitter, not cryptography.
-    fn random(&mut self, seed: u64) -> u64 {
-        if self.rng == 0 {
-            self.rng = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        }
-        let mut x = self.rng;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.rng = x;
-        x
     }
 }

@@ -203,9 +203,11 @@ pub(crate) fn on_event(endpoints: &Endpoints, stats: &HookStats, event: &Event<'
                 ResultOutcome::Cancelled => ResultEnd::Cancelled,
             },
         },
-        // How each attempt was judged, and breaker transitions: failnext's own tests pin them;
-        // the checked phases run the reference rule (no breaker), the measure any rule.
-        Event::Judged { .. } | Event::Breaker { .. } => return,
+        // How each attempt was judged, breaker transitions, and skips with their reasons (the
+        // cooldown skips among them come again as `CooldownSkip`, the reference's event):
+        // failnext's own tests pin them; the checked phases run the reference rule (no
+        // breaker), the measure any rule.
+        Event::Judged { .. } | Event::Breaker { .. } | Event::Skipped { .. } => return,
         // `Event` is non-exhaustive: a kind added later is recorded, and reported by the checks.
         _ => Entry::Unknown,
     };

@@ -1,0 +1,93 @@
+//! `HeadTiming`: the reference head over time as one check sees it (when it last moved, the
+//! observed block time, whether it stalled), the rule that carries it from one check to the
+//! next ([`HeadTiming::after`]), and the lag in time a number of blocks makes ([`lag_time`]).
+//!
+//! Data and arithmetic only, below both the [`Snapshot`](crate::Snapshot) that keeps a timing
+//! and the round that computes the next one.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// The reference head's timing as of one check, carried from the previous snapshot.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HeadTiming {
+    /// When this check ran (monotonic, tokio's clock).
+    pub(crate) checked_at: Instant,
+    /// The check at which the reference height became what it is now.
+    pub(crate) head_since: Instant,
+    /// EWMA of the time per block, once the reference advanced.
+    pub(crate) block_time: Option<Duration>,
+    /// Unchanged for more than `stall_after` block times.
+    pub(crate) stalled: bool,
+}
+
+/// The weight of a new block-time sample in the EWMA.
+const BLOCK_TIME_WEIGHT: f64 = 0.25;
+
+impl HeadTiming {
+    /// The reference head's timing at `checked_at`, when the reference height is `reference`
+    /// and `before` is the previous snapshot's reference height and timing (`None` before the
+    /// first publication): when it last changed, the block-time EWMA (sampled when it
+    /// advances: the time since it last changed over the blocks it advanced), and whether it
+    /// is stalled (unchanged for more than `stall_after` block times).
+    pub(crate) fn after(
+        before: Option<(u64, HeadTiming)>,
+        reference: u64,
+        checked_at: Instant,
+        stall_after: u32,
+    ) -> HeadTiming {
+        let (head_since, block_time) = match before {
+            None => (checked_at, None),
+            Some((old, head)) if reference == old => (head.head_since, head.block_time),
+            Some((old, head)) if reference > old => {
+                let blocks = u32::try_from(reference - old).unwrap_or(u32::MAX);
+                let sample = checked_at.saturating_duration_since(head.head_since) / blocks;
+                let block_time = match head.block_time {
+                    Some(old) => {
+                        old.mul_f64(1.0 - BLOCK_TIME_WEIGHT).saturating_add(sample.mul_f64(BLOCK_TIME_WEIGHT))
+                    }
+                    None => sample,
+                };
+                (checked_at, Some(block_time))
+            }
+            // The reference went back (a provider left, a reorg): a new head, no sample.
+            Some((_, head)) => (checked_at, head.block_time),
+        };
+        let stalled = block_time.is_some_and(|block_time| {
+            checked_at.saturating_duration_since(head_since) > block_time.saturating_mul(stall_after)
+        });
+        HeadTiming { checked_at, head_since, block_time, stalled }
+    }
+}
+
+/// `behind` blocks of `block_time` each, saturating.
+pub(crate) fn lag_time(behind: u64, block_time: Duration) -> Duration {
+    block_time.saturating_mul(u32::try_from(behind).unwrap_or(u32::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECS: fn(u64) -> Duration = Duration::from_secs;
+
+    #[test]
+    fn a_reference_that_goes_back_is_a_new_head_that_keeps_the_block_time_without_a_sample() {
+        let t0 = Instant::now();
+        let first = HeadTiming::after(None, 100, t0, 3);
+        let second = HeadTiming::after(Some((100, first)), 101, t0 + SECS(12), 3);
+        assert_eq!(second.block_time, Some(SECS(12)));
+        let back = HeadTiming::after(Some((101, second)), 99, t0 + SECS(20), 3);
+        assert_eq!((back.head_since, back.block_time), (t0 + SECS(20), Some(SECS(12))));
+        assert!(!back.stalled);
+    }
+
+    #[test]
+    fn the_lag_in_time_is_blocks_times_block_time_saturating() {
+        assert_eq!(lag_time(3, SECS(12)), SECS(36));
+        assert_eq!(lag_time(0, SECS(12)), Duration::ZERO);
+        assert_eq!(lag_time(u64::MAX, SECS(1)), SECS(u64::from(u32::MAX)));
+        assert_eq!(lag_time(u64::from(u32::MAX), Duration::MAX), Duration::MAX);
+    }
+}
