@@ -597,6 +597,7 @@ mod permission;
 mod persist;
 mod recent;
 mod replay;
+mod retry_after;
 mod select;
 mod session;
 mod shared;

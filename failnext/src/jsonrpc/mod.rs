@@ -122,6 +122,7 @@ mod body;
 mod classifier;
 mod parse;
 mod table;
+mod text;
 
 pub use classifier::JsonRpcClassifier;
 #[cfg_attr(not(feature = "alloy"), allow(unused_imports, reason = "used by the alloy transport"))]
