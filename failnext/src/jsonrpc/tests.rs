@@ -473,6 +473,17 @@ async fn a_duplicate_key_counts_with_its_last_value() {
     }
 }
 
+#[tokio::test]
+async fn a_number_beyond_f64_is_skipped_unread_in_a_result_and_breaks_a_field_judging_reads() {
+    assert_eq!(judge(r#"{"jsonrpc":"2.0","id":1,"result":[1e400]}"#).await, Judgement::answer());
+    for body in [
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":1e400,"message":"x"}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"data":{"rate":{"backoff_seconds":1e400}}}}"#,
+    ] {
+        assert_eq!(judge(body).await, broken(), "{body}");
+    }
+}
+
 // ===== batches =====
 
 const OK: &str = r#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#;
