@@ -18,7 +18,6 @@
 
 use std::time::{Duration, SystemTime};
 
-use http::header::RETRY_AFTER;
 use http::{HeaderMap, StatusCode};
 
 use crate::classify::{Class, Evidence, Judgement, Verdict};
@@ -60,37 +59,16 @@ pub(crate) fn hint(verdict: Verdict, retry_after: Option<Duration>) -> Option<Du
     hint.map(|d| d.min(MAX_HINT))
 }
 
-/// The `Retry-After` of a 429 or 503 response, as a duration from now, capped at
-/// [`MAX_HINT`]; `None` for any other status, a missing or unparsable header, or a date in the
-/// past. Costs one comparison (and reads no clock) for every other status.
+/// The `Retry-After` of a 429 or 503 response, as a duration from now (read by the one rule
+/// of [`crate::retry_after`]), capped at [`MAX_HINT`]; `None` for any other status, a missing
+/// or unparsable header, or a date not in the future. The status gate and the cap are
+/// judging's policy, kept here; the reading is not. Costs one comparison (and reads no clock)
+/// for every other status.
 pub(crate) fn retry_after(status: StatusCode, headers: &HeaderMap) -> Option<Duration> {
     if status != StatusCode::TOO_MANY_REQUESTS && status != StatusCode::SERVICE_UNAVAILABLE {
         return None;
     }
-    let value = headers.get(RETRY_AFTER)?.to_str().ok()?;
-    parse_retry_after(value, SystemTime::now()).map(|d| d.min(MAX_HINT))
-}
-
-/// A `Retry-After` value (RFC 9110 §10.2.3): delta-seconds (`120`) or an HTTP-date
-/// (`Wed, 21 Oct 2015 07:28:00 GMT`, and the two obsolete date forms), as a duration from
-/// `now`. A date not in the future is `None`, as is anything else.
-pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
-    let value = value.trim();
-    if let Some(delay) = parse_delta_seconds(value) {
-        return Some(delay);
-    }
-    let at = httpdate::parse_http_date(value).ok()?;
-    at.duration_since(now).ok().filter(|d| !d.is_zero())
-}
-
-/// `Retry-After: <delta-seconds>` (surrounding whitespace allowed), uncapped; `None` for
-/// anything else. Too many digits for a `u64` is still "a very long time": `Duration::MAX`.
-pub(crate) fn parse_delta_seconds(value: &str) -> Option<Duration> {
-    let value = value.trim();
-    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    Some(value.parse().map_or(Duration::MAX, Duration::from_secs))
+    crate::retry_after::from_headers(headers, SystemTime::now()).map(|d| d.min(MAX_HINT))
 }
 
 /// The statuses that trigger failover: 502, 503, 504 and any configured additions.
@@ -131,6 +109,8 @@ impl std::fmt::Debug for Triggers {
 
 #[cfg(test)]
 mod tests {
+    use http::header::RETRY_AFTER;
+
     use super::*;
 
     fn s(c: u16) -> StatusCode {
@@ -180,43 +160,6 @@ mod tests {
             (TRANSPORT.verdict, TRANSPORT.evidence, TRANSPORT.class),
             (FAIL_OVER, Evidence::Failure, Class::Transport)
         );
-    }
-
-    fn at(secs: u64) -> SystemTime {
-        SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
-    }
-
-    /// 2015-10-21T07:28:00Z, as seconds since the epoch.
-    const OCT_21_2015: u64 = 1_445_412_480;
-
-    #[test]
-    fn retry_after_parses_delta_seconds() {
-        let now = at(OCT_21_2015);
-        assert_eq!(parse_retry_after("120", now), Some(Duration::from_secs(120)));
-        assert_eq!(parse_retry_after(" 5 ", now), Some(Duration::from_secs(5)));
-        assert_eq!(parse_retry_after("0", now), Some(Duration::ZERO));
-        assert_eq!(parse_retry_after("99999999999999999999999", now), Some(Duration::MAX));
-        for bad in ["", "-5", "1.5", "5s", "soon", "+5"] {
-            assert_eq!(parse_retry_after(bad, now), None, "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn retry_after_parses_http_dates_in_all_three_forms() {
-        let now = at(OCT_21_2015 - 90);
-        for date in
-            ["Wed, 21 Oct 2015 07:28:00 GMT", "Wednesday, 21-Oct-15 07:28:00 GMT", "Wed Oct 21 07:28:00 2015"]
-        {
-            assert_eq!(parse_retry_after(date, now), Some(Duration::from_secs(90)), "{date}");
-        }
-    }
-
-    #[test]
-    fn retry_after_date_not_in_the_future_is_none() {
-        let date = "Wed, 21 Oct 2015 07:28:00 GMT";
-        assert_eq!(parse_retry_after(date, at(OCT_21_2015)), None);
-        assert_eq!(parse_retry_after(date, at(OCT_21_2015 + 1)), None);
-        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00", at(0)), None, "no zone: not an HTTP-date");
     }
 
     fn headers(value: &str) -> HeaderMap {

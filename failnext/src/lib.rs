@@ -601,6 +601,7 @@ pub mod quantity;
 mod random;
 mod recent;
 mod replay;
+mod retry_after;
 mod run;
 mod select;
 mod session;

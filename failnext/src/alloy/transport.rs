@@ -439,11 +439,8 @@ impl FailoverTransport {
             plan.cells.iter().for_each(|cell| cell.set(id));
         }
         let status = response.status();
-        let retry_after = response
-            .headers()
-            .get(http::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| crate::judge::parse_retry_after(v, std::time::SystemTime::now()));
+        // Any status, uncapped: what alloy's own `Http` hands its `RetryBackoffLayer`.
+        let retry_after = crate::retry_after::from_headers(response.headers(), std::time::SystemTime::now());
         let body = match response.bytes().await {
             Ok(body) => body,
             Err(err) => {

@@ -1,15 +1,15 @@
 //! [`JsonRpcClassifier`]: the JSON-RPC [`Classifier`].
 
-use std::time::Duration;
+use std::time::SystemTime;
 
 use http::HeaderMap;
-use http::header::{CONTENT_TYPE, RETRY_AFTER};
+use http::header::CONTENT_TYPE;
 use reqwest::{Response, StatusCode};
 
 use super::body::{self, Outcome};
 use super::parse::{self, Tally};
 use super::table::Kind;
-use crate::judge::{self, MAX_HINT};
+use crate::judge::MAX_HINT;
 use crate::{Class, Classified, Classifier, EndpointId, Evidence, Judgement, Verdict};
 
 /// Judges JSON-RPC answers by their body: rate limits, internal errors, missing data,
@@ -116,22 +116,16 @@ fn by_status(status: StatusCode, headers: &HeaderMap) -> Judgement {
 }
 
 /// The tally's judgement; a capacity failover without a hint from the body takes its
-/// `cool_for` from a `Retry-After` header in delta-seconds (an HTTP-date is left to the
-/// judge, which reads it on 429 and 503).
+/// `cool_for` from the response's `Retry-After` (delta-seconds or an HTTP-date, read by the
+/// crate's one rule, [`crate::retry_after`]), capped at [`MAX_HINT`] like every hint.
 fn with_retry_after(tally: Tally, headers: &HeaderMap) -> Judgement {
     let mut judgement = tally.judgement();
     if let (Class::Capacity, Verdict::FailOver { cool_for: cool_for @ None }) =
         (judgement.class, &mut judgement.verdict)
     {
-        *cool_for = retry_after_seconds(headers);
+        *cool_for = crate::retry_after::from_headers(headers, SystemTime::now()).map(|d| d.min(MAX_HINT));
     }
     judgement
-}
-
-/// `Retry-After: <delta-seconds>`, capped like every hint (the judge's parser and cap).
-fn retry_after_seconds(headers: &HeaderMap) -> Option<Duration> {
-    let value = headers.get(RETRY_AFTER)?.to_str().ok()?;
-    judge::parse_delta_seconds(value).map(|d| d.min(MAX_HINT))
 }
 
 /// `content-type` is `application/json` or a `+json` type (parameters such as `charset`

@@ -29,6 +29,10 @@
 //!   several through a `Read` over the list: never joined), and handed to the caller in a
 //!   response rebuilt from the same chunks, with the original status, version, headers,
 //!   extensions and [`url`](reqwest::Response::url).
+//! - Before it is parsed, the body is checked to be Unicode text as JSON requires: UTF-8,
+//!   chunk by chunk (a character split between chunks included, nothing copied), and, when
+//!   it holds a backslash, no `\u` escape of a lone surrogate. serde_json checks only the
+//!   strings it reads; this makes the rule the same for the strings it skips.
 //! - A body that ends early or resets mid-way fails inside the classifier, so the attempt can
 //!   fail over: [`Classified::Failed`](crate::Classified::Failed) with the read error (its URL
 //!   removed: no secret in errors) and `FailOver { cool_for: None }`, `Failure`, `Broken`.
@@ -36,7 +40,7 @@
 //! **Allocations.** Judging allocates, beside the body's own buffers: the list of chunks (a
 //! 32-byte handle per chunk: 0.4 % of a body delivered in 8 KiB chunks, at most twice that
 //! while the list grows), the error's message and a `data` string of at most 512 bytes (each
-//! lower-cased in place), the parser's scratch buffer (one byte per nesting level of a
+//! copied lower-cased), the parser's scratch buffer (one byte per nesting level of a
 //! skipped value), a copy of the URL and a few small boxes for the rebuilt body. `result` and every
 //! other field are skipped without being copied, however large or deep. So a 1 MiB answer
 //! costs its body plus a few KiB, by construction (no allocation counter checks it here:
@@ -45,8 +49,9 @@
 //! # The table
 //!
 //! Each answer (one for a single response, each element for a batch) is judged by the first
-//! rule that matches, in this order. Messages are matched case-insensitively as substrings of
-//! `error.message` and of `error.data` when that is a string of at most 512 bytes.
+//! rule that matches, in this order. Messages are matched ASCII-case-insensitively as
+//! substrings of `error.message` and of `error.data` when that is a string of at most 512
+//! bytes (anvil's "BlockOutOfRangeError" too, in either).
 //!
 //! | # | Answer | Class, verdict, evidence | Sources |
 //! |---|--------|--------------------------|---------|
@@ -60,14 +65,40 @@
 //! | 8 | a `result` (even `null`) | `Answer`: `Return`, `Success` | JSON-RPC 2.0 |
 //! | 9 | not an object, `jsonrpc` not `"2.0"`, neither `result` nor `error`, a malformed `error`; a body that is not JSON, has trailing garbage or is empty | `Broken`: `FailOver { cool_for: None }`, `Failure` | JSON-RPC 2.0 |
 //!
+//! **What an answer is.** An `error` that is present and not `null` decides (a `result`
+//! beside it is not looked at); an `error` that is `null` is no error. An `error` is
+//! **malformed** when it is not an object (an array, a string, a number, a boolean), or when
+//! its `code` is present, not `null` and not an integer that fits an `i64` (`"-32005"`,
+//! `3.0`, `3e0`, `-0`, `9223372036854775808`), or its `message` is present, not `null` and
+//! not a string. `data` may be anything (only a short string or `rate.backoff_seconds` is
+//! read). A malformed `error` makes its answer broken, not the body: in a batch it is one
+//! broken answer among the others.
+//!
+//! **A key that appears twice** in an object counts with its **last** value, as in
+//! `serde_json::Value` and JavaScript's `JSON.parse` (an earlier malformed value is replaced
+//! by a later one, and the other way round).
+//!
+//! **What "not JSON" is.** A body is judged as a whole broken (none of its answers counted)
+//! when `serde_json` rejects it as JSON text: a syntax error, a body cut off, trailing
+//! garbage, an empty body, bytes that are not UTF-8 anywhere (JSON text is UTF-8, RFC 8259
+//! §8.1, also inside a `result` that judging skips), a `\u` escape of a lone surrogate
+//! anywhere, or a number beyond the range of an `f64` in a field judging reads (`code`,
+//! `backoff_seconds`). Two limits of `serde_json::Value` do not apply to values judging skips
+//! (`result`, `id`, any other field): they are skipped at any depth (`Value` stops at 128
+//! levels) and their numbers are not converted (`1e400` inside a `result` is an answer).
+//!
 //! Also: **HTTP 429**, whatever its body, is `Capacity` (the body's hint when it gives one).
 //!
-//! **The hint** of a capacity answer is, first found: Infura's `data.rate.backoff_seconds`;
-//! a time after "try again in", "try again after", "retry after" or "retry in" in the
-//! message or data string (`250ms`, `2 s`, `1.5 seconds`, `2 minutes`; no unit = seconds);
-//! the response's `Retry-After` header in delta-seconds. It is capped at 5 minutes. Without
-//! one, `cool_for` is `None` and the open time is the breaker's (for 429 and 503 the judge
-//! also reads a `Retry-After` HTTP-date).
+//! **The hint** of a capacity answer is, first found: Infura's `data.rate.backoff_seconds`
+//! (a number not below 0); a time in the message, else in the data string; the response's
+//! `Retry-After` header, delta-seconds or an HTTP-date (RFC 9110 §10.2.3, the obsolete date
+//! forms too; a date not in the future gives none). It is capped at 5 minutes. Without one,
+//! `cool_for` is `None` and the open time is the breaker's. A time in a text follows the
+//! first of "try again in", "try again after", "retry after", "retry in" (in this order)
+//! that the text holds: a decimal number (digits and dots) right after it, spaces allowed,
+//! then a unit, `ms`/`milli..` milliseconds, `m`/`min..` minutes (not `mo..`), `h..` hours,
+//! anything else or none seconds (`250ms`, `2 s`, `1.5 seconds`, `2 minutes`); no number
+//! there, no hint from that text.
 //!
 //! **Reverts come first**, so that a contract's revert reason such as "execution reverted:
 //! rate limit exceeded" is returned, never taken for the provider's own rate limit (which
@@ -76,10 +107,14 @@
 //! # Batches
 //!
 //! A batch fails over **as a whole** when any of its answers is capacity, stale or broken
-//! (capacity wins, with the longest hint of its answers; then broken; then stale); its
+//! (capacity wins, with the longest hint of its capacity answers, else the `Retry-After`;
+//! then broken; then stale); its
 //! evidence is `Failure` when any answer is capacity or broken. Otherwise it is returned:
 //! `Definitive` when any answer is definitive, else `Answer`; its evidence is `Success` when
 //! any answer is a `result`, else `Neutral`. An empty batch `[]` is returned (`Neutral`).
+//! A batch whose body is not JSON (cut off, bytes that are not UTF-8, ...) is broken as a
+//! whole: the answers before the fault are not counted, so no hint is taken from them
+//! (under HTTP 429 it stays capacity, with the `Retry-After`).
 //!
 //! # Choices where the issue was silent
 //!
@@ -122,6 +157,7 @@ mod body;
 mod classifier;
 mod parse;
 mod table;
+mod text;
 
 pub use classifier::JsonRpcClassifier;
 #[cfg_attr(not(feature = "alloy"), allow(unused_imports, reason = "used by the alloy transport"))]

@@ -17,6 +17,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::table::{self, ErrorFacts, Kind, Missed, Missing};
+use super::text;
 use crate::{Class, Evidence, Judgement, Verdict};
 
 /// A `data` string longer than this is not matched against the table (it is revert data or a
@@ -94,6 +95,9 @@ impl Tally {
 /// Parses a whole body (its chunks in order) and tallies its answers. Malformed JSON,
 /// trailing garbage, or a value that is neither an object nor an array tallies as broken.
 pub(crate) fn tally(chunks: &[Bytes]) -> Tally {
+    if !text::is_unicode(chunks) {
+        return Tally::broken();
+    }
     let parsed = match chunks {
         [] => return Tally::broken(),
         [one] => parse(&mut serde_json::Deserializer::from_slice(one)),
@@ -143,6 +147,47 @@ impl Read for ChunkReader<'_> {
     }
 }
 
+// ===== skipping what judging does not read =====
+
+/// The visit methods for the JSON values a visitor does not read: each returns `$value`
+/// (`null`, booleans and numbers as they come; `$str` adds strings; `$nested` adds arrays and
+/// objects, skipped to their end unread).
+macro_rules! otherwise {
+    ($value:expr) => {
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+    };
+    ($value:expr, str) => {
+        otherwise!($value);
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+    };
+    ($value:expr, nested) => {
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok($value)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok($value)
+        }
+    };
+}
+
 // ===== the body: a single answer or a batch =====
 
 struct BodyVisitor;
@@ -156,47 +201,24 @@ impl<'de> Visitor<'de> for BodyVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Tally, A::Error> {
         let mut tally = Tally::default();
-        tally.add(Answer::deserialize(de::value::MapAccessDeserializer::new(map))?.kind());
+        tally.add(answer(map)?.kind());
         Ok(tally)
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Tally, A::Error> {
         let mut tally = Tally::default();
         while let Some(item) = seq.next_element::<BatchItem>()? {
-            tally.add(match item {
-                BatchItem::Object(answer) => answer.kind(),
-                BatchItem::NotObject => Kind::Broken,
-            });
+            tally.add(item.0);
         }
         Ok(tally)
     }
 
     // Any other JSON value (a string, number, bool or null) is not JSON-RPC.
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Tally, E> {
-        Ok(Tally::broken())
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Tally, E> {
-        Ok(Tally::broken())
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Tally, E> {
-        Ok(Tally::broken())
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Tally, E> {
-        Ok(Tally::broken())
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Tally, E> {
-        Ok(Tally::broken())
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Tally, E> {
-        Ok(Tally::broken())
-    }
+    otherwise!(Tally::broken(), str);
 }
 
-/// One element of a batch: an answer object, or anything else (broken).
-enum BatchItem {
-    Object(Answer),
-    NotObject,
-}
+/// One element of a batch, judged: an answer object's kind, or broken for anything else.
+struct BatchItem(Kind);
 
 impl<'de> Deserialize<'de> for BatchItem {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -207,30 +229,13 @@ impl<'de> Deserialize<'de> for BatchItem {
                 f.write_str("a JSON-RPC answer")
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<BatchItem, A::Error> {
-                Answer::deserialize(de::value::MapAccessDeserializer::new(map)).map(BatchItem::Object)
+                Ok(BatchItem(answer(map)?.kind()))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<BatchItem, A::Error> {
                 while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(BatchItem::NotObject)
+                Ok(BatchItem(Kind::Broken))
             }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<BatchItem, E> {
-                Ok(BatchItem::NotObject)
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<BatchItem, E> {
-                Ok(BatchItem::NotObject)
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<BatchItem, E> {
-                Ok(BatchItem::NotObject)
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<BatchItem, E> {
-                Ok(BatchItem::NotObject)
-            }
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<BatchItem, E> {
-                Ok(BatchItem::NotObject)
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<BatchItem, E> {
-                Ok(BatchItem::NotObject)
-            }
+            otherwise!(BatchItem(Kind::Broken), str);
         }
         d.deserialize_any(ItemVisitor)
     }
@@ -238,18 +243,47 @@ impl<'de> Deserialize<'de> for BatchItem {
 
 // ===== one answer =====
 
+/// A field's value as judging sees it. A key that appears more than once counts with its
+/// last value (as in `serde_json::Value`): each later value replaces the earlier one.
+#[derive(Default)]
+enum Field<T> {
+    /// Absent, or `null`.
+    #[default]
+    Absent,
+    /// A value of the type judging reads there.
+    Value(T),
+    /// A value of any other type: the answer is malformed.
+    Malformed,
+}
+
 /// The fields of one answer object that judging needs.
-#[derive(Deserialize)]
+#[derive(Default)]
 struct Answer {
     /// `true` when `jsonrpc` is exactly `"2.0"`.
-    #[serde(default, deserialize_with = "version_2")]
     jsonrpc: bool,
     /// `true` when `result` is present (even `null`: a valid result, never flagged).
-    #[serde(default, deserialize_with = "present")]
     result: bool,
-    /// `error`, when present and not `null`.
-    #[serde(default)]
-    error: Option<ErrorObject>,
+    /// `error`: absent or `null`, an object, or anything else (malformed).
+    error: Field<ErrorObject>,
+}
+
+/// Reads one answer object from its entries; only syntax errors fail.
+fn answer<'de, A: MapAccess<'de>>(mut map: A) -> Result<Answer, A::Error> {
+    let mut answer = Answer::default();
+    while let Some(key) = map.next_key::<Key>()? {
+        match key.0 {
+            Some("jsonrpc") => answer.jsonrpc = map.next_value::<Version>()?.0,
+            Some("result") => {
+                map.next_value::<IgnoredAny>()?;
+                answer.result = true;
+            }
+            Some("error") => answer.error = map.next_value::<ErrorField>()?.0,
+            _ => {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+    }
+    Ok(answer)
 }
 
 impl Answer {
@@ -258,50 +292,188 @@ impl Answer {
             return Kind::Broken;
         }
         match self.error {
-            Some(error) => error.kind(),
-            None if self.result => Kind::Answer,
-            None => Kind::Broken,
+            Field::Value(error) => error.kind(),
+            Field::Malformed => Kind::Broken,
+            Field::Absent if self.result => Kind::Answer,
+            Field::Absent => Kind::Broken,
         }
     }
 }
 
-fn version_2<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
-    struct V;
-    impl Visitor<'_> for V {
-        type Value = bool;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a version string")
+/// `jsonrpc`: `true` when it is the string `"2.0"`; any other value is `false`.
+struct Version(bool);
+
+impl<'de> Deserialize<'de> for Version {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Version;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a version string")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Version, E> {
+                Ok(Version(v == "2.0"))
+            }
+            otherwise!(Version(false));
+            otherwise!(Version(false), nested);
         }
-        fn visit_str<E: de::Error>(self, v: &str) -> Result<bool, E> {
-            Ok(v == "2.0")
-        }
+        d.deserialize_any(V)
     }
-    d.deserialize_str(V)
 }
 
-fn present<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
-    IgnoredAny::deserialize(d).map(|_| true)
+/// `error`: `null` is no error, an object is read, anything else is malformed.
+struct ErrorField(Field<ErrorObject>);
+
+impl<'de> Deserialize<'de> for ErrorField {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ErrorField;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an error object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ErrorField, A::Error> {
+                error_object(map).map(|error| ErrorField(Field::Value(error)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ErrorField, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(ErrorField(Field::Malformed))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<ErrorField, E> {
+                Ok(ErrorField(Field::Absent))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<ErrorField, E> {
+                Ok(ErrorField(Field::Malformed))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<ErrorField, E> {
+                Ok(ErrorField(Field::Malformed))
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<ErrorField, E> {
+                Ok(ErrorField(Field::Malformed))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<ErrorField, E> {
+                Ok(ErrorField(Field::Malformed))
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<ErrorField, E> {
+                Ok(ErrorField(Field::Malformed))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
-#[derive(Deserialize)]
+/// What judging reads of an error object.
+#[derive(Default)]
 struct ErrorObject {
-    #[serde(default)]
-    code: Option<i64>,
-    #[serde(default)]
-    message: Option<String>,
-    #[serde(default)]
-    data: Option<Data>,
+    /// `code`: an integer in the range of an `i64`.
+    code: Field<i64>,
+    /// `message`: a string, lower-cased.
+    message: Field<String>,
+    data: Data,
+}
+
+/// Reads one error object from its entries; only syntax errors fail.
+fn error_object<'de, A: MapAccess<'de>>(mut map: A) -> Result<ErrorObject, A::Error> {
+    let mut error = ErrorObject::default();
+    while let Some(key) = map.next_key::<Key>()? {
+        match key.0 {
+            Some("code") => error.code = map.next_value::<Code>()?.0,
+            Some("message") => error.message = map.next_value::<Message>()?.0,
+            Some("data") => error.data = map.next_value::<Data>()?,
+            _ => {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+    }
+    Ok(error)
 }
 
 impl ErrorObject {
     fn kind(self) -> Kind {
-        let mut message = self.message.unwrap_or_default();
-        message.make_ascii_lowercase();
-        let (text, backoff_seconds) = match self.data {
-            Some(Data { text, backoff_seconds }) => (text, backoff_seconds),
-            None => (String::new(), None),
+        let code = match self.code {
+            Field::Absent => None,
+            Field::Value(code) => Some(code),
+            Field::Malformed => return Kind::Broken,
         };
-        table::classify(&ErrorFacts { code: self.code, message: &message, data: &text, backoff_seconds })
+        let message = match self.message {
+            Field::Absent => String::new(),
+            Field::Value(message) => message,
+            Field::Malformed => return Kind::Broken,
+        };
+        let Data { text, backoff_seconds } = self.data;
+        table::classify(&ErrorFacts { code, message: &message, data: &text, backoff_seconds })
+    }
+}
+
+/// `error.code`: an integer that fits an `i64`; `null` is no code; anything else (a
+/// fraction, `1.0`, a larger integer, a string) is malformed.
+struct Code(Field<i64>);
+
+impl<'de> Deserialize<'de> for Code {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Code;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an error code")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Code, E> {
+                Ok(Code(Field::Value(v)))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Code, E> {
+                Ok(Code(i64::try_from(v).map_or(Field::Malformed, Field::Value)))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Code, E> {
+                Ok(Code(Field::Absent))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Code, E> {
+                Ok(Code(Field::Malformed))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Code, E> {
+                Ok(Code(Field::Malformed))
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Code, E> {
+                Ok(Code(Field::Malformed))
+            }
+            otherwise!(Code(Field::Malformed), nested);
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// `error.message`: a string (kept lower-cased); `null` is no message; anything else is
+/// malformed.
+struct Message(Field<String>);
+
+impl<'de> Deserialize<'de> for Message {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Message;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an error message")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Message, E> {
+                Ok(Message(Field::Value(v.to_ascii_lowercase())))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Message, E> {
+                Ok(Message(Field::Absent))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Message, E> {
+                Ok(Message(Field::Malformed))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Message, E> {
+                Ok(Message(Field::Malformed))
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Message, E> {
+                Ok(Message(Field::Malformed))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Message, E> {
+                Ok(Message(Field::Malformed))
+            }
+            otherwise!(Message(Field::Malformed), nested);
+        }
+        d.deserialize_any(V)
     }
 }
 
@@ -357,21 +529,7 @@ impl<'de> Visitor<'de> for DataVisitor {
         while seq.next_element::<IgnoredAny>()?.is_some() {}
         Ok(Data::default())
     }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Data, E> {
-        Ok(Data::default())
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Data, E> {
-        Ok(Data::default())
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Data, E> {
-        Ok(Data::default())
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Data, E> {
-        Ok(Data::default())
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Data, E> {
-        Ok(Data::default())
-    }
+    otherwise!(Data::default());
 }
 
 /// Deserialises `data.rate` with [`DataVisitor`] at the rate level.
@@ -383,6 +541,9 @@ impl<'de> de::DeserializeSeed<'de> for DataSeed {
         d.deserialize_any(DataVisitor { rate_level: true })
     }
 }
+
+/// Every key judging looks for, at any level (a key read at the wrong level is skipped).
+const KEYS: &[&str] = &["jsonrpc", "result", "error", "code", "message", "data", "rate", "backoff_seconds"];
 
 /// A map key, kept only when it is one judging looks for (no allocation for the others).
 struct Key(Option<&'static str>);
@@ -396,7 +557,7 @@ impl<'de> Deserialize<'de> for Key {
                 f.write_str("a key")
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
-                Ok(Key(["rate", "backoff_seconds"].into_iter().find(|k| *k == v)))
+                Ok(Key(KEYS.iter().copied().find(|k| *k == v)))
             }
         }
         d.deserialize_str(K)
@@ -432,14 +593,7 @@ impl<'de> Deserialize<'de> for Number {
             fn visit_unit<E: de::Error>(self) -> Result<Number, E> {
                 Ok(Number(None))
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Number, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(Number(None))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Number, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Number(None))
-            }
+            otherwise!(Number(None), nested);
         }
         d.deserialize_any(N)
     }

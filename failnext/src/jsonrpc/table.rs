@@ -178,7 +178,7 @@ pub(crate) fn classify(error: &ErrorFacts<'_>) -> Kind {
     {
         return Kind::Capacity(hint(error));
     }
-    if let Some(missing) = out_of_range(error.message) {
+    if let Some(missing) = out_of_range(error.message).or_else(|| out_of_range(error.data)) {
         return Kind::Stale(missing);
     }
     if code == Some(-32001) || said(BLOCK_MISSING) {
@@ -213,7 +213,8 @@ pub(crate) fn missing(code: i64, message: &str) -> Option<Missing> {
     }
 }
 
-/// anvil's `-32602` "BlockOutOfRangeError: block height is H but requested was R": a block
+/// anvil's `-32602` "BlockOutOfRangeError: block height is H but requested was R" (in the
+/// message or a `data` string, the message first, like every message rule): a block
 /// above its head (`R > H`: it does not know it yet), or state it pruned (`R < H`, anvil with
 /// `--prune-history`). Checked before the `-32602` rule, which would make it definitive.
 fn out_of_range(message: &str) -> Option<Missing> {

@@ -240,16 +240,33 @@ async fn http_429_is_capacity_whatever_the_body() {
 }
 
 #[tokio::test]
-async fn http_429_retry_after_seconds_is_the_hint_and_an_http_date_is_left_to_the_judge() {
+async fn http_429_retry_after_in_seconds_or_as_an_http_date_is_the_hint_capped() {
     let mut seconds = response(429, Some("text/plain"), &[b"x"], None);
     seconds.headers_mut().insert("retry-after", "3".parse().unwrap());
     assert_eq!(expect_response(classify(seconds).await, "x").await, capacity(Some(Duration::from_secs(3))));
     let mut date = response(429, Some("text/plain"), &[b"x"], None);
     date.headers_mut().insert("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap());
-    assert_eq!(expect_response(classify(date).await, "x").await, capacity(None));
+    assert_eq!(expect_response(classify(date).await, "x").await, capacity(None), "a date in the past");
     let mut long = response(429, Some("text/plain"), &[b"x"], None);
     long.headers_mut().insert("retry-after", "3600".parse().unwrap());
     assert_eq!(expect_response(classify(long).await, "x").await, capacity(Some(Duration::from_secs(300))));
+    let mut far = response(429, Some("text/plain"), &[b"x"], None);
+    far.headers_mut().insert("retry-after", "Thu, 01 Jan 2099 00:00:00 GMT".parse().unwrap());
+    assert_eq!(expect_response(classify(far).await, "x").await, capacity(Some(Duration::from_secs(300))));
+}
+
+#[tokio::test]
+async fn a_capacity_error_takes_an_http_date_retry_after_as_its_hint() {
+    let body = error(-32005, "limit exceeded");
+    let mut response = json(200, &[body.as_bytes()]);
+    let in_two_minutes = std::time::SystemTime::now() + Duration::from_secs(120);
+    response.headers_mut().insert("retry-after", httpdate::fmt_http_date(in_two_minutes).parse().unwrap());
+    let judgement = expect_response(classify(response).await, &body).await;
+    let Verdict::FailOver { cool_for: Some(cool_for) } = judgement.verdict else {
+        panic!("capacity with a hint: {judgement:?}")
+    };
+    assert!((Duration::from_secs(110)..=Duration::from_secs(120)).contains(&cool_for), "{cool_for:?}");
+    assert_eq!((judgement.class, judgement.evidence), (Class::Capacity, Evidence::Failure));
 }
 
 #[tokio::test]
@@ -334,6 +351,139 @@ async fn an_answer_that_is_not_json_rpc_2_is_broken() {
     }
 }
 
+/// Judges `body` (status 200) in one chunk and split at every byte; all must agree and hand
+/// back the same bytes.
+async fn judge_bytes(body: &[u8]) -> Judgement {
+    let whole = judge_chunks(200, &[body]).await;
+    for at in 1..body.len() {
+        let (a, b) = body.split_at(at);
+        assert_eq!(judge_chunks(200, &[a, b]).await, whole, "split at {at}: {body:?}");
+    }
+    whole
+}
+
+async fn judge_chunks(status: u16, chunks: &[&[u8]]) -> Judgement {
+    match classify(json(status, chunks)).await {
+        Classified::Response(response, judgement) => {
+            assert_eq!(response.bytes().await.unwrap(), chunks.concat());
+            judgement
+        }
+        Classified::Failed(error, judgement) => panic!("failed: {error} {judgement:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_byte_that_is_not_utf8_in_a_skipped_string_is_broken() {
+    for body in [
+        &b"{\"jsonrpc\":\"2.0\",\"result\":\"\xff\"}"[..],
+        b"{\"jsonrpc\":\"2.0\",\"id\":\"\xc3\",\"result\":1}",
+        b"{\"jsonrpc\":\"2.0\",\"result\":{\"\xe2\x82\":1}}",
+        b"{\"jsonrpc\":\"2.0\",\"x\":[\"\xed\xa0\x80\"],\"result\":1}",
+    ] {
+        assert_eq!(judge_bytes(body).await, broken(), "{body:?}");
+    }
+    let fine = "{\"jsonrpc\":\"2.0\",\"result\":\"é € 𝄞\"}";
+    assert_eq!(judge_bytes(fine.as_bytes()).await, Judgement::answer());
+}
+
+#[tokio::test]
+async fn a_lone_surrogate_escape_anywhere_is_broken_and_a_pair_is_not() {
+    for body in [
+        r#"{"jsonrpc":"2.0","result":"\ud800"}"#,
+        r#"{"jsonrpc":"2.0","result":"\udc00x"}"#,
+        r#"{"jsonrpc":"2.0","id":"\ud834\u0041","result":1}"#,
+        r#"{"jsonrpc":"2.0","error":{"code":3,"message":"\ud800"}}"#,
+    ] {
+        assert_eq!(judge(body).await, broken(), "{body}");
+    }
+    assert_eq!(judge(r#"{"jsonrpc":"2.0","result":"\ud834\udd1e \\ud800"}"#).await, Judgement::answer());
+}
+
+#[tokio::test]
+async fn an_error_that_is_an_array_is_broken() {
+    for error in ["[]", "[3]", "[-32005]", r#"[-32005,"rate limited"]"#] {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":1,"error":{error}}}"#);
+        assert_eq!(judge(&body).await, broken(), "{body}");
+    }
+}
+
+#[tokio::test]
+async fn an_error_that_is_a_string_number_or_boolean_is_broken_and_null_is_no_error() {
+    for error in [r#""x""#, "-32005", "true", "1.5"] {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":1,"error":{error}}}"#);
+        assert_eq!(judge(&body).await, broken(), "{body}");
+    }
+    assert_eq!(judge(r#"{"jsonrpc":"2.0","id":1,"error":null}"#).await, broken(), "neither result nor error");
+}
+
+#[tokio::test]
+async fn a_code_that_is_not_an_i64_integer_or_a_message_that_is_not_a_string_is_broken() {
+    for error in [
+        r#"{"code":"-32005","message":"x"}"#,
+        r#"{"code":-32005.0,"message":"x"}"#,
+        r#"{"code":3e0,"message":"x"}"#,
+        r#"{"code":9223372036854775808,"message":"x"}"#,
+        r#"{"code":[3],"message":"x"}"#,
+        r#"{"code":-32005,"message":5}"#,
+        r#"{"code":-32005,"message":["rate limit"]}"#,
+        r#"{"code":-32005,"message":{}}"#,
+    ] {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":1,"error":{error}}}"#);
+        assert_eq!(judge(&body).await, broken(), "{body}");
+    }
+    let null_code = r#"{"jsonrpc":"2.0","id":1,"error":{"code":null,"message":null}}"#;
+    assert_eq!(judge(null_code).await, unrecognised(), "null is absent");
+    let big = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-9223372036854775808,"message":"x"}}"#;
+    assert_eq!(judge(big).await, unrecognised());
+}
+
+#[tokio::test]
+async fn anvils_block_out_of_range_in_data_is_stale_before_the_invalid_params_rule() {
+    let future = r#"{"jsonrpc":"2.0","error":{"code":-32602,"message":"","data":"BlockOutOfRangeError: block height is 0 but requested was 1"}}"#;
+    assert_eq!(judge(future).await, stale());
+    let pruned = r#"{"jsonrpc":"2.0","error":{"code":-32602,"message":"","data":"BlockOutOfRangeError: block height is 16 but requested was 2"}}"#;
+    assert_eq!(judge(pruned).await, stale());
+    let long = format!(
+        r#"{{"jsonrpc":"2.0","error":{{"code":-32602,"message":"","data":"BlockOutOfRangeError: block height is 0 but requested was 1{}"}}}}"#,
+        " ".repeat(512)
+    );
+    assert_eq!(judge(&long).await, definitive(), "a data string over 512 bytes is not read");
+}
+
+#[tokio::test]
+async fn a_duplicate_key_counts_with_its_last_value() {
+    for (body, expected) in [
+        (r#"{"jsonrpc":"1.0","jsonrpc":"2.0","result":1}"#, Judgement::answer()),
+        (r#"{"jsonrpc":"2.0","jsonrpc":"1.0","result":1}"#, broken()),
+        (r#"{"jsonrpc":"2.0","result":1,"result":[2]}"#, Judgement::answer()),
+        (r#"{"jsonrpc":"2.0","error":[],"error":{"code":-32005,"message":"x"}}"#, capacity(None)),
+        (r#"{"jsonrpc":"2.0","error":{"code":-32005,"message":"x"},"error":[]}"#, broken()),
+        (
+            r#"{"jsonrpc":"2.0","error":{"code":-32005,"message":"x"},"error":null,"result":1}"#,
+            Judgement::answer(),
+        ),
+        (r#"{"jsonrpc":"2.0","error":{"code":"x","code":-32603,"message":1,"message":"m"}}"#, broken()),
+        (r#"{"jsonrpc":"2.0","error":{"code":-32603,"code":3,"message":"m"}}"#, definitive()),
+        (
+            r#"{"jsonrpc":"2.0","error":{"code":-32005,"data":{"rate":{"backoff_seconds":9}},"data":{"rate":{"backoff_seconds":2}}}}"#,
+            capacity(Some(Duration::from_secs(2))),
+        ),
+    ] {
+        assert_eq!(judge(body).await, expected, "{body}");
+    }
+}
+
+#[tokio::test]
+async fn a_number_beyond_f64_is_skipped_unread_in_a_result_and_breaks_a_field_judging_reads() {
+    assert_eq!(judge(r#"{"jsonrpc":"2.0","id":1,"result":[1e400]}"#).await, Judgement::answer());
+    for body in [
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":1e400,"message":"x"}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"data":{"rate":{"backoff_seconds":1e400}}}}"#,
+    ] {
+        assert_eq!(judge(body).await, broken(), "{body}");
+    }
+}
+
 // ===== batches =====
 
 const OK: &str = r#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#;
@@ -361,6 +511,26 @@ async fn a_batch_with_a_broken_or_stale_item_fails_over() {
     assert_eq!(judge(&batch(&[OK, &error(-32603, "boom")])).await, broken());
     assert_eq!(judge(&batch(&[OK, &error(-32000, "header not found")])).await, stale());
     assert_eq!(judge(&batch(&[&error(-32000, "header not found"), &error(-32603, "x")])).await, broken());
+}
+
+#[tokio::test]
+async fn a_batch_with_a_capacity_answer_and_a_malformed_one_is_capacity_with_the_hint() {
+    let limited = r#"{"jsonrpc":"2.0","error":{"code":-32005,"message":"try again in 30s"}}"#;
+    let body = batch(&[limited, r#"{"jsonrpc":"2.0","error":"x"}"#]);
+    assert_eq!(judge(&body).await, capacity(Some(Duration::from_secs(30))));
+    assert_eq!(judge_status(429, &body).await, capacity(Some(Duration::from_secs(30))));
+    let body =
+        batch(&[r#"{"jsonrpc":"2.0","error":[-32005]}"#, OK, r#"{"jsonrpc":"2.0","error":{"code":"1"}}"#]);
+    assert_eq!(judge(&body).await, broken(), "a malformed answer is broken, not the batch");
+}
+
+#[tokio::test]
+async fn a_batch_that_is_not_json_is_broken_as_a_whole_even_after_a_capacity_answer() {
+    let limited = r#"{"jsonrpc":"2.0","error":{"code":-32005,"message":"try again in 30s"}}"#;
+    for body in [format!("[{limited},"), format!("[{limited},{{\"jsonrpc\":\"2.0\",\"result\":\"\u{1}\"}}]")]
+    {
+        assert_eq!(judge(&body).await, broken(), "{body}");
+    }
 }
 
 #[tokio::test]
