@@ -19,6 +19,7 @@ use crate::endpoint::EndpointId;
 use crate::error::ClassifierPanicked;
 use crate::event::{AttemptOutcome, Event};
 use crate::judge;
+use crate::scope::{Scope, Unfit};
 use crate::shared::Shared;
 
 /// What one attempt produced, as judged.
@@ -53,8 +54,8 @@ impl Attempted {
 
 /// One attempt: to endpoint `i`, the request's attempt `number`, holding the trial permit of
 /// epoch `trial` when it is its breaker's trial, sent at `started`.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Turn {
+#[derive(Clone, Copy)]
+pub(crate) struct Turn<'a> {
     pub(crate) i: usize,
     pub(crate) number: u32,
     pub(crate) trial: Option<u64>,
@@ -64,14 +65,20 @@ pub(crate) struct Turn {
     pub(crate) limit: Option<Duration>,
     /// The deadline, not the attempt timeout, bounds it.
     pub(crate) by_deadline: bool,
+    /// The request's scope, which reviews each judgement.
+    pub(crate) scope: Option<&'a dyn Scope>,
 }
+
+/// A judged attempt: what it produced, how it was judged, and why the request's scope
+/// overruled it, if it did.
+pub(crate) type Judged = (Attempted, Class, Option<Unfit>);
 
 /// What sending an attempt produced: settled already, or a response the classifier is now
 /// judging (its future, `None` when the call itself panicked, and the response's
 /// `Retry-After`). `run` awaits the classifier, so that no future holds a response across an
 /// await.
 pub(crate) enum Sent<'a> {
-    Settled(Attempted, Class),
+    Settled(Attempted, Class, Option<Unfit>),
     Judging(Option<Judging<'a>>, Option<Duration>),
 }
 
@@ -96,27 +103,16 @@ impl Sender for Next<'_> {
     }
 }
 
-/// A plain `reqwest::Client` as the sender: no middleware chain.
-#[derive(Clone, Copy, Debug)]
-#[cfg_attr(not(feature = "alloy"), allow(dead_code, reason = "used by the alloy transport"))]
-pub(crate) struct Direct<'c>(pub(crate) &'c reqwest::Client);
-
-impl Sender for Direct<'_> {
-    async fn send(&self, req: Request, _ext: &mut Extensions) -> reqwest_middleware::Result<Response> {
-        self.0.execute(req).await.map_err(reqwest_middleware::Error::Reqwest)
-    }
-}
-
 /// One attempt, sent and judged: [`dispatch`], then [`judged`] (for a future of its own,
 /// such as a hedge's race).
 pub(crate) async fn judged_attempt<S: Sender>(
     shared: &Shared,
-    turn: Turn,
+    turn: Turn<'_>,
     req: Request,
     host: HostRule,
     ext: &mut Extensions,
     sender: &S,
-) -> (Attempted, Class) {
+) -> Judged {
     let sending = std::pin::pin!(dispatch(shared, turn, req, host, ext, sender));
     judged(shared, turn, sending).await
 }
@@ -126,7 +122,7 @@ pub(crate) async fn judged_attempt<S: Sender>(
 /// [`judged`] borrows it): nothing on the way copies the request again.
 pub(crate) fn dispatch<'s, S: Sender>(
     shared: &Shared,
-    turn: Turn,
+    turn: Turn<'_>,
     mut req: Request,
     host: HostRule,
     ext: &'s mut Extensions,
@@ -142,12 +138,12 @@ pub(crate) fn dispatch<'s, S: Sender>(
 ///
 /// With no classifier configured nothing here is boxed or allocated: the classifier's future
 /// (boxed by `async_trait`) exists only for a response that reaches a configured classifier.
-pub(crate) async fn judged<F>(shared: &Shared, turn: Turn, sending: Pin<&mut F>) -> (Attempted, Class)
+pub(crate) async fn judged<F>(shared: &Shared, turn: Turn<'_>, sending: Pin<&mut F>) -> Judged
 where
     F: Future<Output = reqwest_middleware::Result<Response>>,
 {
     let (judging, retry_after) = match on_sent(shared, turn, sending.await) {
-        Sent::Settled(attempted, class) => return (attempted, class),
+        Sent::Settled(attempted, class, overruled) => return (attempted, class, overruled),
         Sent::Judging(judging, retry_after) => (judging, retry_after),
     };
     classified_attempt(shared, turn, classify(judging).await, retry_after)
@@ -155,7 +151,7 @@ where
 
 /// What attempt `turn`'s result is, as far as its status (or error) says; a response left to
 /// the classifier comes back as [`Sent::Judging`].
-fn on_sent(shared: &Shared, turn: Turn, sent: reqwest_middleware::Result<Response>) -> Sent<'_> {
+fn on_sent<'a>(shared: &'a Shared, turn: Turn<'_>, sent: reqwest_middleware::Result<Response>) -> Sent<'a> {
     let Turn { i, number, .. } = turn;
     let slot = &shared.slots[i];
     let started = turn.started;
@@ -173,9 +169,10 @@ fn on_sent(shared: &Shared, turn: Turn, sent: reqwest_middleware::Result<Respons
                     return Sent::Judging(start_classifying(&**classifier, slot.id(), resp), retry_after);
                 }
             };
+            let (judgement, overruled) = review(shared, &turn, Some(&resp), judgement);
             // Without a classifier the response stays where it is until it is handed on.
-            conclude(shared, turn, judgement, retry_after);
-            Sent::Settled(Attempted::response(resp, judgement.verdict), judgement.class)
+            conclude(shared, turn, judgement, retry_after, overruled.as_ref());
+            Sent::Settled(Attempted::response(resp, judgement.verdict), judgement.class, overruled)
         }
         Err(err) => {
             let err = err.without_url();
@@ -187,8 +184,9 @@ fn on_sent(shared: &Shared, turn: Turn, sent: reqwest_middleware::Result<Respons
             } else {
                 judge::TRANSPORT
             };
-            conclude(shared, turn, judged, None);
-            Sent::Settled(Attempted::Failed(err), judged.class)
+            let _ = review(shared, &turn, None, judged);
+            conclude(shared, turn, judged, None, None);
+            Sent::Settled(Attempted::Failed(err), judged.class, None)
         }
     }
 }
@@ -196,14 +194,15 @@ fn on_sent(shared: &Shared, turn: Turn, sent: reqwest_middleware::Result<Respons
 /// What the classifier's answer on attempt `number` to endpoint `i` makes of the attempt.
 fn classified_attempt(
     shared: &Shared,
-    turn: Turn,
+    turn: Turn<'_>,
     classified: Classified,
     retry_after: Option<Duration>,
-) -> (Attempted, Class) {
+) -> Judged {
     match classified {
         Classified::Response(resp, judgement) => {
-            conclude(shared, turn, judgement, retry_after);
-            (Attempted::response(resp, judgement.verdict), judgement.class)
+            let (judgement, overruled) = review(shared, &turn, Some(&resp), judgement);
+            conclude(shared, turn, judgement, retry_after, overruled.as_ref());
+            (Attempted::response(resp, judgement.verdict), judgement.class, overruled)
         }
         Classified::Failed(err, judgement) => {
             // No response is left to return: the attempt fails over, whatever the verdict.
@@ -211,8 +210,10 @@ fn classified_attempt(
                 Verdict::FailOver { cool_for } => Verdict::FailOver { cool_for },
                 Verdict::Return => Verdict::FailOver { cool_for: None },
             };
-            conclude(shared, turn, Judgement { verdict, ..judgement }, retry_after);
-            (Attempted::Failed(err.without_url()), judgement.class)
+            let judgement = Judgement { verdict, ..judgement };
+            let _ = review(shared, &turn, None, judgement);
+            conclude(shared, turn, judgement, retry_after, None);
+            (Attempted::Failed(err.without_url()), judgement.class, None)
         }
     }
 }
@@ -232,7 +233,13 @@ fn emit_attempt(
 
 /// After the judgement: emits its `Judged` event, then tells endpoint `i`'s health the
 /// evidence, with the hint (the verdict's `cool_for`, else the `Retry-After` read).
-fn conclude(shared: &Shared, turn: Turn, judgement: Judgement, retry_after: Option<Duration>) {
+fn conclude(
+    shared: &Shared,
+    turn: Turn<'_>,
+    judgement: Judgement,
+    retry_after: Option<Duration>,
+    overruled: Option<&Unfit>,
+) {
     let Turn { i, number, trial, started, .. } = turn;
     let slot = &shared.slots[i];
     let keeps = shared.ordering.is_some() || slot.recent.is_some();
@@ -246,10 +253,35 @@ fn conclude(shared: &Shared, turn: Turn, judgement: Judgement, retry_after: Opti
         }
     }
     let endpoint = slot.id();
-    let Judgement { verdict, evidence, class } = judgement;
-    shared.emit(|| Event::Judged { endpoint, attempt: number, class, verdict, evidence });
+    let Judgement { verdict, evidence, class, .. } = judgement;
+    shared.emit(|| Event::Judged { endpoint, attempt: number, class, verdict, evidence, overruled });
     if let Some(state) = slot.health.record(evidence, judge::hint(verdict, retry_after), trial) {
         shared.emit(|| Event::Breaker { endpoint, state });
+    }
+}
+
+/// The request's scope reviews attempt `turn`'s judgement (and learns from it): an answer to
+/// return that is no answer for this request is overruled, `FailOver` and `Neutral`, as
+/// [`Class::Stale`], with why. A judgement that fails over already stands (a 503 stays a
+/// failure of its endpoint); so does every judgement without a scope.
+fn review(
+    shared: &Shared,
+    turn: &Turn<'_>,
+    response: Option<&Response>,
+    judgement: Judgement,
+) -> (Judgement, Option<Unfit>) {
+    let Some(scope) = turn.scope else { return (judgement, None) };
+    match (scope.review(shared.slots[turn.i].id(), response, &judgement), judgement.verdict) {
+        (Some(why), Verdict::Return) => {
+            let overruled = Judgement {
+                verdict: Verdict::FailOver { cool_for: None },
+                evidence: Evidence::Neutral,
+                class: Class::Stale,
+                ..judgement
+            };
+            (overruled, Some(why))
+        }
+        _ => (judgement, None),
     }
 }
 

@@ -39,7 +39,7 @@ pub struct FailoverBuilder {
     eligible: Option<Arc<dyn Eligibility>>,
     policy: Option<PolicyFn>,
     additional: Vec<StatusCode>,
-    classifier: Option<Box<dyn Classifier>>,
+    pub(crate) classifier: Option<Box<dyn Classifier>>,
     cooldown: Cooldown,
     attempt_timeout: Option<Duration>,
     deadline: Option<Duration>,
@@ -120,12 +120,6 @@ impl FailoverBuilder {
     pub fn additional_trigger_status_codes(mut self, codes: impl IntoIterator<Item = StatusCode>) -> Self {
         self.additional.extend(codes);
         self
-    }
-
-    /// Whether a classifier was set (the alloy transport adds the JSON-RPC one otherwise).
-    #[cfg(feature = "alloy")]
-    pub(crate) fn has_classifier(&self) -> bool {
-        self.classifier.is_some()
     }
 
     /// Judges every response whose status is not a trigger, for example to fail over from an

@@ -60,7 +60,7 @@ pub enum Class {
 
 /// The verdict on an attempt, what it tells the endpoint's health, and its class.
 #[non_exhaustive]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub struct Judgement {
     /// Return it, or fail over.
     pub verdict: Verdict,
@@ -68,17 +68,37 @@ pub struct Judgement {
     pub evidence: Evidence,
     /// How it was judged.
     pub class: Class,
+    /// What the JSON-RPC classifier found beside it, for the request's scope (not compared).
+    pub(crate) findings: crate::findings::Findings,
 }
+
+impl PartialEq for Judgement {
+    fn eq(&self, other: &Judgement) -> bool {
+        (self.verdict, self.evidence, self.class) == (other.verdict, other.evidence, other.class)
+    }
+}
+
+impl Eq for Judgement {}
 
 impl Judgement {
     /// A judgement from its three parts.
     pub const fn new(verdict: Verdict, evidence: Evidence, class: Class) -> Judgement {
-        Judgement { verdict, evidence, class }
+        Judgement {
+            verdict,
+            evidence,
+            class,
+            findings: crate::findings::Findings { missed: crate::findings::Missed::EMPTY, quantity: None },
+        }
     }
 
     /// Return the response; the endpoint answered well.
     pub const fn answer() -> Judgement {
         Judgement::new(Verdict::Return, Evidence::Success, Class::Answer)
+    }
+
+    /// What the classifier found beside the judgement.
+    pub(crate) const fn findings(&self) -> crate::findings::Findings {
+        self.findings
     }
 }
 

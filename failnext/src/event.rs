@@ -70,6 +70,9 @@ pub enum Event<'a> {
         verdict: Verdict,
         /// What the endpoint's health was told.
         evidence: Evidence,
+        /// The answer was overruled by the request's [`Scope`](crate::Scope) (no answer for
+        /// this request), and why; the judgement above is the overruling one.
+        overruled: Option<&'a crate::Unfit>,
     },
     /// `endpoint` was passed over because it is cooling down (the reference rule) or its
     /// breaker is open or half-open with its trial taken (the adaptive breaker). It is not
@@ -98,6 +101,8 @@ pub enum Event<'a> {
         endpoint: &'a EndpointId,
         /// Why.
         reason: SkipReason,
+        /// For [`SkipReason::Unfit`]: what the request's [`Scope`](crate::Scope) said.
+        unfit: Option<&'a crate::Unfit>,
     },
     /// Failover wanted to try `endpoint`, but the request body is a stream that cannot be
     /// sent twice, so the request stops there.
@@ -144,6 +149,9 @@ pub enum SkipReason {
     BreakerOpen,
     /// Its breaker was half-open and another request held its trial.
     TrialBusy,
+    /// The request's [`Scope`](crate::Scope) ruled it out: it cannot serve this request (it
+    /// lacks a capability the request needs, does not know its block, is below its floor).
+    Unfit,
 }
 
 impl SkipReason {
@@ -156,6 +164,7 @@ impl SkipReason {
             SkipReason::Cooling => "cooling",
             SkipReason::BreakerOpen => "open",
             SkipReason::TrialBusy => "trial_busy",
+            SkipReason::Unfit => "unfit",
         }
     }
 }
@@ -249,7 +258,7 @@ fn trace(event: &Event<'_>) {
                 "failnext attempt failed"
             );
         }
-        Event::Judged { endpoint, attempt, class, verdict, evidence } => {
+        Event::Judged { endpoint, attempt, class, verdict, evidence, .. } => {
             tracing::debug!(
                 endpoint = endpoint.as_str(),
                 attempt,
@@ -275,7 +284,7 @@ fn trace(event: &Event<'_>) {
                 "failnext hedge"
             );
         }
-        Event::Skipped { endpoint, reason } => {
+        Event::Skipped { endpoint, reason, .. } => {
             tracing::debug!(
                 endpoint = endpoint.as_str(),
                 reason = reason.as_str(),

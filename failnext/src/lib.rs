@@ -585,6 +585,7 @@ mod endpoint;
 mod error;
 mod event;
 mod feed;
+mod findings;
 mod health;
 mod hedge;
 #[cfg(feature = "jsonrpc")]
@@ -603,6 +604,7 @@ mod recent;
 mod replay;
 mod retry_after;
 mod run;
+mod scope;
 mod select;
 mod session;
 mod shared;
@@ -633,6 +635,7 @@ pub use options::{
 pub use permission::Permission;
 pub use persist::{EndpointHealth, HealthSnapshot};
 pub use random::Jitter;
+pub use scope::{RequestScope, Scope, Unfit};
 pub use trace::{NotTried, Trace, TraceEntry, TraceStep};
 pub use validate::validate_endpoints;
 

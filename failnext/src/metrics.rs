@@ -8,7 +8,7 @@
 //! | `failnext_attempt_seconds` | histogram | `endpoint` (until the response's headers or the error) |
 //! | `failnext_failovers_total` | counter | `endpoint` (an attempt judged `FailOver`: the request moves on from it, if it may) |
 //! | `failnext_hedges_total` | counter | `endpoint` (the one whose first attempt was hedged) |
-//! | `failnext_skips_total` | counter | `endpoint`, `reason` (`excluded`, `ineligible`, `cooling`, `open`, `trial_busy`) |
+//! | `failnext_skips_total` | counter | `endpoint`, `reason` (`excluded`, `ineligible`, `cooling`, `open`, `trial_busy`, `unfit`) |
 //! | `failnext_breaker_transitions_total` | counter | `endpoint`, `state` (`open`, `half_open`, `closed`) |
 //!
 //! Fed from one place, the event stream ([`record`], called for every [`Event`] before the
@@ -38,7 +38,7 @@ const CLASSES: [(Class, &str); 7] = [
     (Class::Transport, "transport"),
 ];
 
-const REASONS: [&str; 5] = ["excluded", "ineligible", "cooling", "open", "trial_busy"];
+const REASONS: [&str; 6] = ["excluded", "ineligible", "cooling", "open", "trial_busy", "unfit"];
 
 const STATES: [&str; 3] = ["open", "half_open", "closed"];
 
@@ -49,7 +49,7 @@ pub(crate) struct Keys {
     seconds: Key,
     failovers: Key,
     hedges: Key,
-    skips: [Key; 5],
+    skips: [Key; 6],
     breaker: [Key; 3],
 }
 
@@ -102,13 +102,14 @@ pub(crate) fn record<'k>(event: &Event<'_>, keys: impl Fn(&EndpointId) -> Option
                 count(&k.hedges);
             }
         }
-        Event::Skipped { endpoint, reason } => {
+        Event::Skipped { endpoint, reason, .. } => {
             let at = match reason {
                 SkipReason::Excluded => 0,
                 SkipReason::Ineligible => 1,
                 SkipReason::Cooling => 2,
                 SkipReason::BreakerOpen => 3,
                 SkipReason::TrialBusy => 4,
+                SkipReason::Unfit => 5,
             };
             if let Some(k) = keys(endpoint) {
                 count(&k.skips[at]);

@@ -10,11 +10,11 @@ use http::Extensions;
 use reqwest::{Request, Response};
 use reqwest_middleware::{Middleware, Next};
 
-use crate::attempt::Direct;
-use crate::endpoint::{Endpoint, EndpointId};
+use crate::endpoint::Endpoint;
 use crate::options::RequestOptions;
-use crate::run::{CancelGuard, emit_result, finish, run};
-use crate::session::{Outcome, Rebuild, Session};
+use crate::run::{CancelGuard, finish, run};
+use crate::scope::RequestScope;
+use crate::session::Session;
 use crate::shared::Shared;
 use crate::slot::position;
 
@@ -41,7 +41,7 @@ use crate::slot::position;
 /// ```
 #[derive(Clone)]
 pub struct Failover {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
 }
 
 // ===== impl Failover =====
@@ -96,18 +96,17 @@ impl Middleware for Failover {
     ) -> reqwest_middleware::Result<Response> {
         let shared = &*self.shared;
         let mut guard = CancelGuard { events: &shared.events, armed: shared.events.is_active() };
-        #[cfg(feature = "alloy")]
-        let observer = extensions.get::<crate::session::Observer>().cloned();
+        // A clone of the request's scope (a reference count), so that it outlives the borrow
+        // of the extensions the attempts need.
+        let scope = extensions.get::<RequestScope>().map(|s| Arc::clone(&s.0));
         // Matched before the await: only the session, moved into the loop, is kept.
-        let session = match Session::start(shared, req, &RequestOptions::read(extensions)) {
+        let session = match Session::start(shared, req, &RequestOptions::read(extensions), scope.as_deref()) {
             Ok(session) => session,
             Err(err) => {
                 guard.armed = false;
                 return finish(shared, Err(err));
             }
         };
-        #[cfg(feature = "alloy")]
-        let session = session.observe_with(observer.as_ref().map(|o| &*o.0));
         let outcome = run(shared, session, extensions, &next).await;
         guard.armed = false;
         finish(shared, outcome)
@@ -115,37 +114,6 @@ impl Middleware for Failover {
 }
 
 impl Failover {
-    /// One request sent through this `Failover` on `client` directly, without a middleware
-    /// chain and without options in extensions: what the alloy transport does when it owns its
-    /// client. The response is not marked with `ServedBy`; the endpoint's index comes back.
-    /// `observer` is told about each response the request fails over from.
-    #[cfg_attr(not(feature = "alloy"), allow(dead_code, reason = "used by the alloy transport"))]
-    pub(crate) async fn execute_direct(
-        &self,
-        client: &reqwest::Client,
-        req: Request,
-        opts: &RequestOptions<'_>,
-        rebuild: &(dyn Rebuild + '_),
-        observer: Option<&(dyn crate::session::Observe + '_)>,
-    ) -> Outcome {
-        let shared = &*self.shared;
-        let mut guard = CancelGuard { events: &shared.events, armed: shared.events.is_active() };
-        let mut ext = Extensions::new();
-        let session = match Session::start(shared, req, opts) {
-            Ok(session) => session.rebuild_with(rebuild).observe_with(observer),
-            Err(err) => {
-                guard.armed = false;
-                let outcome = Err(err);
-                emit_result(shared, &outcome);
-                return outcome;
-            }
-        };
-        let outcome = run(shared, session, &mut ext, &Direct(client)).await;
-        guard.armed = false;
-        emit_result(shared, &outcome);
-        outcome
-    }
-
     /// Every endpoint's health now (breaker state, open-until as a wall-clock deadline, latency
     /// average), to restore after a restart; see [`HealthSnapshot`](crate::HealthSnapshot).
     pub fn health(&self) -> crate::HealthSnapshot {
@@ -197,18 +165,5 @@ impl Failover {
     /// [`LatencyOrdering`]: crate::LatencyOrdering
     pub fn observe_latency(&self, id: &str, latency: Duration) {
         self.shared.observe_latency(id, latency);
-    }
-
-    /// The id of endpoint `i`.
-    #[cfg_attr(not(feature = "alloy"), allow(dead_code, reason = "used by the alloy transport"))]
-    pub(crate) fn endpoint_id(&self, i: usize) -> &EndpointId {
-        self.shared.slots[i].id()
-    }
-
-    /// The URL attempts to the first endpoint are sent to: a request addressed there is not
-    /// re-addressed for that attempt (one URL copy less).
-    #[cfg_attr(not(feature = "alloy"), allow(dead_code, reason = "used by the alloy transport"))]
-    pub(crate) fn first_url(&self) -> Option<&url::Url> {
-        self.shared.slots.first().map(|slot| slot.destination.url())
     }
 }

@@ -71,7 +71,10 @@ pub fn parse(text: &str) -> Result<u64, QuantityError> {
 ///
 /// As [`parse`], but never [`UpperCase`](QuantityError::UpperCase) or
 /// [`LeadingZero`](QuantityError::LeadingZero).
-#[cfg_attr(not(feature = "alloy"), allow(dead_code, reason = "only the alloy reader is lenient"))]
+#[cfg_attr(
+    not(feature = "jsonrpc"),
+    allow(dead_code, reason = "only the alloy reader and the JSON-RPC result reader are lenient")
+)]
 pub(crate) fn parse_lenient(text: &str) -> Result<u64, QuantityError> {
     read(text, Rules::LENIENT)
 }

@@ -16,8 +16,7 @@ use http::Extensions;
 use reqwest::Response;
 use tokio::time::Instant;
 
-use crate::attempt::{self, Attempted, Sender, Turn, dispatch, judged_attempt};
-use crate::classify::Class;
+use crate::attempt::{self, Attempted, Judged, Sender, Turn, dispatch, judged_attempt};
 use crate::drain::discard;
 use crate::event::{Emitter, Event, ResultOutcome};
 use crate::health::Permit;
@@ -89,7 +88,7 @@ async fn rest<S: Sender>(
 
 /// The attempt `session` is about to send to endpoint `i`.
 #[inline]
-fn turn_of(shared: &Shared, session: &Session<'_>, i: usize) -> Turn {
+fn turn_of<'s>(shared: &Shared, session: &Session<'s>, i: usize) -> Turn<'s> {
     // Timed only when someone looks: an event hook, latency-aware ordering, metrics, a
     // percentile hedge (which keeps the endpoint's recent latencies).
     let timed = shared.events.is_active()
@@ -104,16 +103,17 @@ fn turn_of(shared: &Shared, session: &Session<'_>, i: usize) -> Turn {
         started: timed.then(Instant::now),
         limit,
         by_deadline,
+        scope: session.scope,
     }
 }
 
 /// What a judged attempt leaves: the request's outcome if it returns, else `None` (retained or
 /// failed, recorded in the session).
 #[inline]
-fn settle(session: &mut Session<'_>, turn: Turn, judged: (Attempted, Class)) -> Option<Outcome> {
-    let (attempted, class) = judged;
+fn settle(session: &mut Session<'_>, turn: Turn<'_>, judged: Judged) -> Option<Outcome> {
+    let (attempted, class, overruled) = judged;
     let i = turn.i;
-    session.traced(i, turn.number, || attempted.outcome(), class);
+    session.traced(i, turn.number, || attempted.outcome(), class, overruled);
     match attempted {
         Attempted::Return(resp) => Some(Ok(session.returned_in_place(i, resp))),
         Attempted::Retain(resp) => {
@@ -179,13 +179,13 @@ impl Race<'_> {
     async fn settle_race<F>(
         &self,
         session: &mut Session<'_>,
-        won: (Turn, (Attempted, Class)),
-        other: (Turn, Pin<Box<F>>),
+        won: (Turn<'_>, Judged),
+        other: (Turn<'_>, Pin<Box<F>>),
         other_is_first: bool,
         held: Option<Permit<'_>>,
     ) -> Option<Outcome>
     where
-        F: Future<Output = (Attempted, Class)>,
+        F: Future<Output = Judged>,
     {
         let ((won_turn, won), (other_turn, other)) = (won, other);
         if matches!(won.0, Attempted::Return(_)) {
@@ -213,13 +213,13 @@ impl Race<'_> {
 /// (`first`) leaves the time it had run as a sample of its endpoint's recent latencies and of
 /// its latency average (a lower bound), so that the slow tail a hedge cuts off is not
 /// forgotten.
-fn abandon<F>(shared: &Shared, session: &mut Session<'_>, turn: Turn, mut loser: Pin<Box<F>>, first: bool)
+fn abandon<F>(shared: &Shared, session: &mut Session<'_>, turn: Turn<'_>, mut loser: Pin<Box<F>>, first: bool)
 where
-    F: Future<Output = (Attempted, Class)>,
+    F: Future<Output = Judged>,
 {
     match (&mut loser).now_or_never() {
-        Some((attempted, class)) => {
-            session.traced(turn.i, turn.number, || attempted.outcome(), class);
+        Some((attempted, class, overruled)) => {
+            session.traced(turn.i, turn.number, || attempted.outcome(), class, overruled);
             if let Attempted::Return(resp) | Attempted::Retain(resp) = attempted {
                 discard(resp);
             }
@@ -287,8 +287,21 @@ impl Drop for CancelGuard<'_> {
 #[cfg(test)]
 mod size {
     use super::*;
-    use crate::attempt::Direct;
     use crate::options::RequestOptions;
+
+    /// A plain client as the sender, as a caller that owns one sends.
+    #[derive(Clone, Copy)]
+    struct Direct<'c>(&'c reqwest::Client);
+
+    impl Sender for Direct<'_> {
+        async fn send(
+            &self,
+            req: reqwest::Request,
+            _: &mut Extensions,
+        ) -> reqwest_middleware::Result<Response> {
+            self.0.execute(req).await.map_err(reqwest_middleware::Error::Reqwest)
+        }
+    }
 
     /// The future every request carries (moved into the box `async_trait` makes for `handle`):
     /// the session and the first attempt, not the rest of the loop, which is boxed on its own
@@ -305,7 +318,7 @@ mod size {
         let none = Extensions::new();
         let opts = RequestOptions::read(&none);
         let shared = failover.shared();
-        let session = Session::start(shared, req, &opts).unwrap();
+        let session = Session::start(shared, req, &opts, None).unwrap();
         let mut ext = Extensions::new();
         let direct = Direct(&client);
         let fut = run(shared, session, &mut ext, &direct);

@@ -175,6 +175,18 @@ impl Plan {
         self.remaining > 0 || self.passed_open.any()
     }
 
+    /// Endpoint `i`, usable until now, is out of the request from its start (its scope ruled
+    /// it out).
+    pub(crate) fn remove(&mut self, i: usize) {
+        if i < self.len && self.usable.get(i) {
+            self.usable.clear(i);
+            self.remaining -= 1;
+            if self.preferred == Some(i) {
+                self.preferred = None;
+            }
+        }
+    }
+
     /// Candidate `i`, just returned, was not sent after all (the budget refused its hedge): it
     /// comes next again.
     pub(crate) fn put_back(&mut self, i: usize) {

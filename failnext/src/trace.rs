@@ -65,6 +65,13 @@ pub enum TraceStep {
         /// The attempt's number in the request.
         attempt: u32,
     },
+    /// The request's [`Scope`](crate::Scope) ruled it out from the start: it cannot serve
+    /// this request, and why.
+    Unfit(crate::Unfit),
+    /// Its answer (the attempt before this step) was overruled by the request's
+    /// [`Scope`](crate::Scope): no answer for this request, and why. The request went on as
+    /// for any flagged answer.
+    Overruled(crate::Unfit),
     /// It was not reached, and why.
     NotTried(NotTried),
     /// It was the first attempt's endpoint, and the first attempt ran past the hedge's delay,
@@ -162,6 +169,8 @@ impl fmt::Display for TraceStep {
             TraceStep::Cancelled { attempt } => {
                 write!(f, "tried #{attempt}: cancelled, the other attempt answered first")
             }
+            TraceStep::Unfit(why) => write!(f, "unfit: {why}"),
+            TraceStep::Overruled(why) => write!(f, "answer overruled: {why}"),
             TraceStep::NotTried(why) => write!(f, "not tried: {why}"),
             TraceStep::NotHedged(why) => write!(f, "not hedged: {why}"),
         }

@@ -1,17 +1,17 @@
 //! `failnext::alloy::FailoverTransport` against loopback JSON-RPC stubs (the real-node suite
 //! is `examples/tests/alloy_nodes.rs`).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use alloy_json_rpc::{Id, Request, RequestPacket, ResponsePacket, ResponsePayload, SerializedRequest};
 use alloy_primitives::{B256, keccak256};
 use failnext::alloy::{
     BelowFloor, BlockRef, Bundle, BundleRefused, CallExt, Capability, FailoverTransport, FilterPinned,
-    NeverSent, PossiblySubmitted, ReferenceUnknown, ServedByCell,
+    NeverSent, PossiblySubmitted, ReferenceUnknown, ServedByCell, TraceCell,
 };
-use failnext::{Endpoint, Failover};
+use failnext::{Class, Endpoint, Event, Failover, FailoverBuilder, SkipReason, Trace, TraceStep, Unfit};
 use failnext_loopback::{Action, End, Received, Reply, Server, refused_url};
 use serde_json::{Value, json};
 use tower_service::Service;
@@ -804,4 +804,103 @@ async fn declaring_a_lack_for_an_unknown_endpoint_is_a_typed_error_naming_it() {
     let err = t.lacks("primray", Capability::Archive).unwrap_err();
     assert_eq!(err.endpoint_id().map(|id| id.as_str()), Some("primray"));
     assert!(err.to_string().contains("primray"), "{err}");
+}
+
+// ===== Every decision of the transport is the loop's: in the trace and the events =====
+
+/// What the scope decided, as the events said it: skips (`Unfit`) and overruled answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Decided {
+    Skipped(String, Unfit),
+    Overruled(String, Class, Unfit),
+}
+
+/// `builder` with a hook that keeps the scope's decisions.
+fn deciding(builder: FailoverBuilder) -> (FailoverBuilder, Arc<Mutex<Vec<Decided>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let builder = builder.on_event(move |ev: &Event<'_>| {
+        let decided = match *ev {
+            Event::Skipped { endpoint, reason: SkipReason::Unfit, unfit: Some(why), .. } => {
+                Decided::Skipped(endpoint.to_string(), why.clone())
+            }
+            Event::Judged { endpoint, class, overruled: Some(why), .. } => {
+                Decided::Overruled(endpoint.to_string(), class, why.clone())
+            }
+            _ => return,
+        };
+        sink.lock().unwrap().push(decided);
+    });
+    (builder, seen)
+}
+
+/// `packet`'s single call, asking for its trace.
+fn traced(method: &'static str, params: Value) -> (RequestPacket, TraceCell) {
+    let cell = TraceCell::new();
+    let mut req = call(method, params, 1);
+    *req.meta_mut() = req.meta().clone().record_trace(&cell);
+    (RequestPacket::Single(req), cell)
+}
+
+fn steps<'a>(trace: &'a Trace, id: &str) -> &'a [TraceStep] {
+    trace.entry(id).unwrap_or_else(|| panic!("no {id} in {trace}")).steps()
+}
+
+#[tokio::test]
+async fn a_bundle_read_skipping_a_provider_that_did_not_know_its_hash_shows_it_in_the_trace_and_an_event() {
+    let primary = not_knowing("header for hash not found", json!("0x1")).await;
+    let backup = node(|_, _| ok(json!("0x2"))).await;
+    let endpoints = [Endpoint::new("primary", primary.url("/")), Endpoint::new("backup", backup.url("/"))];
+    let (builder, seen) = deciding(Failover::builder(endpoints));
+    let t = FailoverTransport::from_builder(builder).unwrap();
+    let bundle = t.bundle(reference());
+    assert_eq!(result(&send(&bundle, single("eth_getBalance", json!([ADDR]))).await.unwrap()), json!("0x2"));
+    let (packet, cell) = traced("eth_getBalance", json!([ADDR, "latest"]));
+    assert_eq!(result(&send(&bundle, packet).await.unwrap()), json!("0x2"));
+    let trace = cell.get().expect("the trace was asked for");
+    assert_eq!(steps(&trace, "primary"), [TraceStep::Unfit(Unfit::UnknownBlock)], "{trace}");
+    assert!(matches!(steps(&trace, "backup"), [TraceStep::Tried { attempt: 1, class: Class::Answer, .. }]));
+    assert!(trace.to_string().contains("primary: unfit: does not know the request's block"), "{trace}");
+    assert_eq!(*seen.lock().unwrap(), [Decided::Skipped("primary".into(), Unfit::UnknownBlock)]);
+    assert_eq!(calls(&primary).len(), 1, "asked once: the second read skipped it");
+}
+
+#[tokio::test]
+async fn a_read_answered_below_the_floor_is_overruled_in_the_trace_and_its_judged_event() {
+    let primary = node(|_, _| ok(json!("0x0"))).await;
+    let backup = node(|_, _| ok(json!("0x5"))).await;
+    let endpoints = [Endpoint::new("primary", primary.url("/")), Endpoint::new("backup", backup.url("/"))];
+    let (builder, seen) = deciding(Failover::builder(endpoints));
+    let t = FailoverTransport::from_builder(builder).unwrap().monotonic_reads(|_| None);
+    t.observe_head(5);
+    let (packet, cell) = traced("eth_blockNumber", json!([]));
+    assert_eq!(result(&send(&t, packet).await.unwrap()), json!("0x5"));
+    let trace = cell.get().expect("the trace was asked for");
+    let below = Unfit::BelowFloor { head: Some(0), floor: 5 };
+    assert!(
+        matches!(
+            steps(&trace, "primary"),
+            [TraceStep::Tried { attempt: 1, class: Class::Stale, .. }, TraceStep::Overruled(why)] if *why == below
+        ),
+        "{trace}"
+    );
+    assert!(trace.to_string().contains("answer overruled: at block 0, below the floor 5"), "{trace}");
+    assert_eq!(*seen.lock().unwrap(), [Decided::Overruled("primary".into(), Class::Stale, below)]);
+}
+
+#[tokio::test]
+async fn a_read_skipping_a_provider_that_lacks_a_capability_shows_it_in_the_trace_and_an_event() {
+    let (full, archive) = archive_and_full("missing trie node").await;
+    let endpoints = [Endpoint::new("full", full.url("/")), Endpoint::new("archive", archive.url("/"))];
+    let (builder, seen) = deciding(Failover::builder(endpoints));
+    let t = FailoverTransport::from_builder(builder).unwrap().lacks("full", Capability::Archive).unwrap();
+    t.observe_head(1000);
+    let (packet, cell) = traced("eth_getBalance", json!([ADDR, "0x10"]));
+    assert_eq!(result(&send(&t, packet).await.unwrap()), json!("0xa"));
+    let trace = cell.get().expect("the trace was asked for");
+    let lacks = Unfit::Lacks("archive state".into());
+    assert_eq!(steps(&trace, "full"), [TraceStep::Unfit(lacks.clone())], "{trace}");
+    assert!(trace.to_string().contains("full: unfit: lacks archive state"), "{trace}");
+    assert_eq!(*seen.lock().unwrap(), [Decided::Skipped("full".into(), lacks)]);
+    assert!(calls(&full).is_empty(), "not asked");
 }

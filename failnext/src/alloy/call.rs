@@ -42,6 +42,11 @@ pub trait CallExt: Sized {
     fn prefer_endpoint(self, id: impl Into<EndpointId>) -> Self;
     /// Write the endpoint that answers this call into `cell`.
     fn record_served_by(self, cell: &ServedByCell) -> Self;
+
+    /// Keep the request's [`Trace`](crate::Trace) (every endpoint and what happened to it:
+    /// the skips of the packet's scope, overruled answers, attempts) and write it into `cell`
+    /// when the call's packet ends, answered or not.
+    fn record_trace(self, cell: &TraceCell) -> Self;
 }
 
 impl CallExt for RequestMeta {
@@ -72,6 +77,32 @@ impl CallExt for RequestMeta {
     fn record_served_by(mut self, cell: &ServedByCell) -> Self {
         self.extensions_mut().insert(cell.clone());
         self
+    }
+
+    fn record_trace(mut self, cell: &TraceCell) -> Self {
+        self.extensions_mut().insert(cell.clone());
+        self
+    }
+}
+
+/// Where the transport writes the [`Trace`](crate::Trace) of a call's packet
+/// ([`CallExt::record_trace`]). Cheap to clone; clones share the value.
+#[derive(Clone, Debug, Default)]
+pub struct TraceCell(Arc<Mutex<Option<crate::Trace>>>);
+
+impl TraceCell {
+    /// An empty cell.
+    pub fn new() -> TraceCell {
+        TraceCell::default()
+    }
+
+    /// The trace of the last packet that carried this cell, once it ended.
+    pub fn get(&self) -> Option<crate::Trace> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub(crate) fn set(&self, trace: &crate::Trace) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(trace.clone());
     }
 }
 

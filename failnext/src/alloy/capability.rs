@@ -152,14 +152,18 @@ impl Capabilities {
         lacks.iter().filter(|l| l.endpoint.as_str() == endpoint).map(|l| l.capability.clone()).collect()
     }
 
-    /// Adds to `into` every endpoint that lacks, now, a capability `needs` says is needed
-    /// (each endpoint once, and none already there).
-    pub(crate) fn exclude(&self, mut needs: impl FnMut(&Capability) -> bool, into: &mut Vec<EndpointId>) {
+    /// Adds to `into` each endpoint lacking a capability `needs` says the request needs, with
+    /// the first such capability (an endpoint already in `into` is not added again).
+    pub(crate) fn lacking_for(
+        &self,
+        mut needs: impl FnMut(&Capability) -> bool,
+        into: &mut Vec<(EndpointId, Capability)>,
+    ) {
         let mut lacks = self.lock();
         self.prune(&mut lacks);
         for lack in lacks.iter() {
-            if !into.contains(&lack.endpoint) && needs(&lack.capability) {
-                into.push(lack.endpoint.clone());
+            if !into.iter().any(|(e, _)| *e == lack.endpoint) && needs(&lack.capability) {
+                into.push((lack.endpoint.clone(), lack.capability.clone()));
             }
         }
     }
@@ -201,8 +205,10 @@ mod tests {
         assert!(!caps.found(&a, Capability::Archive, Duration::from_secs(600)), "not news twice");
         assert!(!caps.found(&b, Capability::Archive, Duration::from_secs(1)), "declared stays declared");
         let mut out = Vec::new();
-        caps.exclude(|c| *c == Capability::Archive, &mut out);
-        assert_eq!(out, [b.clone(), a.clone()], "in the order recorded");
+        caps.lacking_for(|c| *c == Capability::Archive, &mut out);
+        let ids: Vec<_> = out.iter().map(|(e, _)| e.clone()).collect();
+        assert_eq!(ids, [b.clone(), a.clone()], "in the order recorded");
+        assert!(out.iter().all(|(_, c)| *c == Capability::Archive), "with what each lacks");
         tokio::time::advance(Duration::from_secs(600)).await;
         assert!(caps.lacking("a").is_empty());
         assert_eq!(caps.lacking("b"), [Capability::Archive]);

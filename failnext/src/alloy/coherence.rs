@@ -1,13 +1,14 @@
-//! Coherent state for a decision, the transport's side: which endpoints a packet skips (a
-//! bundle's misses, the monotonic floor, capabilities it needs that they lack) and what the
-//! answers teach (who did not know a reference, who lacks archive state or a method).
+//! Coherent state for a decision, the transport's side: which endpoints cannot serve a packet
+//! (a bundle's misses, the monotonic floor, capabilities it needs that they lack) and what the
+//! answers teach (who did not know a reference, who lacks archive state or a method, who
+//! refused a request this large).
 //!
-//! All of it works through the request-scoped `excluded` list a packet's plan already carries:
-//! no middleware of its own, and on the healthy path (nothing lacking, no bundle, no floor) it
-//! reads two atomics and parses nothing.
+//! The packet's scope ([`PacketScope`](super::scope::PacketScope)) hands both to the one
+//! request loop: the endpoints found unfit are passed over there, each a decision of the loop
+//! (an event, a trace step); what an answer teaches is learnt when the loop judges it. On the
+//! healthy path (nothing lacking, no bundle, no floor) it reads two atomics and parses nothing.
 
 use std::cell::OnceCell;
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use alloy_json_rpc::{RequestPacket, Response, ResponsePacket, ResponsePayload};
@@ -17,7 +18,8 @@ use super::bundle::BundleState;
 use super::capability::{Capabilities, Capability};
 use super::monotonic::{BelowFloor, Head, Heads};
 use crate::EndpointId;
-use crate::jsonrpc::{Missed, Missing};
+use crate::findings::{Missed, Missing};
+use crate::scope::Unfit;
 
 /// How long an endpoint found to lack a capability is skipped for it, by default.
 pub(crate) const LACK_FOR: Duration = Duration::from_secs(600);
@@ -48,29 +50,6 @@ impl Default for Rules {
     }
 }
 
-/// Who the answers of one packet's attempts said lacked what: the responses the classifier
-/// flagged as stale or unsupported, in order. Written only on that path.
-#[derive(Debug, Default)]
-pub(crate) struct Misses(Mutex<Vec<(EndpointId, Missed)>>);
-
-impl Misses {
-    fn lock(&self) -> MutexGuard<'_, Vec<(EndpointId, Missed)>> {
-        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    pub(crate) fn take(&self) -> Vec<(EndpointId, Missed)> {
-        std::mem::take(&mut *self.lock())
-    }
-}
-
-impl crate::session::Observe for Misses {
-    fn flagged(&self, endpoint: &EndpointId, response: &reqwest::Response) {
-        if let Some(missed) = response.extensions().get::<Missed>() {
-            self.lock().push((endpoint.clone(), *missed));
-        }
-    }
-}
-
 /// One packet, as coherence sees it.
 pub(crate) struct Packet<'p> {
     pub(crate) packet: &'p RequestPacket,
@@ -84,6 +63,12 @@ pub(crate) struct Packet<'p> {
 impl<'p> Packet<'p> {
     pub(crate) fn new(packet: &'p RequestPacket, bundle: Option<&'p BundleState>, reads: bool) -> Self {
         Packet { packet, bundle, reads, size: OnceCell::new() }
+    }
+
+    /// Its size is known already: `size` bytes (the body that was sent).
+    pub(crate) fn sized(self, size: usize) -> Self {
+        let _ = self.size.set(size);
+        self
     }
 
     /// The block number a state read of this packet reads at, the oldest one, when it names
@@ -125,26 +110,31 @@ impl<'p> Packet<'p> {
 }
 
 impl Coherence {
-    /// Adds to `excluded` the endpoints this packet skips. Errors when a bundle's misses or
-    /// the monotonic floor leave no endpoint; capabilities never do (when every endpoint
-    /// lacks what the packet needs, it goes as if none did, and the nodes answer).
-    pub(crate) fn exclude(
+    /// The endpoints that cannot serve this packet, and why (those in `excluded` aside). Errs
+    /// when a bundle's misses or the monotonic floor leave no endpoint; capabilities never do
+    /// (when every endpoint lacks what the packet needs, it goes as if none did, and the nodes
+    /// answer).
+    pub(crate) fn unfit(
         &self,
         rules: &Rules,
         packet: &Packet<'_>,
         endpoints: &[EndpointId],
-        excluded: &mut Vec<EndpointId>,
-    ) -> Result<(), alloy_transport::TransportError> {
-        let none_left = |excluded: &[EndpointId]| endpoints.iter().all(|e| excluded.contains(e));
+        excluded: &[EndpointId],
+    ) -> Result<Vec<(EndpointId, Unfit)>, alloy_transport::TransportError> {
+        let mut unfit: Vec<(EndpointId, Unfit)> = Vec::new();
+        let out = |unfit: &[(EndpointId, Unfit)], id: &EndpointId| {
+            excluded.contains(id) || unfit.iter().any(|(e, _)| e == id)
+        };
+        let none_left = |unfit: &[(EndpointId, Unfit)]| endpoints.iter().all(|e| out(unfit, e));
         if let Some(bundle) = packet.bundle {
             let missed = bundle.missed();
             if !missed.is_empty() {
                 for id in missed {
-                    if !excluded.contains(&id) {
-                        excluded.push(id);
+                    if !out(&unfit, &id) {
+                        unfit.push((id, Unfit::UnknownBlock));
                     }
                 }
-                if none_left(excluded) {
+                if none_left(&unfit) {
                     return Err(bundle.unknown());
                 }
             }
@@ -158,23 +148,24 @@ impl Coherence {
                 match heads.of(id) {
                     Some(h) if h < floor => {
                         behind.push((id.clone(), Some(h)));
-                        if !excluded.contains(id) {
-                            excluded.push(id.clone());
+                        if !out(&unfit, id) {
+                            unfit.push((id.clone(), Unfit::BelowFloor { head: Some(h), floor }));
                         }
                     }
                     _ => {}
                 }
             }
-            if none_left(excluded) && !behind.is_empty() {
+            if none_left(&unfit) && !behind.is_empty() {
                 return Err(BelowFloor { floor, behind }.into_transport());
             }
         }
         if self.capabilities.is_active() {
-            let before = excluded.len();
+            let before = unfit.len();
             let archive = OnceCell::new();
             let block_hash = packet.bundle.is_some();
             let methods = packet.packet.requests();
-            self.capabilities.exclude(
+            let mut lacking = Vec::new();
+            self.capabilities.lacking_for(
                 |capability| match capability {
                     Capability::Archive => *archive.get_or_init(|| self.needs_archive(rules, packet)),
                     Capability::BlockHash => block_hash,
@@ -182,13 +173,18 @@ impl Coherence {
                     Capability::RequestSize(max) => packet.size() > *max,
                     other => methods.iter().any(|r| other.needed_by_method(r.method())),
                 },
-                excluded,
+                &mut lacking,
             );
-            if none_left(excluded) {
-                excluded.truncate(before);
+            for (id, capability) in lacking {
+                if !out(&unfit, &id) {
+                    unfit.push((id, Unfit::Lacks(capability.to_string())));
+                }
+            }
+            if none_left(&unfit) {
+                unfit.truncate(before);
             }
         }
-        Ok(())
+        Ok(unfit)
     }
 
     /// Whether a state read of `packet` is more than the archive depth behind the head.
@@ -197,19 +193,17 @@ impl Coherence {
         packet.oldest_block().is_some_and(|n| head.saturating_sub(n) > rules.archive_depth)
     }
 
-    /// Learns from what the answers said each endpoint lacked.
-    pub(crate) fn learn(&self, rules: &Rules, packet: &Packet<'_>, misses: &[(EndpointId, Missed)]) {
-        for (endpoint, missed) in misses {
-            let at_block = missed.has(Missing::Block) || missed.has(Missing::State);
-            if let (Some(bundle), true) = (packet.bundle, at_block) {
-                bundle.missed_at(endpoint);
-            }
-            if missed.has(Missing::State) && packet.names_a_block() {
-                self.found(rules, endpoint, Capability::Archive);
-            }
-            if let (true, Some(method)) = (missed.has(Missing::Method), packet.one_method()) {
-                self.found(rules, endpoint, Capability::of_method(method));
-            }
+    /// Learns from what an answer of `endpoint` said it lacked.
+    pub(crate) fn learn(&self, rules: &Rules, packet: &Packet<'_>, endpoint: &EndpointId, missed: Missed) {
+        let at_block = missed.has(Missing::Block) || missed.has(Missing::State);
+        if let (Some(bundle), true) = (packet.bundle, at_block) {
+            bundle.missed_at(endpoint);
+        }
+        if missed.has(Missing::State) && packet.names_a_block() {
+            self.found(rules, endpoint, Capability::Archive);
+        }
+        if let (true, Some(method)) = (missed.has(Missing::Method), packet.one_method()) {
+            self.found(rules, endpoint, Capability::of_method(method));
         }
     }
 

@@ -194,12 +194,16 @@ mod coherence;
 mod memory;
 mod methods;
 mod monotonic;
+mod plan;
+mod route;
+mod scope;
 mod transport;
 
 pub use broadcast::{NeverSent, PossiblySubmitted};
 pub use bundle::{BlockRef, Bundle, BundleRefused, ReferenceUnknown};
-pub use call::{CallExt, ServedByCell};
+pub use call::{CallExt, ServedByCell, TraceCell};
 pub use capability::Capability;
 pub use methods::{Access, MethodTable};
 pub use monotonic::BelowFloor;
-pub use transport::{FailoverTransport, FilterPinned};
+pub use plan::FilterPinned;
+pub use transport::FailoverTransport;

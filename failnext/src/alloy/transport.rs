@@ -1,34 +1,30 @@
 //! [`FailoverTransport`]: alloy's JSON-RPC packets through a failnext client.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use alloy_json_rpc::{RequestPacket, Response, ResponsePacket, ResponsePayload, SerializedRequest};
-use alloy_primitives::{Address, B256, hex};
+use alloy_json_rpc::{RequestPacket, ResponsePacket};
 use alloy_transport::{
     BoxTransport, TransportConnect, TransportError, TransportErrorKind, TransportFut, TransportResult,
 };
 use http::StatusCode;
 use http::header::{CONTENT_TYPE, HeaderValue};
 use reqwest_middleware::ClientWithMiddleware;
-use serde::Deserialize;
-use serde_json::value::RawValue;
 
-use super::block::params;
-use super::broadcast::{NeverSent, PossiblySubmitted, RawTx, is_already_known};
 use super::bundle::{BlockRef, Bundle, BundleState};
-use super::call::ServedByCell;
 use super::capability::Capability;
-use super::coherence::{self, Coherence, Misses, Packet, Rules};
+use super::coherence::{self, Coherence, Packet, Rules};
 use super::memory::Memory;
 use super::methods::{Access, MethodTable};
 use super::monotonic::{BelowFloor, Heads};
-use crate::jsonrpc::{JsonRpcClassifier, Missed, Missing};
+use super::plan::Plan;
+use super::scope::PacketScope;
+use crate::findings::Missing;
 use crate::options::RequestOptions;
 use crate::{
     ConfigError, Endpoint, EndpointId, Error, ExcludedEndpoints, Failover, FailoverBuilder, Permission,
-    PreferredEndpoint, ResponseExt,
+    PreferredEndpoint, RequestBuilderExt, RequestScope, ResponseExt,
 };
 
 /// Where the transport addresses its requests: `Failover` points each attempt at an
@@ -83,7 +79,7 @@ pub struct FailoverTransport {
 
 impl FailoverTransport {
     /// A transport over `endpoints` with failnext's defaults and the
-    /// [`JsonRpcClassifier`] as the judge, on a plain `reqwest::Client` (no TLS unless your
+    /// [`JsonRpcClassifier`](crate::jsonrpc::JsonRpcClassifier) as the judge, on a plain `reqwest::Client` (no TLS unless your
     /// reqwest features add it).
     ///
     /// # Errors
@@ -95,7 +91,7 @@ impl FailoverTransport {
 
     /// A transport over the `Failover` that `builder` builds, on a default `reqwest::Client`
     /// (`reqwest::Client::new()`: system proxies, reqwest's defaults); the
-    /// [`JsonRpcClassifier`] judges unless the builder has a classifier of its own.
+    /// [`JsonRpcClassifier`](crate::jsonrpc::JsonRpcClassifier) judges unless the builder has a classifier of its own.
     ///
     /// # Errors
     ///
@@ -129,16 +125,14 @@ impl FailoverTransport {
         builder: FailoverBuilder,
         client: reqwest::Client,
     ) -> Result<FailoverTransport, ConfigError> {
-        let builder =
-            if builder.has_classifier() { builder } else { builder.classifier(JsonRpcClassifier::new()) };
-        let failover = builder.build()?;
+        let failover = builder.judging_packets().build()?;
         let route = Route::Direct { client, failover: failover.clone() };
         Ok(FailoverTransport::on(route, &failover))
     }
 
     /// A transport over your own client chain, which must carry `failover` (middlewares
     /// before it run once per call, after it once per attempt). Judging is `failover`'s: give
-    /// it a [`JsonRpcClassifier`] so that HTTP-200 rate limits and truncated bodies fail over.
+    /// it a [`JsonRpcClassifier`](crate::jsonrpc::JsonRpcClassifier) so that HTTP-200 rate limits and truncated bodies fail over.
     pub fn with_client(client: ClientWithMiddleware, failover: &Failover) -> FailoverTransport {
         FailoverTransport::on(Route::Chain(client), failover)
     }
@@ -268,107 +262,87 @@ impl FailoverTransport {
         self.send_in(packet, None).await
     }
 
-    /// Sends `packet`, one of `bundle`'s when given (pinned to its reference already): plans
-    /// it, adds the endpoints coherence skips, and sends it again without the endpoint that
-    /// answered when that answer may not be returned (a bundle's read its endpoint did not
-    /// know, an `eth_blockNumber` below the monotonic floor) and the failover did not already
-    /// try the others. Only a packet of reads that may fail over is sent again, at most once
-    /// per endpoint (each round excludes one more).
+    /// Sends `packet`, one of `bundle`'s when given (pinned to its reference already), through
+    /// the one request loop: plans it, finds the endpoints that cannot serve it (its scope
+    /// passes them over, each a decision of the loop), and lets the loop judge each answer
+    /// with the packet in view (HTTP 413, an `eth_blockNumber` below the floor, a bundle's
+    /// block an endpoint did not know fail over there). What comes back is checked once more
+    /// for what the loop had to return for want of another endpoint.
     pub(crate) async fn send_in(
         &self,
         packet: RequestPacket,
-        bundle: Option<&BundleState>,
+        bundle: Option<&Arc<BundleState>>,
     ) -> TransportResult<ResponsePacket> {
-        let mut plan = Plan::of(&packet, &self.table, &self.memory, &self.endpoints)?;
-        let view = Packet::new(&packet, bundle, plan.calls.is_empty());
-        if plan.pinned.is_none() {
-            self.coherence.exclude(&self.rules, &view, &self.endpoints, &mut plan.excluded)?;
-        }
+        let plan = Plan::of(&packet, &self.table, &self.memory, &self.endpoints)?;
+        let reads = plan.calls.is_empty();
+        let body = serde_json::to_vec(&packet).map_err(TransportError::ser_err)?;
+        let view = Packet::new(&packet, bundle.map(|b| &**b), reads).sized(body.len());
+        let unfit = match plan.pinned {
+            None => self.coherence.unfit(&self.rules, &view, &self.endpoints, &plan.excluded)?,
+            Some(_) => Vec::new(),
+        };
         let asks_head = coherence::asks_head(&packet);
-        // Only a packet of reads that may fail over is sent a second time.
-        let resend = view.reads && plan.may_fail_over;
-        let mut behind = Vec::new();
-        loop {
-            let (outcome, mut missed) = self.exchange(&packet, &plan).await;
-            let (answer, served) = match outcome {
-                Ok(answered) => answered,
-                Err(Refused::TooLarge(err, served)) => {
-                    // HTTP 413: this provider takes no request this large; another may.
-                    self.coherence.learn(&self.rules, &view, &missed);
-                    self.coherence.too_large(&self.rules, &view, &served);
-                    if resend && plan.exclude_again(Some(&served), &self.endpoints) {
-                        continue;
-                    }
-                    return Err(err);
-                }
-                Err(Refused::Other(err)) => {
-                    self.coherence.learn(&self.rules, &view, &missed);
-                    return Err(err);
-                }
-            };
-            // The final answer judged with the request in view. The classifier flagged it
-            // when it is among the misses: then the failover has tried every other endpoint.
-            let last = coherence::missed_in(&answer);
-            let flagged = served.as_ref().is_some_and(|id| missed.iter().any(|(e, _)| e == id));
-            if let (Some(id), false, false) = (&served, last.is_empty(), flagged) {
-                missed.push((id.clone(), last));
-            }
-            self.coherence.learn(&self.rules, &view, &missed);
-            if let (Some(bundle), true) = (bundle, last.has(Missing::Block) || last.has(Missing::State)) {
-                // Never answered at that provider's own latest block: another, or the error.
-                if resend && !flagged && plan.exclude_again(served.as_ref(), &self.endpoints) {
-                    continue;
-                }
-                return Err(bundle.unknown());
-            }
-            if let Some(n) = asks_head.then(|| coherence::lowest_head(&packet, &answer)).flatten() {
-                let floor = self.coherence.head.get();
-                if self.rules.heads.is_some() && resend && n < floor {
-                    if let Some(id) = &served {
-                        behind.push((id.clone(), Some(n)));
-                    }
-                    if plan.exclude_again(served.as_ref(), &self.endpoints) {
-                        continue;
-                    }
-                    return Err(BelowFloor { floor, behind }.into_transport());
-                }
-                self.coherence.head.observe(n);
-            }
-            return Ok(answer);
-        }
-    }
-
-    /// One exchange of `packet` through the failover, as `plan` says: the answer and the
-    /// endpoint that gave it, and who the attempts' flagged answers said lacked what.
-    async fn exchange(
-        &self,
-        packet: &RequestPacket,
-        plan: &Plan<'_>,
-    ) -> (Result<(ResponsePacket, Option<EndpointId>), Refused>, Vec<(EndpointId, Missed)>) {
-        match &self.route {
+        let monotonic = self.rules.heads.is_some() && reads && plan.may_fail_over;
+        let single_head = asks_head && matches!(&packet, RequestPacket::Single(_));
+        let scope = PacketScope {
+            packet: (),
+            coherence: Arc::clone(&self.coherence),
+            rules: self.rules.clone(),
+            bundle: bundle.cloned(),
+            reads,
+            size: body.len(),
+            floor: (monotonic && single_head).then(|| self.coherence.head.get()),
+            unfit,
+            behind: Mutex::default(),
+        };
+        let (outcome, behind) = match &self.route {
             Route::Direct { client, failover } => {
-                let misses = Misses::default();
-                let outcome = self.direct(client, failover, packet, plan, &misses).await;
-                (outcome, misses.take())
+                let scope = scope.with(&packet);
+                let outcome = self.direct(client, failover, &packet, body, &plan, &scope).await;
+                (outcome, scope.behind())
             }
             Route::Chain(client) => {
-                // Down the chain, the observer rides in the request's extensions.
-                let misses = Arc::new(Misses::default());
-                let outcome = self.chain(client, packet, plan, &misses).await;
-                (outcome, misses.take())
+                // Down a chain the scope rides in the request's extensions: it owns its packet.
+                let scope = Arc::new(scope.with(Arc::new(packet.clone())));
+                let outcome = self.chain(client, &packet, body, &plan, &scope).await;
+                (outcome, scope.behind())
             }
+        };
+        let (answer, served) = outcome?;
+        // The final answer, judged with the packet in view: what the loop returned for want of
+        // another endpoint (or what a classifier of the caller's own did not flag).
+        let last = coherence::missed_in(&answer);
+        if let (Some(id), false) = (&served, last.is_empty()) {
+            self.coherence.learn(&self.rules, &view, id, last);
         }
+        if let (Some(bundle), true) = (bundle, last.has(Missing::Block) || last.has(Missing::State)) {
+            // Never answered at that provider's own latest block: the error.
+            return Err(bundle.unknown());
+        }
+        if let Some(n) = asks_head.then(|| coherence::lowest_head(&packet, &answer)).flatten() {
+            let floor = self.coherence.head.get();
+            if monotonic && n < floor {
+                let mut behind = behind;
+                if let Some(id) = served.filter(|id| !behind.iter().any(|(e, _)| e == id)) {
+                    behind.push((id, Some(n)));
+                }
+                return Err(BelowFloor { floor, behind }.into_transport());
+            }
+            self.coherence.head.observe(n);
+        }
+        Ok(answer)
     }
 
+    /// The packet through the loop on the transport's own client.
     async fn direct(
         &self,
         client: &reqwest::Client,
         failover: &Failover,
         packet: &RequestPacket,
+        body: Vec<u8>,
         plan: &Plan<'_>,
-        misses: &Misses,
-    ) -> Result<(ResponsePacket, Option<EndpointId>), Refused> {
-        let body = serde_json::to_vec(packet).map_err(TransportError::ser_err)?;
+        scope: &dyn crate::Scope,
+    ) -> TransportResult<(ResponsePacket, Option<EndpointId>)> {
         let permission = if plan.may_fail_over { Permission::Allow } else { Permission::Deny };
         // Addressed to the first endpoint: its attempt needs no other URL.
         let request = match failover.first_url().cloned().or_else(address) {
@@ -386,45 +360,60 @@ impl FailoverTransport {
             excluded: &plan.excluded,
             preferred: plan.preferred.as_ref(),
             deadline: None,
-            trace: false,
+            trace: !plan.traces.is_empty(),
         };
-        match failover.execute_direct(client, request, &opts, &Again(packet), Some(misses)).await {
-            Ok((response, i)) => self.answer(plan, response, Some(failover.endpoint_id(i).clone())).await,
-            Err(err) => Err(plan.send_failed(err).into()),
+        match failover.execute_on(client, request, &opts, scope).await {
+            Ok((response, i)) => {
+                plan.record_trace(response.extensions().get::<crate::Trace>());
+                self.answer(plan, response, Some(failover.endpoint_id(i).clone())).await
+            }
+            Err(err) => {
+                plan.record_trace(Error::from_middleware(&err).and_then(Error::trace));
+                Err(plan.send_failed(err))
+            }
         }
     }
 
+    /// The packet down the caller's chain, which carries the `Failover`.
     async fn chain(
         &self,
         client: &ClientWithMiddleware,
         packet: &RequestPacket,
+        body: Vec<u8>,
         plan: &Plan<'_>,
-        misses: &Arc<Misses>,
-    ) -> Result<(ResponsePacket, Option<EndpointId>), Refused> {
-        let body = serde_json::to_vec(packet).map_err(TransportError::ser_err)?;
+        scope: &Arc<PacketScope<Arc<RequestPacket>>>,
+    ) -> TransportResult<(ResponsePacket, Option<EndpointId>)> {
         let permission = if plan.may_fail_over { Permission::Allow } else { Permission::Deny };
         let request = match address() {
             Some(url) => client.post(url),
             None => client.post(ADDRESS),
         };
+        let scope: Arc<dyn crate::Scope> = Arc::clone(scope) as Arc<dyn crate::Scope>;
         let mut request = request
             .headers(packet.headers())
             .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
             .body(body)
             .with_extension(permission)
-            .with_extension(crate::session::Observer(misses.clone()));
+            .with_extension(RequestScope(scope));
         if !plan.excluded.is_empty() {
             request = request.with_extension(ExcludedEndpoints(plan.excluded.clone()));
         }
         if let Some(id) = &plan.preferred {
             request = request.with_extension(PreferredEndpoint(id.clone()));
         }
+        if !plan.traces.is_empty() {
+            request = request.trace();
+        }
         match request.send().await {
             Ok(response) => {
+                plan.record_trace(response.extensions().get::<crate::Trace>());
                 let served = response.served_by().cloned();
                 self.answer(plan, response, served).await
             }
-            Err(err) => Err(plan.send_failed(err).into()),
+            Err(err) => {
+                plan.record_trace(Error::from_middleware(&err).and_then(Error::trace));
+                Err(plan.send_failed(err))
+            }
         }
     }
 
@@ -434,7 +423,7 @@ impl FailoverTransport {
         plan: &Plan<'_>,
         response: reqwest::Response,
         served: Option<EndpointId>,
-    ) -> Result<(ResponsePacket, Option<EndpointId>), Refused> {
+    ) -> TransportResult<(ResponsePacket, Option<EndpointId>)> {
         if let Some(id) = &served {
             plan.cells.iter().for_each(|cell| cell.set(id));
         }
@@ -445,13 +434,13 @@ impl FailoverTransport {
             Ok(body) => body,
             Err(err) => {
                 let err = err.without_url();
-                return Err(Refused::Other(if plan.writes() {
+                return Err(if plan.writes() {
                     plan.lost(served, format!("the answer's body broke off ({err})"))
                 } else if !status.is_success() {
                     http_error(status, format!("<failed to read response body: {err}>"), retry_after)
                 } else {
                     TransportErrorKind::custom(err)
-                }));
+                });
             }
         };
         if !status.is_success() {
@@ -459,13 +448,9 @@ impl FailoverTransport {
                 return Ok((packet, served));
             }
             if plan.writes() && status.is_server_error() {
-                return Err(plan.lost(served, format!("the provider answered HTTP {status}")).into());
+                return Err(plan.lost(served, format!("the provider answered HTTP {status}")));
             }
-            let err = http_error(status, String::from_utf8_lossy(&body).into_owned(), retry_after);
-            return Err(match served {
-                Some(id) if status == StatusCode::PAYLOAD_TOO_LARGE => Refused::TooLarge(err, id),
-                _ => err.into(),
-            });
+            return Err(http_error(status, String::from_utf8_lossy(&body).into_owned(), retry_after));
         }
         let mut answer: ResponsePacket = serde_json::from_slice(&body)
             .map_err(|err| TransportError::deser_err(err, String::from_utf8_lossy(&body)))?;
@@ -501,22 +486,6 @@ impl TransportConnect for FailoverTransport {
     }
 }
 
-/// A later attempt of `packet`, made again from the packet (serialized anew) rather than
-/// copied before the first attempt: the healthy path copies nothing.
-struct Again<'p>(&'p RequestPacket);
-
-impl crate::session::Rebuild for Again<'_> {
-    fn request(&self, url: &url::Url) -> reqwest::Request {
-        let mut req = reqwest::Request::new(http::Method::POST, url.clone());
-        let headers = req.headers_mut();
-        headers.extend(self.0.headers());
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        // It serialized for the first attempt, so it does again; an empty body otherwise.
-        *req.body_mut() = Some(serde_json::to_vec(self.0).unwrap_or_default().into());
-        req
-    }
-}
-
 /// How the transport reaches `Failover`.
 #[derive(Clone, Debug)]
 enum Route {
@@ -527,307 +496,14 @@ enum Route {
     Chain(ClientWithMiddleware),
 }
 
-/// One call of a packet that is not a plain read, as the plan needs it after the answer.
-#[derive(Debug)]
-struct Call<'p> {
-    id: &'p alloy_json_rpc::Id,
-    method: &'p str,
-    access: Access,
-    /// For `eth_sendRawTransaction`: the transaction, decoded locally.
-    raw: Option<RawTx>,
-    /// For `eth_sendTransaction`: the `from` of its params.
-    from: Option<Address>,
-}
-
-/// What the transport decided for one packet before sending it.
-#[derive(Debug, Default)]
-struct Plan<'p> {
-    /// The calls that are not plain reads (a read needs nothing after its answer): empty, so
-    /// allocation-free, for a packet of reads.
-    calls: Vec<Call<'p>>,
-    may_fail_over: bool,
-    excluded: Vec<EndpointId>,
-    preferred: Option<EndpointId>,
-    /// The endpoint a filter call is pinned to, and the filter.
-    pinned: Option<(EndpointId, String)>,
-    cells: Vec<ServedByCell>,
-}
-
-impl<'p> Plan<'p> {
-    fn of(
-        packet: &'p RequestPacket,
-        table: &MethodTable,
-        memory: &Memory,
-        endpoints: &[EndpointId],
-    ) -> TransportResult<Plan<'p>> {
-        let mut plan = Plan { may_fail_over: true, ..Plan::default() };
-        let mut explicit_preference = false;
-        for req in packet.requests() {
-            let method = req.method();
-            let access = table.access(method);
-            let ext = req.meta().extensions();
-            let may = match ext.get::<Permission>() {
-                Some(Permission::Allow) => access != Access::UseFilter,
-                Some(Permission::Deny) => false,
-                _ => matches!(access, Access::Read | Access::NewFilter),
-            };
-            plan.may_fail_over &= may;
-            if let Some(ExcludedEndpoints(ids)) = ext.get::<ExcludedEndpoints>() {
-                plan.excluded.extend(ids.iter().cloned());
-            }
-            if let (Some(PreferredEndpoint(id)), false) =
-                (ext.get::<PreferredEndpoint>(), explicit_preference)
-            {
-                plan.preferred = Some(id.clone());
-                explicit_preference = true;
-            }
-            if let Some(cell) = ext.get::<ServedByCell>() {
-                plan.cells.push(cell.clone());
-            }
-            let mut call = Call { id: req.id(), method, access, raw: None, from: None };
-            match (access, method) {
-                (Access::UseFilter, _) => plan.pin_filter(req, memory)?,
-                (
-                    _,
-                    "eth_sendRawTransaction"
-                    | "eth_sendRawTransactionSync"
-                    | "eth_sendRawTransactionConditional",
-                ) => {
-                    call.raw = first_param::<String>(req)
-                        .and_then(|hex| hex::decode(hex).ok())
-                        .map(|b| RawTx::of(&b));
-                }
-                (_, "eth_sendTransaction" | "eth_sendTransactionSync") => {
-                    call.from = first_param::<From>(req).map(|f| f.from);
-                }
-                (_, "eth_getTransactionReceipt" | "eth_getTransactionByHash") if !explicit_preference => {
-                    if let Some(hash) = first_param::<B256>(req) {
-                        plan.preferred = memory.tx_endpoint(&hash).or(plan.preferred.take());
-                    }
-                }
-                (_, "eth_getTransactionCount") if !explicit_preference => {
-                    if let Some((sender, tag)) = params::<(Address, String)>(req) {
-                        if tag == "pending" {
-                            plan.preferred = memory.sender_endpoint(&sender).or(plan.preferred.take());
-                        }
-                    }
-                }
-                _ => {}
-            }
-            if access != Access::Read {
-                plan.calls.push(call);
-            }
-        }
-        if let Some((endpoint, _)) = &plan.pinned {
-            // Only the filter's endpoint: every other one is excluded, and nothing fails over.
-            plan.may_fail_over = false;
-            plan.excluded.extend(endpoints.iter().filter(|e| *e != endpoint).cloned());
-            plan.preferred = Some(endpoint.clone());
-        }
-        Ok(plan)
-    }
-
-    /// A filter call goes where the filter was created; a filter this transport did not create
-    /// (made before a restart, say) goes the usual way, without failover.
-    fn pin_filter(&mut self, req: &SerializedRequest, memory: &Memory) -> TransportResult<()> {
-        let Some(filter) = first_param::<String>(req) else { return Ok(()) };
-        let Some(endpoint) = memory.filter_endpoint(&filter) else { return Ok(()) };
-        match &self.pinned {
-            Some((other, first)) if *other != endpoint => Err(TransportErrorKind::custom(FilterPinned {
-                filter,
-                endpoint,
-                why: format!("the same batch uses filter {first} of endpoint {other}"),
-            })),
-            _ => {
-                self.pinned = Some((endpoint, filter));
-                Ok(())
-            }
-        }
-    }
-
-    /// Excludes `served` for another round of the packet, if it is not excluded already and
-    /// some endpoint is left after it.
-    fn exclude_again(&mut self, served: Option<&EndpointId>, endpoints: &[EndpointId]) -> bool {
-        let Some(served) = served.filter(|id| !self.excluded.contains(id)) else { return false };
-        self.excluded.push(served.clone());
-        let left = endpoints.iter().any(|e| !self.excluded.contains(e));
-        if !left {
-            self.excluded.pop();
-        }
-        left
-    }
-
-    fn writes(&self) -> bool {
-        self.calls.iter().any(|c| c.access == Access::Write)
-    }
-
-    fn hashes(&self) -> Vec<B256> {
-        self.calls.iter().filter_map(|c| c.raw.map(|r| r.hash)).collect()
-    }
-
-    /// The error for a packet whose request failed (no response at all).
-    fn send_failed(&self, err: reqwest_middleware::Error) -> TransportError {
-        let failnext = Error::from_middleware(&err);
-        if let (Some((endpoint, filter)), Some(e)) = (&self.pinned, failnext) {
-            if e.is_no_usable_endpoint() {
-                return TransportErrorKind::custom(FilterPinned {
-                    filter: filter.clone(),
-                    endpoint: endpoint.clone(),
-                    why: "that endpoint is not usable now (cooling, ineligible or excluded); the filter lives only there"
-                        .to_owned(),
-                });
-            }
-        }
-        if !self.writes() {
-            return TransportErrorKind::custom(err.without_url());
-        }
-        let hashes = self.hashes();
-        match failnext {
-            Some(e) if e.is_no_usable_endpoint() => {
-                NeverSent { hashes, why: "no endpoint was usable, nothing was sent".to_owned() }
-                    .into_transport()
-            }
-            Some(e) if !e.attempts().is_empty() && e.attempts().iter().all(|a| is_connect(a.error())) => {
-                NeverSent { hashes, why: format!("no provider accepted the connection ({e})") }
-                    .into_transport()
-            }
-            Some(e) => {
-                let endpoint = e.attempts().last().map(|a| a.endpoint().clone());
-                PossiblySubmitted { hashes, endpoint, why: e.to_string() }.into_transport()
-            }
-            None if is_connect(&err) => {
-                NeverSent { hashes, why: format!("the connection was refused ({})", err.without_url()) }
-                    .into_transport()
-            }
-            None => PossiblySubmitted { hashes, endpoint: None, why: err.without_url().to_string() }
-                .into_transport(),
-        }
-    }
-
-    fn lost(&self, endpoint: Option<EndpointId>, why: String) -> TransportError {
-        PossiblySubmitted { hashes: self.hashes(), endpoint, why }.into_transport()
-    }
-
-    /// After an answer from `served`: remembers created filters and accepted broadcasts, and
-    /// turns "already known" for a raw transaction into success with its hash.
-    fn learn(&self, answer: &mut ResponsePacket, served: &EndpointId, memory: &Memory) {
-        if self.calls.is_empty() {
-            return;
-        }
-        let responses: &mut [Response] = match answer {
-            ResponsePacket::Single(r) => std::slice::from_mut(r),
-            ResponsePacket::Batch(rs) => rs.as_mut_slice(),
-        };
-        for response in responses {
-            let Some(call) = self.calls.iter().find(|c| *c.id == response.id) else { continue };
-            match (&response.payload, call.access) {
-                (ResponsePayload::Success(result), Access::NewFilter) => {
-                    if let Ok(filter) = serde_json::from_str::<String>(result.get()) {
-                        memory.filter_created(&filter, served.clone());
-                    }
-                }
-                (ResponsePayload::Success(_), Access::UseFilter) if call.method == "eth_uninstallFilter" => {
-                    if let Some((_, filter)) = &self.pinned {
-                        memory.filter_removed(filter);
-                    }
-                }
-                (ResponsePayload::Success(result), Access::Write) => {
-                    let hash =
-                        call.raw.map(|r| r.hash).or_else(|| serde_json::from_str::<B256>(result.get()).ok());
-                    let sender = call.raw.and_then(|r| r.sender).or(call.from);
-                    if let Some(hash) = hash {
-                        memory.broadcast(hash, sender, served);
-                    }
-                }
-                (ResponsePayload::Failure(e), Access::Write) if is_already_known(&e.message) => {
-                    let Some(raw) = call.raw else { continue };
-                    let Ok(result) = serde_json::value::to_raw_value(&raw.hash) else { continue };
-                    memory.broadcast(raw.hash, raw.sender, served);
-                    response.payload = ResponsePayload::Success(result);
-                }
-                _ => {}
-            }
-        }
-    }
-}
-
-/// A filter call that cannot reach the provider holding its filter.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FilterPinned {
-    filter: String,
-    endpoint: EndpointId,
-    why: String,
-}
-
-impl FilterPinned {
-    /// The filter id.
-    pub fn filter(&self) -> &str {
-        &self.filter
-    }
-
-    /// The endpoint that created the filter.
-    pub fn endpoint(&self) -> &EndpointId {
-        &self.endpoint
-    }
-
-    /// This error inside an alloy `TransportError`, if it is one.
-    pub fn find(err: &TransportError) -> Option<&FilterPinned> {
-        err.as_transport_err()?.as_custom()?.downcast_ref()
-    }
-}
-
-impl std::fmt::Display for FilterPinned {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "filter {} was created on endpoint {} and cannot be used elsewhere: {}; create a new filter",
-            self.filter, self.endpoint, self.why
-        )
-    }
-}
-
-impl std::error::Error for FilterPinned {}
-
-#[derive(Deserialize)]
-struct From {
-    from: Address,
-}
-
-/// The call's first parameter, parsed as `T`.
-fn first_param<T: for<'de> Deserialize<'de>>(req: &SerializedRequest) -> Option<T> {
-    let mut all: Vec<Box<RawValue>> = params(req)?;
-    if all.is_empty() {
-        return None;
-    }
-    serde_json::from_str(all.swap_remove(0).get()).ok()
-}
-
 /// A non-2xx body that is a JSON-RPC error response, as alloy's `Http` returns it.
 fn json_rpc_error_response(body: &[u8]) -> Option<ResponsePacket> {
     let packet = serde_json::from_slice::<ResponsePacket>(body).ok()?;
     packet.is_error().then_some(packet)
 }
 
-/// Why an exchange gave no answer: HTTP 413 from a provider (which a packet of reads may try
-/// elsewhere), or any other error.
-#[derive(Debug)]
-enum Refused {
-    TooLarge(TransportError, EndpointId),
-    Other(TransportError),
-}
-
-impl std::convert::From<TransportError> for Refused {
-    fn from(err: TransportError) -> Refused {
-        Refused::Other(err)
-    }
-}
-
 fn http_error(status: StatusCode, body: String, retry_after: Option<Duration>) -> TransportError {
     TransportErrorKind::http_error_with_retry_after(status.as_u16(), body, retry_after)
-}
-
-fn is_connect(err: &reqwest_middleware::Error) -> bool {
-    matches!(err, reqwest_middleware::Error::Reqwest(e) if e.is_connect())
 }
 
 fn is_loopback(url: &str) -> bool {

@@ -7,8 +7,9 @@ use http::header::CONTENT_TYPE;
 use reqwest::{Response, StatusCode};
 
 use super::body::{self, Outcome};
-use super::parse::{self, Tally};
+use super::parse;
 use super::table::Kind;
+use super::tally::Tally;
 use crate::judge::MAX_HINT;
 use crate::{Class, Classified, Classifier, EndpointId, Evidence, Judgement, Verdict};
 
@@ -92,12 +93,12 @@ impl Classifier for JsonRpcClassifier {
                 if status == StatusCode::TOO_MANY_REQUESTS {
                     tally.add(Kind::Capacity(None));
                 }
-                let mut response = body::rebuild(parts, chunks, None);
-                if !tally.missed().is_empty() {
-                    // For the alloy transport, which learns who lacked what (the miss path only).
-                    response.extensions_mut().insert(tally.missed());
-                }
-                let judgement = with_retry_after(tally, response.headers());
+                let response = body::rebuild(parts, chunks, None);
+                let mut judgement = with_retry_after(tally, response.headers());
+                // What the answer said beside its judgement, for the request's scope (the alloy
+                // transport learns who lacked what, and checks a head against its floor).
+                judgement.findings.missed = tally.missed();
+                judgement.findings.quantity = tally.quantity();
                 Classified::Response(response, judgement)
             }
         }

@@ -153,15 +153,28 @@
 //! assert_eq!(classifier.max_body_len(), 8 * 1024 * 1024);
 //! ```
 
+// Internal layering, one way only (a module uses only those listed after it on its line,
+// never one that uses it):
+//
+//   classifier -> body, parse, result, tally, table   (the `Classifier`: reads, judges, rebuilds)
+//   parse      -> answer, result, tally, table, text  (the driver: a single answer or a batch)
+//   answer     -> result, table                       (serde visitors: an answer/error object)
+//   tally      -> table                               (how the answers were judged; judgement)
+//   body, result, table, text                         (leaves: reading/rebuilding the body, a
+//                                                      result read in place as a quantity, the
+//                                                      code table, the Unicode check)
+mod answer;
 mod body;
 mod classifier;
 mod parse;
+mod result;
 mod table;
+mod tally;
 mod text;
 
 pub use classifier::JsonRpcClassifier;
 #[cfg_attr(not(feature = "alloy"), allow(unused_imports, reason = "used by the alloy transport"))]
-pub(crate) use table::{Missed, Missing, missing};
+pub(crate) use table::missing;
 
 #[cfg(test)]
 mod tests;

@@ -30,48 +30,7 @@ pub(crate) enum Kind {
     Broken,
 }
 
-/// What a stale or unsupported answer says the provider lacks; the alloy transport learns
-/// from it (which endpoint did not know a bundle's block, which one lacks archive state or a
-/// method). Judging itself does not tell them apart: each fails over, `Neutral`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Missing {
-    /// A block it does not know: an unknown number or hash, a block above its head.
-    Block,
-    /// State it does not keep for a block it knows (a pruned node asked for old state).
-    State,
-    /// The method (`-32601`, "method not found", ...).
-    Method,
-}
-
-impl Missing {
-    const fn bit(self) -> u8 {
-        match self {
-            Missing::Block => 1,
-            Missing::State => 2,
-            Missing::Method => 4,
-        }
-    }
-}
-
-/// What a response's stale and unsupported answers said was missing: in the extensions of a
-/// response the classifier flagged that way (only there: the healthy path adds nothing).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Missed(u8);
-
-impl Missed {
-    pub(crate) fn add(&mut self, missing: Missing) {
-        self.0 |= missing.bit();
-    }
-
-    pub(crate) const fn is_empty(self) -> bool {
-        self.0 == 0
-    }
-
-    #[cfg_attr(not(feature = "alloy"), allow(dead_code, reason = "used by the alloy transport"))]
-    pub(crate) const fn has(self, missing: Missing) -> bool {
-        self.0 & missing.bit() != 0
-    }
-}
+pub(crate) use crate::findings::{Missed, Missing};
 
 /// What the parser kept of an error object; `message` and `data` are lower case.
 #[derive(Debug, Default)]

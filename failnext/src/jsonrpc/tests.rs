@@ -811,3 +811,164 @@ mod loopback {
         assert_eq!(expect_response(classify(response).await, body).await, capacity(None));
     }
 }
+
+// ===== the result, when it is a quantity =====
+
+/// Classifies `body` with `status` in one chunk, in 3-byte chunks, in 1-byte chunks and split
+/// in two at every byte: all must agree on the judgement and on the quantity its findings
+/// carry, and hand back the same bytes.
+async fn quantity_of(status: u16, body: &str) -> (Judgement, Option<u64>) {
+    let bytes = body.as_bytes();
+    let mut chunkings: Vec<Vec<&[u8]>> =
+        vec![vec![bytes], bytes.chunks(3).collect(), bytes.chunks(1).collect()];
+    chunkings.extend((1..bytes.len()).map(|at| {
+        let (a, b) = bytes.split_at(at);
+        vec![a, b]
+    }));
+    let mut seen = None;
+    for chunks in chunkings {
+        let Classified::Response(response, judgement) = classify(json(status, &chunks)).await else {
+            panic!("failed: {body}");
+        };
+        let quantity = judgement.findings().quantity;
+        assert_eq!(response.bytes().await.unwrap(), bytes);
+        let this = (judgement, quantity);
+        assert_eq!(*seen.get_or_insert(this), this, "{} chunks: {body}", chunks.len());
+    }
+    seen.unwrap()
+}
+
+fn answer(result: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#)
+}
+
+#[tokio::test]
+async fn a_single_answer_whose_result_is_a_quantity_carries_it_on_the_response() {
+    for (body, value) in [
+        (answer(r#""0x1b4""#), 0x1b4),
+        (answer(r#""0x0""#), 0),
+        (answer(r#""0xffffffffffffffff""#), u64::MAX),
+        (r#"{"result" : "0x10","jsonrpc":"2.0"}"#.to_owned(), 0x10),
+        (" {\n\"jsonrpc\":\"2.0\",\"result\"\t:\r\n\"0x2\" ,\"id\":\"x\"}\n".to_owned(), 2),
+        (r#"{"jsonrpc":"2.0","id":1,"error":null,"result":"0x5"}"#.to_owned(), 5),
+    ] {
+        assert_eq!(quantity_of(200, &body).await, (Judgement::answer(), Some(value)), "{body}");
+    }
+}
+
+#[tokio::test]
+async fn a_quantity_in_upper_case_or_with_leading_zeros_is_read_leniently() {
+    for (result, value) in [(r#""0X1B4""#, 0x1b4), (r#""0x0000000000000001""#, 1), (r#""0x00""#, 0)] {
+        assert_eq!(quantity_of(200, &answer(result)).await, (Judgement::answer(), Some(value)), "{result}");
+    }
+}
+
+#[tokio::test]
+async fn a_batch_or_a_long_result_carries_no_quantity() {
+    let hash = format!(r#""0x{}""#, "ab".repeat(32));
+    for body in [
+        batch(&[&answer(r#""0x1""#)]),
+        batch(&[&answer(r#""0x1""#), &answer(r#""0x2""#)]),
+        answer(r#""0x00000000000000001""#),
+        answer(r#""0x10000000000000000""#),
+        answer(&hash),
+    ] {
+        assert_eq!(quantity_of(200, &body).await, (Judgement::answer(), None), "{body}");
+    }
+}
+
+#[tokio::test]
+async fn a_result_that_is_not_a_quantity_is_still_an_answer() {
+    for result in [
+        r#""latest""#,
+        r#""0x""#,
+        r#""""#,
+        r#""1b4""#,
+        r#""0xg""#,
+        r#""0x1 ""#,
+        r#""-0x1""#,
+        r#""\u0030x1""#,
+        r#""0x1\u0030""#,
+        "1",
+        "1e400",
+        "null",
+        "true",
+        r#"["0x1"]"#,
+        r#"{"result":"0x1"}"#,
+    ] {
+        assert_eq!(quantity_of(200, &answer(result)).await, (Judgement::answer(), None), "{result}");
+    }
+}
+
+#[tokio::test]
+async fn a_key_written_with_an_escape_carries_no_quantity() {
+    let body = r#"{"jsonrpc":"2.0","id":1,"\u0072esult":"0x1"}"#;
+    assert_eq!(quantity_of(200, body).await, (Judgement::answer(), None));
+}
+
+#[tokio::test]
+async fn the_last_of_duplicate_results_decides_the_quantity() {
+    let last = r#"{"jsonrpc":"2.0","result":"0x1","result":"0x2"}"#;
+    assert_eq!(quantity_of(200, last).await, (Judgement::answer(), Some(2)));
+    let not_last = r#"{"jsonrpc":"2.0","result":"0x1","result":[]}"#;
+    assert_eq!(quantity_of(200, not_last).await, (Judgement::answer(), None));
+}
+
+#[tokio::test]
+async fn an_error_or_a_broken_answer_carries_no_quantity() {
+    let revert =
+        r#"{"jsonrpc":"2.0","id":1,"result":"0x1","error":{"code":3,"message":"execution reverted"}}"#;
+    assert_eq!(quantity_of(200, revert).await, (definitive(), None));
+    let unknown = r#"{"jsonrpc":"2.0","id":1,"result":"0x1","error":{"code":-1}}"#;
+    assert_eq!(quantity_of(200, unknown).await, (unrecognised(), None));
+    for body in [
+        r#"{"jsonrpc":"1.0","id":1,"result":"0x1"}"#,
+        r#"{"id":1,"result":"0x1"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":"0x1","error":[]}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":"0x1"} x"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":"0x1""#,
+        r#"{"jsonrpc":"2.0","id":1,"result":"0x1","x":"\ud800"}"#,
+    ] {
+        assert_eq!(quantity_of(200, body).await, (broken(), None), "{body}");
+    }
+}
+
+#[tokio::test]
+async fn http_429_keeps_the_bodys_quantity_and_stays_capacity() {
+    assert_eq!(quantity_of(429, &answer(r#""0x7""#)).await, (capacity(None), Some(7)));
+}
+
+#[tokio::test]
+async fn a_body_that_is_not_read_carries_no_quantity() {
+    let body = answer(r#""0x7""#);
+    for (classifier, response) in [
+        (JsonRpcClassifier::new(), response(200, Some("text/plain"), &[body.as_bytes()], None)),
+        (JsonRpcClassifier::new().max_body(4), json(200, &[body.as_bytes()])),
+        (JsonRpcClassifier::new().max_body(0), json(200, &[body.as_bytes()])),
+    ] {
+        let Classified::Response(response, judgement) = classify_with(&classifier, response).await else {
+            panic!("failed");
+        };
+        assert_eq!(judgement, Judgement::answer());
+        assert_eq!(judgement.findings().quantity, None);
+        drop(response);
+    }
+}
+
+proptest::proptest! {
+    #[test]
+    fn a_short_result_string_carries_exactly_what_parse_lenient_reads_in_any_chunking(
+        text in "(0[xX])?[+0-9a-fA-Fg]{0,20}",
+        at in proptest::prelude::any::<proptest::sample::Index>(),
+    ) {
+        let body = answer(&format!("\"{text}\""));
+        let expected = if text.len() <= 18 { crate::quantity::parse_lenient(&text).ok() } else { None };
+        let bytes = Bytes::from(body.clone());
+        let whole = super::parse::tally(std::slice::from_ref(&bytes));
+        proptest::prop_assert_eq!(whole.quantity(), expected);
+        proptest::prop_assert_eq!(whole.judgement(), Judgement::answer());
+        let at = at.index(bytes.len() + 1);
+        let split = super::parse::tally(&[bytes.slice(..at), bytes.slice(at..)]);
+        proptest::prop_assert_eq!(split, whole, "split at {}", at);
+    }
+}

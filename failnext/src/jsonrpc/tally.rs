@@ -1,0 +1,97 @@
+//! The [`Tally`]: how the answers of one response were judged, and the response's judgement
+//! from them (the batch rule of the module docs, [`super`]).
+//!
+//! The parser ([`super::parse`]) adds one [`Kind`] per answer; the classifier asks for the
+//! [`judgement`](Tally::judgement) and for what the stale answers said was
+//! [`missed`](Tally::missed). Nothing here reads a body.
+
+use std::time::Duration;
+
+use super::table::{Kind, Missed, Missing};
+use crate::{Class, Evidence, Judgement, Verdict};
+
+/// How the answers of one response were judged (one answer for a single response).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Tally {
+    results: bool,
+    definitive: bool,
+    unsupported: bool,
+    stale: bool,
+    broken: bool,
+    capacity: bool,
+    hint: Option<Duration>,
+    /// What the stale and unsupported answers said was missing.
+    missed: Missed,
+    /// A single answer's `result`, when it is a quantity.
+    quantity: Option<u64>,
+}
+
+impl Tally {
+    /// The tally of a single answer (not a batch) of `kind`, whose `result` (if any) is
+    /// `quantity`: kept only when the answer is a `result` ([`Kind::Answer`]).
+    pub(crate) fn single(quantity: Option<u64>, kind: Kind) -> Tally {
+        let mut tally = Tally::default();
+        tally.add(kind);
+        if kind == Kind::Answer {
+            tally.quantity = quantity;
+        }
+        tally
+    }
+
+    /// Counts one answer.
+    pub(crate) fn add(&mut self, kind: Kind) {
+        match kind {
+            Kind::Answer => self.results = true,
+            Kind::Unrecognised => {}
+            Kind::Definitive => self.definitive = true,
+            Kind::Unsupported => {
+                self.unsupported = true;
+                self.missed.add(Missing::Method);
+            }
+            Kind::Stale(missing) => {
+                self.stale = true;
+                self.missed.add(missing);
+            }
+            Kind::Broken => self.broken = true,
+            Kind::Capacity(hint) => {
+                self.capacity = true;
+                self.hint = self.hint.max(hint);
+            }
+        }
+    }
+
+    /// What the stale and unsupported answers said was missing (empty for most responses).
+    pub(crate) fn missed(&self) -> Missed {
+        self.missed
+    }
+
+    /// The number a single answer's `result` held, when it was a quantity (see
+    /// [`super::result`]); `None` for a batch, an error, a `result` that is not a quantity. A
+    /// fact about the body, like [`missed`](Tally::missed): an HTTP 429 added later keeps it.
+    pub(crate) const fn quantity(&self) -> Option<u64> {
+        self.quantity
+    }
+
+    /// The response is broken as a whole (malformed JSON, not JSON-RPC).
+    pub(crate) fn broken() -> Tally {
+        Tally { broken: true, ..Tally::default() }
+    }
+
+    /// The response's judgement: any capacity, broken, stale or unsupported answer fails the
+    /// whole response over (capacity first, as it carries the hint); else it is returned.
+    pub(crate) fn judgement(&self) -> Judgement {
+        let fail_over = |cool_for| Verdict::FailOver { cool_for };
+        if self.capacity {
+            return Judgement::new(fail_over(self.hint), Evidence::Failure, Class::Capacity);
+        }
+        if self.broken {
+            return Judgement::new(fail_over(None), Evidence::Failure, Class::Broken);
+        }
+        if self.stale || self.unsupported {
+            return Judgement::new(fail_over(None), Evidence::Neutral, Class::Stale);
+        }
+        let evidence = if self.results { Evidence::Success } else { Evidence::Neutral };
+        let class = if self.definitive { Class::Definitive } else { Class::Answer };
+        Judgement::new(Verdict::Return, evidence, class)
+    }
+}
