@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use reqwest::Response;
 
+use crate::findings::Findings;
+
 /// What to do with an attempt's outcome.
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,7 +71,7 @@ pub struct Judgement {
     /// How it was judged.
     pub class: Class,
     /// What the JSON-RPC classifier found beside it, for the request's scope (not compared).
-    pub(crate) findings: crate::findings::Findings,
+    pub(crate) findings: Findings,
 }
 
 impl PartialEq for Judgement {
@@ -83,12 +85,7 @@ impl Eq for Judgement {}
 impl Judgement {
     /// A judgement from its three parts.
     pub const fn new(verdict: Verdict, evidence: Evidence, class: Class) -> Judgement {
-        Judgement {
-            verdict,
-            evidence,
-            class,
-            findings: crate::findings::Findings { missed: crate::findings::Missed::EMPTY, quantity: None },
-        }
+        Judgement { verdict, evidence, class, findings: Findings::NONE }
     }
 
     /// Return the response; the endpoint answered well.
@@ -96,8 +93,9 @@ impl Judgement {
         Judgement::new(Verdict::Return, Evidence::Success, Class::Answer)
     }
 
-    /// What the classifier found beside the judgement.
-    pub(crate) const fn findings(&self) -> crate::findings::Findings {
+    /// What the classifier found beside the judgement (the JSON-RPC classifier's findings; none
+    /// from other judges): for a request's [`Scope`](crate::Scope).
+    pub const fn findings(&self) -> Findings {
         self.findings
     }
 }

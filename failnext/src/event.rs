@@ -18,8 +18,10 @@ use crate::endpoint::EndpointId;
 /// Within a request: every attempt produces an [`Event::Attempt`] when its response's headers
 /// (or its error) arrive, then, right after it (after the configured classifier, if any, has
 /// read the response), an [`Event::Judged`] with the same endpoint and attempt number, saying
-/// how the outcome was judged; then the endpoint's health learns from it. Skips
-/// ([`Event::CooldownSkip`]) come before the attempt they make way for, and
+/// how the outcome was judged; then the endpoint's health learns from it. The endpoints out
+/// of the request from its start (excluded, ineligible, unfit for its [`Scope`](crate::Scope))
+/// come first, each an [`Event::Skipped`]; a skip when a candidate's turn comes is an
+/// [`Event::Skipped`] then an [`Event::CooldownSkip`], before the attempt it makes way for, and
 /// [`Event::NotReplayable`] ends the attempts. A hedge ([`Event::Hedge`]) comes when it is
 /// sent, after the skips that made way for it and before its own `Attempt` (the first
 /// attempt's `Attempt` comes before it only when that attempt's headers came in time but the

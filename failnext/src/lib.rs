@@ -624,6 +624,7 @@ pub use endpoint::{Endpoint, EndpointId};
 pub use error::{Attempt, Error};
 pub use event::{AttemptOutcome, Event, ResultOutcome, SkipReason};
 pub use feed::LatencyFeed;
+pub use findings::Findings;
 pub use health::BreakerState;
 pub use hedge::Hedge;
 pub use latency::LatencyOrdering;

@@ -1,40 +1,18 @@
 //! [`Bundle`]: the reads of one decision, pinned to one reference block by its hash.
 
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use alloy_json_rpc::{Request, RequestPacket, ResponsePacket, SerializedRequest};
-use alloy_primitives::B256;
 use alloy_transport::{BoxTransport, TransportConnect, TransportError, TransportErrorKind, TransportFut};
 use serde_json::value::RawValue;
 
 use super::block::{BlockParam, block_index, by_hash};
 use super::methods::Access;
+use super::reference::{BlockRef, BundleState};
 use super::transport::FailoverTransport;
 use crate::EndpointId;
-
-/// A block by number and hash: a [`Bundle`]'s reference.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct BlockRef {
-    /// Its number.
-    pub number: u64,
-    /// Its hash.
-    pub hash: B256,
-}
-
-impl BlockRef {
-    /// The block `number` whose hash is `hash`.
-    pub const fn new(number: u64, hash: B256) -> BlockRef {
-        BlockRef { number, hash }
-    }
-}
-
-impl fmt::Display for BlockRef {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "#{} ({})", self.number, self.hash)
-    }
-}
 
 /// The state reads of one decision, all answered at one reference block: an alloy transport
 /// (a `tower::Service<RequestPacket>`) over a [`FailoverTransport`], made by
@@ -51,7 +29,7 @@ impl fmt::Display for BlockRef {
 /// # }
 /// ```
 ///
-/// What it does to each call, and why a read fails with [`ReferenceUnknown`], is in the
+/// What it does to each call, and why a read fails with [`ReferenceUnknown`](super::ReferenceUnknown), is in the
 /// [module docs](super#read-bundles). It shares the transport's failover, breakers, memory
 /// and capabilities; what it adds is its reference and the endpoints that did not know it.
 #[derive(Clone, Debug)]
@@ -60,33 +38,13 @@ pub struct Bundle {
     state: Arc<BundleState>,
 }
 
-/// What a bundle's clones share.
-#[derive(Debug)]
-pub(crate) struct BundleState {
-    pub(crate) reference: BlockRef,
-    /// The endpoints that did not know the reference (or had no state at it), in the order
-    /// they said so: the bundle's later reads skip them.
-    missed: Mutex<Vec<EndpointId>>,
-}
-
-impl BundleState {
-    fn lock(&self) -> MutexGuard<'_, Vec<EndpointId>> {
-        self.missed.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    pub(crate) fn missed(&self) -> Vec<EndpointId> {
-        self.lock().clone()
-    }
-
-    pub(crate) fn missed_at(&self, endpoint: &EndpointId) {
-        let mut missed = self.lock();
-        if !missed.contains(endpoint) {
-            missed.push(endpoint.clone());
-        }
-    }
-
-    pub(crate) fn unknown(&self) -> TransportError {
-        TransportErrorKind::custom(ReferenceUnknown { reference: self.reference, missed: self.missed() })
+impl FailoverTransport {
+    /// A [`Bundle`] at `reference`: an alloy transport whose state reads are all answered at
+    /// that block, by its hash (see [the module docs](super#read-bundles)). It shares this
+    /// transport's failover; `reference.number` counts as an observed head.
+    pub fn bundle(&self, reference: BlockRef) -> Bundle {
+        self.observe_head(reference.number);
+        Bundle::new(self.clone(), reference)
     }
 }
 
@@ -94,7 +52,7 @@ impl BundleState {
 
 impl Bundle {
     pub(crate) fn new(transport: FailoverTransport, reference: BlockRef) -> Bundle {
-        Bundle { transport, state: Arc::new(BundleState { reference, missed: Mutex::new(Vec::new()) }) }
+        Bundle { transport, state: Arc::new(BundleState::new(reference)) }
     }
 
     /// The reference block every state read of this bundle is answered at (for the decision's
@@ -189,46 +147,6 @@ impl TransportConnect for Bundle {
 }
 
 // ===== errors =====
-
-/// A bundle read that no provider could answer at the bundle's reference: each one asked
-/// did not know the block (an unknown hash, or no longer canonical for it) or had no state
-/// at it, and the others are excluded, down or were already found not to know it. Nothing was
-/// answered at any provider's own latest block. **Restart the decision at a new reference.**
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ReferenceUnknown {
-    reference: BlockRef,
-    missed: Vec<EndpointId>,
-}
-
-impl ReferenceUnknown {
-    /// The bundle's reference.
-    pub fn reference(&self) -> BlockRef {
-        self.reference
-    }
-
-    /// The endpoints that did not know it (or had no state at it), in the order they said so.
-    pub fn missed(&self) -> &[EndpointId] {
-        &self.missed
-    }
-
-    /// This error inside an alloy `TransportError`, if it is one.
-    pub fn find(err: &TransportError) -> Option<&ReferenceUnknown> {
-        err.as_transport_err()?.as_custom()?.downcast_ref()
-    }
-}
-
-impl fmt::Display for ReferenceUnknown {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "no usable provider knows the reference block {}", self.reference)?;
-        if !self.missed.is_empty() {
-            let ids: Vec<&str> = self.missed.iter().map(EndpointId::as_str).collect();
-            write!(f, " (unknown to {})", ids.join(", "))?;
-        }
-        f.write_str("; restart the decision at a new reference")
-    }
-}
-
-impl std::error::Error for ReferenceUnknown {}
 
 /// A call a [`Bundle`] does not send: a write (a bundle only reads), or a state read of the
 /// `pending` block (a bundle reads one settled block). Nothing was sent.

@@ -14,9 +14,9 @@ use std::time::Duration;
 use alloy_json_rpc::{RequestPacket, Response, ResponsePacket, ResponsePayload};
 
 use super::block::{BlockParam, quantity};
-use super::bundle::BundleState;
 use super::capability::{Capabilities, Capability};
 use super::monotonic::{BelowFloor, Head, Heads};
+use super::reference::BundleState;
 use crate::EndpointId;
 use crate::findings::{Missed, Missing};
 use crate::scope::Unfit;
@@ -223,21 +223,6 @@ impl Coherence {
             tracing::debug!(target: "failnext", %endpoint, capability = %shown, for_ = ?rules.lack_for, "endpoint found to lack a capability");
         }
     }
-}
-
-/// What the answers in `answer` say is missing (an error answer that is a stale or
-/// unsupported one), judged by the JSON-RPC table with the request in view: the final answer,
-/// whatever classifier the failover has.
-pub(crate) fn missed_in(answer: &ResponsePacket) -> Missed {
-    let mut missed = Missed::default();
-    for response in responses(answer) {
-        if let ResponsePayload::Failure(e) = &response.payload {
-            if let Some(missing) = crate::jsonrpc::missing(e.code, &e.message) {
-                missed.add(missing);
-            }
-        }
-    }
-    missed
 }
 
 /// The lowest `eth_blockNumber` result in `answer`, for the calls of `packet` that ask it.

@@ -148,12 +148,42 @@
 //! it goes as if none did (a learnt lack may be out of date) and the nodes' answers are
 //! returned. [`FailoverTransport::lacking`] says what an endpoint lacks now.
 //!
-//! **Cost.** The exclusions ride in the request's `excluded` list, as a per-call exclusion
-//! does. While nothing is lacking, a request reads one atomic flag and parses nothing; while
-//! something is, it takes a short lock, parses its block parameter only when some endpoint
-//! lacks archive state, and measures its serialized size only when some endpoint lacks a
-//! request size. What an answer says is learnt only from the answers the
-//! classifier flagged (the miss path).
+//! **Cost.** The endpoints a packet skips are told to failnext's one request loop by the
+//! packet's [`Scope`](crate::Scope) (see [one loop](#one-loop)). While nothing is lacking, a
+//! request reads one atomic flag and parses nothing; while something is, it takes a short
+//! lock, parses its block parameter only when some endpoint lacks archive state (its
+//! serialized size is the body's length, known anyway). What an answer says is learnt from
+//! the [`Findings`](crate::Findings) the JSON-RPC classifier made while judging it: nothing
+//! is parsed again.
+//!
+//! # One loop
+//!
+//! Every decision of the transport is made in failnext's one request loop, where the
+//! [event hook](crate::FailoverBuilder::on_event) and the [`Trace`](crate::Trace) see it
+//! ([`CallExt::record_trace`] gives a call its trace, in a [`TraceCell`]). Each packet
+//! carries a [`Scope`](crate::Scope) that knows the packet: its methods, the block a bundle
+//! pins it to, the floor of monotonic reads, the capabilities it needs and its size.
+//!
+//! - Before the first attempt, the providers that cannot serve it are passed over, each an
+//!   [`Event::Skipped`](crate::Event::Skipped) with [`SkipReason::Unfit`](crate::SkipReason::Unfit)
+//!   and a [`TraceStep::Unfit`](crate::TraceStep::Unfit): a bundle's provider that did not
+//!   know its block ([`Unfit::UnknownBlock`](crate::Unfit::UnknownBlock)), one known below
+//!   the floor, one lacking a capability ([`Unfit::Lacks`](crate::Unfit::Lacks), named).
+//! - Each answer is reviewed with the packet in view: HTTP 413
+//!   ([`Unfit::TooLarge`](crate::Unfit::TooLarge)), an `eth_blockNumber` below the floor, a
+//!   bundle's block the provider did not know are overruled there (no answer for this
+//!   packet: `FailOver`, `Neutral`, [`Class::Stale`](crate::Class::Stale)), in
+//!   [`Event::Judged`](crate::Event::Judged)'s `overruled` and a
+//!   [`TraceStep::Overruled`](crate::TraceStep::Overruled), and the request goes on to the
+//!   next provider as for any flagged answer (a write still stops at its first).
+//! - Later attempts are made again from the packet, so nothing is copied before the first.
+//!
+//! With a classifier of your own ([`FailoverTransport::from_builder`]), the JSON-RPC
+//! classifier still reads each body first, for its [`Findings`](crate::Findings); the verdict
+//! is yours. Down a client chain of your own ([`FailoverTransport::with_client`]) the
+//! findings come only from a [`JsonRpcClassifier`](crate::jsonrpc::JsonRpcClassifier) in
+//! that chain's `Failover`; without one, a bundle read that a provider did not know comes
+//! back as that provider's error answer.
 //!
 //! # Monotonic reads
 //!
@@ -166,8 +196,10 @@
 //! - a read skips every provider whose known head is below the highest head the transport
 //!   has observed (a bundle's read: below its reference, since the hash pins its state);
 //!   `None` from `heads` skips no one;
-//! - an `eth_blockNumber` answer below that floor is not returned: the read is sent again
-//!   without that provider;
+//! - an `eth_blockNumber` answer below that floor is not returned: the loop overrules it
+//!   ([`Unfit::BelowFloor`](crate::Unfit::BelowFloor)) and tries the next provider (a
+//!   single call is judged there; a batch asking `eth_blockNumber` is checked once its
+//!   answer is back, and fails with [`BelowFloor`] rather than go back);
 //! - when no provider is left, the read fails with [`BelowFloor`] rather than go back.
 //!
 //! Writes and filter calls are not affected. Block numbers inside other answers (a block's
@@ -195,15 +227,17 @@ mod memory;
 mod methods;
 mod monotonic;
 mod plan;
+mod reference;
 mod route;
 mod scope;
 mod transport;
 
 pub use broadcast::{NeverSent, PossiblySubmitted};
-pub use bundle::{BlockRef, Bundle, BundleRefused, ReferenceUnknown};
+pub use bundle::{Bundle, BundleRefused};
 pub use call::{CallExt, ServedByCell, TraceCell};
 pub use capability::Capability;
 pub use methods::{Access, MethodTable};
 pub use monotonic::BelowFloor;
 pub use plan::FilterPinned;
+pub use reference::{BlockRef, ReferenceUnknown};
 pub use transport::FailoverTransport;

@@ -11,9 +11,8 @@ use http::StatusCode;
 use http::header::{CONTENT_TYPE, HeaderValue};
 use reqwest::Response;
 
-use super::bundle::BundleState;
 use super::coherence::{Coherence, Packet, Rules};
-use crate::findings::Missing;
+use super::reference::BundleState;
 use crate::scope::{Scope, Unfit};
 use crate::{EndpointId, Judgement};
 
@@ -79,15 +78,14 @@ impl<P: Borrow<RequestPacket> + Send + Sync> Scope for PacketScope<P> {
             return Some(Unfit::TooLarge);
         }
         let findings = judgement.findings();
-        if !findings.missed.is_empty() {
+        if findings.lacks_anything() {
             self.coherence.learn(&self.rules, &self.view(), endpoint, findings.missed);
-            let at_block = findings.missed.has(Missing::Block) || findings.missed.has(Missing::State);
-            if self.bundle.is_some() && at_block {
+            if self.bundle.is_some() && (findings.lacks_block() || findings.lacks_state()) {
                 // Not an answer at the bundle's block, whatever the classifier made of it.
                 return Some(Unfit::UnknownBlock);
             }
         }
-        match (self.floor, findings.quantity) {
+        match (self.floor, findings.quantity()) {
             (Some(floor), Some(head)) if head < floor => {
                 self.behind_list().push((endpoint.clone(), Some(head)));
                 Some(Unfit::BelowFloor { head: Some(head), floor })

@@ -12,15 +12,14 @@ use http::StatusCode;
 use http::header::{CONTENT_TYPE, HeaderValue};
 use reqwest_middleware::ClientWithMiddleware;
 
-use super::bundle::{BlockRef, Bundle, BundleState};
 use super::capability::Capability;
 use super::coherence::{self, Coherence, Packet, Rules};
 use super::memory::Memory;
 use super::methods::{Access, MethodTable};
 use super::monotonic::{BelowFloor, Heads};
 use super::plan::Plan;
+use super::reference::BundleState;
 use super::scope::PacketScope;
-use crate::findings::Missing;
 use crate::options::RequestOptions;
 use crate::{
     ConfigError, Endpoint, EndpointId, Error, ExcludedEndpoints, Failover, FailoverBuilder, Permission,
@@ -46,7 +45,7 @@ const REMEMBER_BROADCASTS: Duration = Duration::from_secs(120);
 /// An alloy transport (a `tower::Service<RequestPacket>`) that sends every JSON-RPC packet
 /// through a [`Failover`]: reads fail over, writes never do, filters stay on the provider that
 /// created them, lookups of a broadcast follow it, and a lost broadcast is typed
-/// ([`PossiblySubmitted`]). Cheap to clone; clones share everything.
+/// ([`PossiblySubmitted`](super::PossiblySubmitted)). Cheap to clone; clones share everything.
 ///
 /// ```no_run
 /// # fn demo() -> Result<(), failnext::ConfigError> {
@@ -172,14 +171,6 @@ impl FailoverTransport {
     /// the value to give `RpcClient::new`.
     pub fn is_local(&self) -> bool {
         self.local
-    }
-
-    /// A [`Bundle`] at `reference`: an alloy transport whose state reads are all answered at
-    /// that block, by its hash (see [the module docs](super#read-bundles)). It shares this
-    /// transport's failover; `reference.number` counts as an observed head.
-    pub fn bundle(&self, reference: BlockRef) -> Bundle {
-        self.coherence.head.observe(reference.number);
-        Bundle::new(self.clone(), reference)
     }
 
     /// Declares that endpoint `endpoint` lacks `capability`, for good: requests that need it
@@ -309,15 +300,12 @@ impl FailoverTransport {
             }
         };
         let (answer, served) = outcome?;
-        // The final answer, judged with the packet in view: what the loop returned for want of
-        // another endpoint (or what a classifier of the caller's own did not flag).
-        let last = coherence::missed_in(&answer);
-        if let (Some(id), false) = (&served, last.is_empty()) {
-            self.coherence.learn(&self.rules, &view, id, last);
-        }
-        if let (Some(bundle), true) = (bundle, last.has(Missing::Block) || last.has(Missing::State)) {
-            // Never answered at that provider's own latest block: the error.
-            return Err(bundle.unknown());
+        if let (Some(bundle), Some(id)) = (bundle, &served) {
+            if bundle.did_miss(id) {
+                // What the loop returned for want of another endpoint was a miss: never an
+                // answer at that provider's own latest block, the error.
+                return Err(bundle.unknown());
+            }
         }
         if let Some(n) = asks_head.then(|| coherence::lowest_head(&packet, &answer)).flatten() {
             let floor = self.coherence.head.get();

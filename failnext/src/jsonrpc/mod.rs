@@ -173,8 +173,6 @@ mod tally;
 mod text;
 
 pub use classifier::JsonRpcClassifier;
-#[cfg_attr(not(feature = "alloy"), allow(unused_imports, reason = "used by the alloy transport"))]
-pub(crate) use table::missing;
 
 #[cfg(test)]
 mod tests;

@@ -158,20 +158,6 @@ pub(crate) fn classify(error: &ErrorFacts<'_>) -> Kind {
     Kind::Unrecognised
 }
 
-/// What an error answer (`code`, `message` as the provider wrote it) says the provider lacks,
-/// by the same table: `None` for anything but a stale or unsupported answer (a revert, a rate
-/// limit, ... are not misses). The alloy transport judges a final answer with it, where no
-/// classifier said.
-#[cfg_attr(not(feature = "alloy"), allow(dead_code, reason = "used by the alloy transport"))]
-pub(crate) fn missing(code: i64, message: &str) -> Option<Missing> {
-    let message = message.to_ascii_lowercase();
-    match classify(&ErrorFacts { code: Some(code), message: &message, ..ErrorFacts::default() }) {
-        Kind::Stale(missing) => Some(missing),
-        Kind::Unsupported => Some(Missing::Method),
-        _ => None,
-    }
-}
-
 /// anvil's `-32602` "BlockOutOfRangeError: block height is H but requested was R" (in the
 /// message or a `data` string, the message first, like every message rule): a block
 /// above its head (`R > H`: it does not know it yet), or state it pruned (`R < H`, anvil with
