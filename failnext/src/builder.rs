@@ -287,7 +287,7 @@ impl FailoverBuilder {
             .endpoints
             .iter()
             .zip(urls)
-            .map(|(ep, url)| Slot::new(ep.clone(), url, self.cooldown).keeping_latencies(keep));
+            .map(|(ep, url)| Slot::new(ep, url, self.cooldown).keeping_latencies(keep));
         Ok(Failover::from_shared(Shared {
             slots: slots.collect(),
             endpoints: self.endpoints,

@@ -382,7 +382,7 @@ mod tests {
             .into_iter()
             .map(|id| {
                 let ep = crate::Endpoint::new(id, "http://127.0.0.1:1/");
-                Slot::new(ep, "http://127.0.0.1:1/".parse().unwrap(), crate::Cooldown::disabled())
+                Slot::new(&ep, "http://127.0.0.1:1/".parse().unwrap(), crate::Cooldown::disabled())
             })
             .collect();
         let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));

@@ -14,8 +14,9 @@ use crate::slot::Slot;
 
 /// The validated configuration and the per-endpoint state, built once by the builder.
 pub(crate) struct Shared {
-    /// The endpoints as configured, for [`Failover::endpoints`](crate::Failover::endpoints);
-    /// every decision works on `slots`, which hold the same endpoints in the same order.
+    /// The endpoints as configured (the one copy of each, URL included), for
+    /// [`Failover::endpoints`](crate::Failover::endpoints); `slots` hold each one's state, in
+    /// the same order.
     pub(crate) endpoints: Vec<Endpoint>,
     pub(crate) slots: Vec<Slot>,
     pub(crate) eligible: Option<Arc<dyn Eligibility>>,

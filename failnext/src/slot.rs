@@ -9,10 +9,11 @@ use crate::health::Health;
 use crate::latency::Latency;
 use crate::recent::Recent;
 
-/// One endpoint: who it is, where its attempts go, and how healthy it is.
+/// One endpoint's state: who it is (its id; the endpoint itself, with its URL, is kept once,
+/// in the configuration), where its attempts go, and how healthy it is.
 #[derive(Debug)]
 pub(crate) struct Slot {
-    pub(crate) endpoint: Endpoint,
+    id: EndpointId,
     pub(crate) destination: Destination,
     pub(crate) health: Health,
     /// The latency average, kept only with latency-aware ordering.
@@ -26,11 +27,11 @@ pub(crate) struct Slot {
 
 impl Slot {
     /// The slot of `endpoint`, whose URL passed validation as `url`.
-    pub(crate) fn new(endpoint: Endpoint, url: Url, cooldown: Cooldown) -> Slot {
+    pub(crate) fn new(endpoint: &Endpoint, url: Url, cooldown: Cooldown) -> Slot {
         Slot {
             #[cfg(feature = "metrics")]
             keys: crate::metrics::Keys::new(endpoint.id()),
-            endpoint,
+            id: endpoint.id().clone(),
             destination: Destination::new(url),
             health: Health::new(cooldown),
             latency: Latency::default(),
@@ -45,7 +46,7 @@ impl Slot {
     }
 
     pub(crate) fn id(&self) -> &EndpointId {
-        self.endpoint.id()
+        &self.id
     }
 }
 

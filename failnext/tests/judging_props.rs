@@ -31,7 +31,7 @@
 //! cores). The full profile:
 //!
 //! ```text
-//! PROPTEST_CASES=10000 cargo test -p failnext --features jsonrpc --test judging_props
+//! cargo xtask props   # PROPTEST_CASES=10000 cargo test --release -p failnext --features jsonrpc --test judging_props
 //! ```
 
 use std::cell::RefCell;

@@ -5,6 +5,8 @@
 //!   `--metrics ADDR`, its metrics on a loopback Prometheus endpoint).
 //! - `bench`: the release benchmark, figures as ratios to the bare reqwest client.
 //! - `soak`: the fault-injection soak (full profile; `cargo xtask ci` runs the short one).
+//! - `props`: the judging property tests at the full profile's case count (`cargo xtask ci`
+//!   runs them at the default count, with the other tests).
 //! - `anvil`: installs the anvil binary the real-node tests run (`ci` and `test` do it first).
 //! - `fmt`, `lint`, `test`, `doc`: one step each.
 
@@ -44,6 +46,7 @@ fn try_main() -> Result<(), DynError> {
         Some("demo") => demo(&rest),
         Some("bench") => bench(&rest),
         Some("soak") => soak(&rest),
+        Some("props") => props(&rest),
         Some("anvil") => anvil::ensure_anvil().map(|path| say(&path.display().to_string())),
         _ => {
             print_help();
@@ -62,6 +65,8 @@ fn print_help() {
          soak   [--profile ci|full|measure] [--seed N] [--fault-ms N]  fault-injection soak (full\n         \
                 profile by default; measure: reads answered correctly per configuration)\n  \
          bench  [--quick] [--rounds N] [--scenario NAME]  release benchmark, written to target/bench/\n  \
+         props  [CASES]  the judging property tests at CASES cases each (default 10000; ci runs\n         \
+                the test default)\n  \
          anvil  install anvil (npm @foundry-rs/anvil-linux-amd64) into target/anvil/, print its path\n  \
          fmt    cargo fmt --check\n  \
          lint   cargo clippy --workspace --all-targets -- -D warnings\n  \
@@ -218,6 +223,24 @@ fn soak(args: &[String]) -> Result<(), DynError> {
     }
     cmd.extend(args.iter().map(String::as_str));
     cargo(&cmd, &[])
+}
+
+/// The full profile's case count for the property tests.
+const FULL_PROPTEST_CASES: &str = "10000";
+
+/// The judging property tests (`failnext/tests/judging_props.rs`) at the full profile's case
+/// count, or at `args[0]` cases.
+fn props(args: &[String]) -> Result<(), DynError> {
+    let cases = args.first().map_or(FULL_PROPTEST_CASES, String::as_str);
+    if cases.parse::<u32>().map_or(true, |n| n == 0) {
+        return Err(format!("props: the case count must be a positive number, not {cases:?}").into());
+    }
+    section("judging property tests (full profile)", || {
+        cargo(
+            &["test", "--release", "-p", "failnext", "--features", "jsonrpc", "--test", "judging_props"],
+            &[("PROPTEST_CASES", cases)],
+        )
+    })
 }
 
 fn fmt_check() -> Result<(), DynError> {
