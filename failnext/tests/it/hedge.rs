@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use failnext::{
-    Budget, Classified, Classifier, EndpointId, Hedge, Judgement, RequestBuilderExt, ServedBy, Trace,
-    TraceStep,
+    Budget, Classified, Classifier, EndpointId, Hedge, Judgement, NotTried, RequestBuilderExt, ServedBy,
+    Trace, TraceStep,
 };
 use tokio::time::Instant;
 
@@ -209,6 +209,51 @@ async fn a_hedge_needs_a_budget_token_and_without_one_the_first_attempt_goes_on_
     assert_eq!(served(&resp), "primary", "the budget is spent: no hedge");
     assert!(started.elapsed() >= Duration::from_millis(300));
     assert_eq!(backup.requests(), 1, "only the hedge that had its token");
+}
+
+/// A server that answers 503 after `ms` on tokio's clock.
+async fn slow_503(ms: u64) -> failnext_loopback::Server {
+    failnext_loopback::Server::start_later(Arc::new(
+        move |_: &failnext_loopback::Received| -> failnext_loopback::Later {
+            Box::pin(async move {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                failnext_loopback::Action::Reply(failnext_loopback::Reply::new(503).text("busy"))
+            })
+        },
+    ))
+    .await
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hedge_the_budget_refuses_uses_nothing_up_and_the_failover_still_reaches_its_candidate() {
+    let (primary, backup) = (slow_503(1500).await, after(10).await);
+    // One token to start, then one a second.
+    let budget = Budget::new(0.0).min_per_sec(1).max_balance(1);
+    let failover = builder([("primary", primary.url("/")), ("backup", backup.url("/"))])
+        .no_attempt_timeout()
+        .hedge(Hedge::after(Duration::from_millis(20)))
+        .failover_budget(budget)
+        .build()
+        .unwrap();
+    let c = client(failover);
+    // The first request's hedge takes the token.
+    assert_eq!(served(&c.get("http://127.0.0.1:9/").allow_failover().send().await.unwrap()), "backup");
+    let resp = c.get("http://127.0.0.1:9/").allow_failover().trace().send().await.unwrap();
+    let trace = resp.extensions().get::<Trace>().unwrap().clone();
+    assert_eq!(
+        served(&resp),
+        "backup",
+        "the failover after the 503 reached the candidate the hedge did not use"
+    );
+    let primary_steps = trace.entry("primary").unwrap().steps();
+    assert_eq!(primary_steps[0], TraceStep::NotHedged(NotTried::BudgetSpent), "{trace}");
+    assert!(matches!(primary_steps[1], TraceStep::Tried { attempt: 1, .. }), "{trace}");
+    assert!(
+        matches!(trace.entry("backup").unwrap().steps(), [TraceStep::Tried { attempt: 2, .. }]),
+        "{trace}"
+    );
+    assert!(trace.to_string().contains("primary: not hedged: failover budget spent"), "{trace}");
+    assert_eq!(backup.requests(), 2, "the first request's hedge and this failover");
 }
 
 // ===== percentile delay =====
