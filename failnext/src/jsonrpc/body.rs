@@ -19,7 +19,7 @@ use url::Url;
 #[derive(Debug)]
 pub(crate) enum Outcome {
     /// The whole body, within the cap: the response's parts and its chunks, in order.
-    Complete(Parts, Vec<Bytes>),
+    Complete(Parts, Chunks),
     /// The body is larger than the cap: the response, rebuilt from what was read so far
     /// followed by the rest of the stream (nothing lost, nothing copied).
     OverCap(Response),
@@ -28,6 +28,44 @@ pub(crate) enum Outcome {
 }
 
 /// A response without its body.
+/// The chunks a body was read in: one (the usual case for a small answer) without a list.
+#[derive(Debug)]
+pub(crate) enum Chunks {
+    None,
+    One(Bytes),
+    Many(Vec<Bytes>),
+}
+
+impl Chunks {
+    fn push(&mut self, chunk: Bytes) {
+        *self = match std::mem::replace(self, Chunks::None) {
+            Chunks::None => Chunks::One(chunk),
+            Chunks::One(first) => Chunks::Many(vec![first, chunk]),
+            Chunks::Many(mut all) => {
+                all.push(chunk);
+                Chunks::Many(all)
+            }
+        };
+    }
+
+    /// The chunks, in order.
+    pub(crate) fn as_slice(&self) -> &[Bytes] {
+        match self {
+            Chunks::None => &[],
+            Chunks::One(chunk) => std::slice::from_ref(chunk),
+            Chunks::Many(all) => all,
+        }
+    }
+
+    fn into_vec(self) -> Vec<Bytes> {
+        match self {
+            Chunks::None => Vec::new(),
+            Chunks::One(chunk) => vec![chunk],
+            Chunks::Many(all) => all,
+        }
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Parts {
     status: StatusCode,
@@ -58,7 +96,7 @@ pub(crate) async fn read(mut response: Response, cap: usize) -> Outcome {
     if response.content_length().is_some_and(|n| n > cap64) {
         return Outcome::OverCap(response);
     }
-    let mut chunks = Vec::new();
+    let mut chunks = Chunks::None;
     let mut total = 0usize;
     loop {
         match response.chunk().await {
@@ -78,13 +116,12 @@ pub(crate) async fn read(mut response: Response, cap: usize) -> Outcome {
 }
 
 /// The response with `parts`, whose body is `chunks` then `rest`.
-pub(crate) fn rebuild(parts: Parts, chunks: Vec<Bytes>, rest: Option<reqwest::Body>) -> Response {
-    let body = match (rest, <[Bytes; 1]>::try_from(chunks)) {
+pub(crate) fn rebuild(parts: Parts, chunks: Chunks, rest: Option<reqwest::Body>) -> Response {
+    let body = match (rest, chunks) {
         // The whole body in one chunk (most answers): reqwest keeps those bytes as they are,
         // with no stream around them.
-        (None, Ok([chunk])) => reqwest::Body::from(chunk),
-        (rest, Ok([chunk])) => rebuilt_stream(vec![chunk], rest),
-        (rest, Err(chunks)) => rebuilt_stream(chunks, rest),
+        (None, Chunks::One(chunk)) => reqwest::Body::from(chunk),
+        (rest, chunks) => rebuilt_stream(chunks.into_vec(), rest),
     };
     let mut rebuilt = http::Response::new(body);
     *rebuilt.status_mut() = parts.status;
@@ -95,7 +132,13 @@ pub(crate) fn rebuild(parts: Parts, chunks: Vec<Bytes>, rest: Option<reqwest::Bo
     // `From<http::Response>` takes it from there (and would say "no.url.provided" without).
     // Building an empty response cannot fail: it sets no fallible part.
     if let Ok(carrier) = http::Response::builder().url(parts.url).body(()) {
-        rebuilt.extensions_mut().extend(carrier.into_parts().0.extensions);
+        let carried = carrier.into_parts().0.extensions;
+        // Moved whole when the response had no extensions of its own: one map less.
+        if rebuilt.extensions().is_empty() {
+            *rebuilt.extensions_mut() = carried;
+        } else {
+            rebuilt.extensions_mut().extend(carried);
+        }
     }
     Response::from(rebuilt)
 }

@@ -89,7 +89,7 @@ impl Classifier for JsonRpcClassifier {
                 Judgement::new(Verdict::FailOver { cool_for: None }, Evidence::Failure, Class::Broken),
             ),
             Outcome::Complete(parts, chunks) => {
-                let mut tally = parse::tally(&chunks);
+                let mut tally = parse::tally(chunks.as_slice());
                 if status == StatusCode::TOO_MANY_REQUESTS {
                     tally.add(Kind::Capacity(None));
                 }
