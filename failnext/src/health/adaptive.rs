@@ -9,11 +9,20 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::cell::{Clean, Guarded};
-use super::{Admit, BreakerState, Kept, deadline};
+use super::state::{BreakerState, Kept, deadline};
 use crate::classify::Evidence;
 use crate::cooldown::Adaptive;
 use crate::random::Jitter;
 use crate::skip::Skip;
+
+/// A candidate that may be sent to now: with a trial permit when it is the breaker's trial.
+#[derive(Debug)]
+pub(crate) enum Admit<'a> {
+    /// Closed (or no rule): send, no permit.
+    Closed,
+    /// The one trial of a half-open breaker.
+    Trial(Permit<'a>),
+}
 
 /// The one trial permit of a half-open breaker. Dropping it without an outcome recorded (the
 /// request's future was dropped) frees the trial for the next request.

@@ -16,6 +16,7 @@
 mod adaptive;
 mod cell;
 mod reference;
+mod state;
 #[cfg(test)]
 #[allow(unused_must_use, reason = "tests drive Health::record without emitting")]
 mod tests;
@@ -28,44 +29,10 @@ use crate::classify::Evidence;
 use crate::cooldown::{Cooldown, Rule};
 use crate::skip::Skip;
 use adaptive::Breaker;
-pub(crate) use adaptive::Permit;
+pub(crate) use adaptive::{Admit, Permit};
 use reference::ReferenceRule;
-
-/// A breaker's new state, as [`Event::Breaker`](crate::Event::Breaker) reports it.
-#[non_exhaustive]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum BreakerState {
-    /// The endpoint takes no traffic for this long from now (the hint, or the breaker's own
-    /// open time), except a last-resort trial.
-    Open {
-        /// How long it stays open.
-        duration: Duration,
-    },
-    /// A request took the endpoint's one trial permit: its open time is over, or the last
-    /// resort sends it a trial early.
-    HalfOpen,
-    /// The endpoint takes its full traffic again: its trial succeeded.
-    Closed,
-}
-
-/// A candidate that may be sent to now: with a trial permit when it is the breaker's trial.
-#[derive(Debug)]
-pub(crate) enum Admit<'a> {
-    /// Closed (or no rule): send, no permit.
-    Closed,
-    /// The one trial of a half-open breaker.
-    Trial(Permit<'a>),
-}
-
-/// A breaker's state as it survives a restart (see [`Health::export`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Kept {
-    /// How long it stays open (or cooling) from now; `Some(0)`: half-open.
-    pub(crate) open_for: Option<Duration>,
-    pub(crate) failed_trials: u32,
-    pub(crate) failures: u32,
-    pub(crate) probation: u32,
-}
+pub use state::BreakerState;
+pub(crate) use state::Kept;
 
 /// The breaker (or cooldown) of one endpoint, shared by every request of one `Failover`: the
 /// rule its [`Cooldown`] chose, with that rule's own state.
@@ -212,9 +179,4 @@ impl Health {
             Health::Adaptive(breaker) => breaker.record(evidence, hint, trial),
         }
     }
-}
-
-/// `now + d`, saturating far in the future.
-fn deadline(now: Instant, d: Duration) -> Instant {
-    now.checked_add(d).unwrap_or_else(|| now + Duration::from_secs(u64::from(u32::MAX)))
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::cell::{Clean, Guarded};
-use super::{Kept, deadline};
+use super::state::{Kept, deadline};
 use crate::classify::Evidence;
 use crate::skip::Skip;
 

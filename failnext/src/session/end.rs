@@ -3,22 +3,12 @@
 
 use reqwest::Response;
 
-use super::{Outcome, Session, Stop};
+use super::{Outcome, Session, Stop, Tally, mw};
 use crate::classify::Class;
 use crate::drain::discard;
 use crate::error::{Attempt, Error};
 use crate::scope::Unfit;
 use crate::trace::{NotTried, Trace, TraceStep};
-
-/// What the attempts that did not return left behind.
-#[derive(Default)]
-pub(super) struct Tally {
-    /// Attempts that ended in an error, in order.
-    failed: Vec<Attempt>,
-    /// The latest response judged `FailOver` (a trigger status, or flagged by the classifier)
-    /// and its endpoint, returned if nothing better comes.
-    retained: Option<(Response, usize)>,
-}
 
 impl Session<'_> {
     /// A response from endpoint `i` judged `FailOver` (a trigger status, or flagged by the
@@ -117,8 +107,4 @@ impl Session<'_> {
             (None, _, _) => Err(mw(Error::exhausted(tally.failed))),
         }
     }
-}
-
-pub(super) fn mw(err: Error) -> reqwest_middleware::Error {
-    reqwest_middleware::Error::middleware(err)
 }

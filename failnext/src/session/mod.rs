@@ -4,7 +4,7 @@
 use reqwest::{Request, Response};
 
 use crate::destination::HostRule;
-use crate::error::Error;
+use crate::error::{Attempt, Error};
 use crate::event::Event;
 use crate::health::{Admit, BreakerState, Permit};
 use crate::options::RequestOptions;
@@ -121,7 +121,20 @@ pub(crate) struct Session<'a> {
 mod end;
 mod start;
 
-use self::end::{Tally, mw};
+/// What the attempts that did not return left behind.
+#[derive(Default)]
+struct Tally {
+    /// Attempts that ended in an error, in order.
+    failed: Vec<Attempt>,
+    /// The latest response judged `FailOver` (a trigger status, or flagged by the classifier)
+    /// and its endpoint, returned if nothing better comes.
+    retained: Option<(Response, usize)>,
+}
+
+fn mw(err: Error) -> reqwest_middleware::Error {
+    reqwest_middleware::Error::middleware(err)
+}
+
 use self::start::{passed_over_at_start, rule_out, skip_reason, traced_skip};
 
 impl<'a> Session<'a> {

@@ -1,11 +1,11 @@
 //! How a request's session starts: what its scope rules out, and who is passed over from the
 //! start, told as events and the trace's first steps.
 
-use super::Shared;
 use crate::event::{Event, SkipReason};
 use crate::options::RequestOptions;
 use crate::scope::{Scope, Unfit};
 use crate::select::Plan;
+use crate::shared::Shared;
 use crate::skip::Skip;
 use crate::trace::{TraceStep, Tracer};
 
