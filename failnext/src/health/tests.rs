@@ -1,4 +1,7 @@
 //! The rules' claims, through the one interface the crate uses ([`Health`]).
+//! Test code only: declared `#[cfg(test)] mod tests;` in `mod.rs`, and test-only by itself.
+
+#![cfg(test)]
 
 use super::*;
 

@@ -1,5 +1,7 @@
 //! Unit tests of the JSON-RPC classifier: one per row of the table and per body situation.
-//! Test code only: declared `#[cfg(test)] mod tests;` in `mod.rs`.
+//! Test code only: declared `#[cfg(test)] mod tests;` in `mod.rs`, and test-only by itself.
+
+#![cfg(test)]
 
 use std::collections::VecDeque;
 use std::io;

@@ -1,5 +1,7 @@
 //! The session's decisions, one step at a time.
+//! Test code only: declared `#[cfg(test)] mod tests;` in `mod.rs`, and test-only by itself.
 
+#![cfg(test)]
 #![allow(unused_must_use, reason = "tests drive Health::record without emitting")]
 use http::Extensions;
 
