@@ -12,9 +12,8 @@ use reqwest_middleware::{Middleware, Next};
 
 use crate::endpoint::Endpoint;
 use crate::options::RequestOptions;
-use crate::run::{CancelGuard, finish, run};
+use crate::run::{begin, ended, run, served};
 use crate::scope::RequestScope;
-use crate::session::Session;
 use crate::shared::Shared;
 use crate::slot::position;
 
@@ -95,21 +94,13 @@ impl Middleware for Failover {
         next: Next<'_>,
     ) -> reqwest_middleware::Result<Response> {
         let shared = &*self.shared;
-        let mut guard = CancelGuard { events: &shared.events, armed: shared.events.is_active() };
         // A clone of the request's scope (a reference count), so that it outlives the borrow
         // of the extensions the attempts need.
         let scope = extensions.get::<RequestScope>().map(|s| Arc::clone(&s.0));
-        // Matched before the await: only the session, moved into the loop, is kept.
-        let session = match Session::start(shared, req, &RequestOptions::read(extensions), scope.as_deref()) {
-            Ok(session) => session,
-            Err(err) => {
-                guard.armed = false;
-                return finish(shared, Err(err));
-            }
-        };
+        // Begun before the await: only the session and the guard are kept across it.
+        let (session, guard) = begin(shared, req, &RequestOptions::read(extensions), scope.as_deref())?;
         let outcome = run(shared, session, extensions, &next).await;
-        guard.armed = false;
-        finish(shared, outcome)
+        served(shared, ended(shared, guard, outcome))
     }
 }
 

@@ -20,7 +20,8 @@ use crate::attempt::{self, Attempted, Judged, Sender, Turn, dispatch, judged_att
 use crate::drain::discard;
 use crate::event::{Emitter, Event, ResultOutcome};
 use crate::health::Permit;
-use crate::options::ServedBy;
+use crate::options::{RequestOptions, ServedBy};
+use crate::scope::Scope;
 use crate::session::{Outcome, Partner, Session, Step};
 use crate::shared::Shared;
 
@@ -250,9 +251,35 @@ async fn wait_for_trial(shared: &Shared, i: usize, bound: Option<Duration>) -> b
     Box::pin(tokio::time::timeout(bound, shared.slots[i].health.trial_ended())).await.is_ok()
 }
 
-/// Marks the response with the endpoint that produced it and emits the request's `Result`.
-pub(crate) fn finish(shared: &Shared, outcome: Outcome) -> reqwest_middleware::Result<Response> {
+/// Starts a request, as every caller of the loop does: the guard that tells a cancellation,
+/// then the session. A request naming an endpoint that is not configured ends here: its error
+/// comes back, already told as the request's `Result`.
+pub(crate) fn begin<'a>(
+    shared: &'a Shared,
+    req: reqwest::Request,
+    opts: &RequestOptions<'_>,
+    scope: Option<&'a dyn Scope>,
+) -> Result<(Session<'a>, CancelGuard<'a>), reqwest_middleware::Error> {
+    let mut guard = CancelGuard { events: &shared.events, armed: shared.events.is_active() };
+    match Session::start(shared, req, opts, scope) {
+        Ok(session) => Ok((session, guard)),
+        Err(err) => {
+            guard.armed = false;
+            shared.emit(|| Event::Result { endpoint: None, outcome: ResultOutcome::Error(&err) });
+            Err(err)
+        }
+    }
+}
+
+/// Ends a request begun with [`begin`]: its `Result` event, and no `Cancelled` after it.
+pub(crate) fn ended(shared: &Shared, mut guard: CancelGuard<'_>, outcome: Outcome) -> Outcome {
+    guard.armed = false;
     emit_result(shared, &outcome);
+    outcome
+}
+
+/// Marks a returned response with the endpoint that produced it.
+pub(crate) fn served(shared: &Shared, outcome: Outcome) -> reqwest_middleware::Result<Response> {
     outcome.map(|(mut resp, i)| {
         resp.extensions_mut().insert(ServedBy(shared.slots[i].id().clone()));
         resp
@@ -260,7 +287,7 @@ pub(crate) fn finish(shared: &Shared, outcome: Outcome) -> reqwest_middleware::R
 }
 
 /// Emits the request's `Result` event.
-pub(crate) fn emit_result(shared: &Shared, outcome: &Outcome) {
+fn emit_result(shared: &Shared, outcome: &Outcome) {
     match outcome {
         Ok((resp, i)) => {
             let (endpoint, outcome) = (shared.slots[*i].id(), ResultOutcome::Status(resp.status()));
@@ -272,8 +299,8 @@ pub(crate) fn emit_result(shared: &Shared, outcome: &Outcome) {
 
 /// Emits `Result { Cancelled }` if the request's future is dropped before it finishes.
 pub(crate) struct CancelGuard<'a> {
-    pub(crate) events: &'a Emitter,
-    pub(crate) armed: bool,
+    events: &'a Emitter,
+    armed: bool,
 }
 
 impl Drop for CancelGuard<'_> {
@@ -287,7 +314,6 @@ impl Drop for CancelGuard<'_> {
 #[cfg(test)]
 mod size {
     use super::*;
-    use crate::options::RequestOptions;
 
     /// A plain client as the sender, as a caller that owns one sends.
     #[derive(Clone, Copy)]

@@ -11,9 +11,9 @@ use crate::jsonrpc::JsonRpcClassifier;
 use crate::attempt::Sender;
 use crate::endpoint::EndpointId;
 use crate::options::RequestOptions;
-use crate::run::{CancelGuard, emit_result, run};
+use crate::run::{begin, ended, run};
 use crate::scope::Scope;
-use crate::session::{Outcome, Session};
+use crate::session::Outcome;
 use crate::{Failover, FailoverBuilder};
 
 /// A plain `reqwest::Client` as the sender: no middleware chain.
@@ -38,21 +38,10 @@ impl Failover {
         scope: &dyn Scope,
     ) -> Outcome {
         let shared = &*self.shared;
-        let mut guard = CancelGuard { events: &shared.events, armed: shared.events.is_active() };
         let mut ext = Extensions::new();
-        let session = match Session::start(shared, req, opts, Some(scope)) {
-            Ok(session) => session,
-            Err(err) => {
-                guard.armed = false;
-                let outcome = Err(err);
-                emit_result(shared, &outcome);
-                return outcome;
-            }
-        };
+        let (session, guard) = begin(shared, req, opts, Some(scope))?;
         let outcome = run(shared, session, &mut ext, &Direct(client)).await;
-        guard.armed = false;
-        emit_result(shared, &outcome);
-        outcome
+        ended(shared, guard, outcome)
     }
 
     /// The id of endpoint `i`.
