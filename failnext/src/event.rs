@@ -157,9 +157,23 @@ pub enum SkipReason {
 }
 
 impl SkipReason {
-    /// The reason as a metric label says it.
-    #[cfg_attr(not(feature = "tracing"), allow(dead_code, reason = "the tracing event's field"))]
-    fn as_str(self) -> &'static str {
+    /// Every reason, in declaration order: `ALL[r as usize] == r`.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code, reason = "the metric's keys, one per reason"))]
+    pub(crate) const ALL: [SkipReason; 6] = [
+        SkipReason::Excluded,
+        SkipReason::Ineligible,
+        SkipReason::Cooling,
+        SkipReason::BreakerOpen,
+        SkipReason::TrialBusy,
+        SkipReason::Unfit,
+    ];
+
+    /// The reason as the tracing event and the metric label say it.
+    #[cfg_attr(
+        not(any(feature = "tracing", feature = "metrics")),
+        allow(dead_code, reason = "the labels of the tracing event and the metric")
+    )]
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             SkipReason::Excluded => "excluded",
             SkipReason::Ineligible => "ineligible",
@@ -307,6 +321,18 @@ fn trace(event: &Event<'_>) {
                 }
                 ResultOutcome::Cancelled => tracing::debug!("failnext result: cancelled"),
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SkipReason;
+
+    #[test]
+    fn every_skip_reason_is_listed_in_declaration_order() {
+        for (i, reason) in SkipReason::ALL.into_iter().enumerate() {
+            assert_eq!(reason as usize, i, "{reason:?}");
         }
     }
 }

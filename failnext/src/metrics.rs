@@ -38,8 +38,6 @@ const CLASSES: [(Class, &str); 7] = [
     (Class::Transport, "transport"),
 ];
 
-const REASONS: [&str; 6] = ["excluded", "ineligible", "cooling", "open", "trial_busy", "unfit"];
-
 const STATES: [&str; 3] = ["open", "half_open", "closed"];
 
 /// One endpoint's metric keys, made once.
@@ -68,7 +66,7 @@ impl Keys {
             seconds: key("failnext_attempt_seconds", None),
             failovers: key("failnext_failovers_total", None),
             hedges: key("failnext_hedges_total", None),
-            skips: REASONS.map(|r| key("failnext_skips_total", Some(("reason", r)))),
+            skips: SkipReason::ALL.map(|r| key("failnext_skips_total", Some(("reason", r.as_str())))),
             breaker: STATES.map(|s| key("failnext_breaker_transitions_total", Some(("state", s)))),
         }
     }
@@ -103,16 +101,9 @@ pub(crate) fn record<'k>(event: &Event<'_>, keys: impl Fn(&EndpointId) -> Option
             }
         }
         Event::Skipped { endpoint, reason, .. } => {
-            let at = match reason {
-                SkipReason::Excluded => 0,
-                SkipReason::Ineligible => 1,
-                SkipReason::Cooling => 2,
-                SkipReason::BreakerOpen => 3,
-                SkipReason::TrialBusy => 4,
-                SkipReason::Unfit => 5,
-            };
             if let Some(k) = keys(endpoint) {
-                count(&k.skips[at]);
+                // `ALL` is in declaration order, so a reason is its own index.
+                count(&k.skips[reason as usize]);
             }
         }
         Event::Breaker { endpoint, state } => {
