@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use failnext::{
-    Budget, Classified, Classifier, EndpointId, Hedge, Judgement, NotTried, RequestBuilderExt, ServedBy,
-    Trace, TraceStep,
+    Budget, Classified, Classifier, EndpointId, FailoverBuilder, Hedge, Judgement, NotTried,
+    RequestBuilderExt, ServedBy, Trace, TraceStep,
 };
 use tokio::time::Instant;
 
@@ -18,13 +18,28 @@ async fn after(ms: u64) -> failnext_loopback::Server {
     delayed(ms).await.0
 }
 
-/// Two endpoints, hedged after 20 ms.
-fn hedged(primary: &failnext_loopback::Server, backup: &failnext_loopback::Server) -> failnext::Failover {
+/// The builder of [`hedged`]: two endpoints, hedged after 20 ms.
+fn hedged_builder(
+    primary: &failnext_loopback::Server,
+    backup: &failnext_loopback::Server,
+) -> FailoverBuilder {
     builder([("primary", primary.url("/")), ("backup", backup.url("/"))])
         .no_attempt_timeout()
         .hedge(Hedge::after(Duration::from_millis(20)))
-        .build()
-        .unwrap()
+}
+
+/// Two endpoints, hedged after 20 ms.
+fn hedged(primary: &failnext_loopback::Server, backup: &failnext_loopback::Server) -> failnext::Failover {
+    hedged_builder(primary, backup).build().unwrap()
+}
+
+/// Two endpoints, hedged after 20 ms, within `budget`.
+fn hedged_within(
+    primary: &failnext_loopback::Server,
+    backup: &failnext_loopback::Server,
+    budget: Budget,
+) -> failnext::Failover {
+    hedged_builder(primary, backup).failover_budget(budget).build().unwrap()
 }
 
 fn served(resp: &reqwest::Response) -> &str {
@@ -195,14 +210,7 @@ async fn a_streaming_body_is_never_hedged() {
 async fn a_hedge_needs_a_budget_token_and_without_one_the_first_attempt_goes_on_alone() {
     let (primary, backup) = (after(300).await, after(100).await);
     // One token, never refilled.
-    let budget = Budget::new(0.0).min_per_sec(0).max_balance(1);
-    let failover = builder([("primary", primary.url("/")), ("backup", backup.url("/"))])
-        .no_attempt_timeout()
-        .hedge(Hedge::after(Duration::from_millis(20)))
-        .failover_budget(budget)
-        .build()
-        .unwrap();
-    let c = client(failover);
+    let c = client(hedged_within(&primary, &backup, Budget::new(0.0).min_per_sec(0).max_balance(1)));
     assert_eq!(served(&c.get("http://127.0.0.1:9/").allow_failover().send().await.unwrap()), "backup");
     let started = Instant::now();
     let resp = c.get("http://127.0.0.1:9/").allow_failover().send().await.unwrap();
@@ -211,31 +219,11 @@ async fn a_hedge_needs_a_budget_token_and_without_one_the_first_attempt_goes_on_
     assert_eq!(backup.requests(), 1, "only the hedge that had its token");
 }
 
-/// A server that answers 503 after `ms` on tokio's clock.
-async fn slow_503(ms: u64) -> failnext_loopback::Server {
-    failnext_loopback::Server::start_later(Arc::new(
-        move |_: &failnext_loopback::Received| -> failnext_loopback::Later {
-            Box::pin(async move {
-                tokio::time::sleep(Duration::from_millis(ms)).await;
-                failnext_loopback::Action::Reply(failnext_loopback::Reply::new(503).text("busy"))
-            })
-        },
-    ))
-    .await
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_hedge_the_budget_refuses_uses_nothing_up_and_the_failover_still_reaches_its_candidate() {
-    let (primary, backup) = (slow_503(1500).await, after(10).await);
+    let (primary, backup) = (delayed_status(1500, 503).await.0, after(10).await);
     // One token to start, then one a second.
-    let budget = Budget::new(0.0).min_per_sec(1).max_balance(1);
-    let failover = builder([("primary", primary.url("/")), ("backup", backup.url("/"))])
-        .no_attempt_timeout()
-        .hedge(Hedge::after(Duration::from_millis(20)))
-        .failover_budget(budget)
-        .build()
-        .unwrap();
-    let c = client(failover);
+    let c = client(hedged_within(&primary, &backup, Budget::new(0.0).min_per_sec(1).max_balance(1)));
     // The first request's hedge takes the token.
     assert_eq!(served(&c.get("http://127.0.0.1:9/").allow_failover().send().await.unwrap()), "backup");
     let resp = c.get("http://127.0.0.1:9/").allow_failover().trace().send().await.unwrap();

@@ -86,6 +86,14 @@ pub async fn acting(action: failnext_loopback::Action) -> failnext_loopback::Ser
 /// A loopback server that answers 200 after its current delay (milliseconds, changeable
 /// through the returned handle), on tokio's clock (paused in tests).
 pub async fn delayed(ms: u64) -> (failnext_loopback::Server, Arc<std::sync::atomic::AtomicU64>) {
+    delayed_status(ms, 200).await
+}
+
+/// [`delayed`], answering `status`.
+pub async fn delayed_status(
+    ms: u64,
+    status: u16,
+) -> (failnext_loopback::Server, Arc<std::sync::atomic::AtomicU64>) {
     let delay = Arc::new(std::sync::atomic::AtomicU64::new(ms));
     let d = delay.clone();
     let server = failnext_loopback::Server::start_later(Arc::new(
@@ -93,7 +101,7 @@ pub async fn delayed(ms: u64) -> (failnext_loopback::Server, Arc<std::sync::atom
             let ms = d.load(Ordering::SeqCst);
             Box::pin(async move {
                 tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
-                failnext_loopback::Action::Reply(failnext_loopback::Reply::new(200).text("ok"))
+                failnext_loopback::Action::Reply(failnext_loopback::Reply::new(status).text("ok"))
             })
         },
     ))
