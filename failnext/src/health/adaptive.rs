@@ -107,21 +107,16 @@ impl Breaker {
 
     /// When its open time ends, if open now; a half-open breaker is not cooling.
     pub(super) fn cooling_until(&self) -> Option<Instant> {
-        if self.state.is_clean() {
-            return None;
-        }
+        let state = self.state.dirty()?;
         let now = Instant::now();
-        self.state.lock().until.filter(|&until| now < until)
+        state.until.filter(|&until| now < until)
     }
 
     /// The open time left, the failed trials that grew it, the failure streak and the
     /// probation (see [`Health::export`](super::Health::export)).
     pub(super) fn export(&self) -> Kept {
-        if self.state.is_clean() {
-            return Kept::default();
-        }
+        let Some(state) = self.state.dirty() else { return Kept::default() };
         let now = Instant::now();
-        let state = self.state.lock();
         Kept {
             open_for: state.until.map(|until| until.saturating_duration_since(now)),
             failed_trials: state.level,
@@ -162,11 +157,8 @@ impl Breaker {
     /// A clean (closed) breaker answers from one atomic load.
     #[inline]
     pub(super) fn admit(&self) -> Result<Admit<'_>, Skip> {
-        if self.state.is_clean() {
-            return Ok(Admit::Closed);
-        }
+        let Some(mut state) = self.state.dirty() else { return Ok(Admit::Closed) };
         let now = Instant::now();
-        let mut state = self.state.lock();
         let admitted = match state.until {
             None => Ok(None),
             Some(until) if now < until => Err(Skip::Open { until }),
@@ -192,10 +184,7 @@ impl Breaker {
 
     /// When its open time ends (in the past when half-open), or `None` when closed.
     pub(super) fn open_until(&self) -> Option<Instant> {
-        if self.state.is_clean() {
-            return None;
-        }
-        self.state.lock().until
+        self.state.dirty()?.until
     }
 
     fn admission(&self, trial: Option<u64>) -> Admit<'_> {

@@ -30,6 +30,13 @@ impl<S: Clean> Guarded<S> {
         !self.dirty.load(Ordering::Acquire)
     }
 
+    /// The state, locked, unless it is clean: then nothing is locked (one atomic load), and a
+    /// caller has its answer for a healthy endpoint.
+    #[inline]
+    pub(super) fn dirty(&self) -> Option<Locked<'_, S>> {
+        (!self.is_clean()).then(|| self.lock())
+    }
+
     /// The state, locked; the flag follows it when the lock is released.
     pub(super) fn lock(&self) -> Locked<'_, S> {
         // No code panics while holding the lock, but a poisoned state is still a valid state.

@@ -62,11 +62,8 @@ impl ReferenceRule {
 
     /// When the cooldown ends, if cooling now. An expired cooldown is cleared, with its streak.
     pub(super) fn cooling_until(&self) -> Option<Instant> {
-        if self.state.is_clean() {
-            return None;
-        }
+        let mut state = self.state.dirty()?;
         let now = Instant::now();
-        let mut state = self.state.lock();
         state.until.filter(|&until| state.still_cooling(now, until))
     }
 
@@ -82,11 +79,8 @@ impl ReferenceRule {
 
     /// The cooldown left and the streak (see [`Health::export`](super::Health::export)).
     pub(super) fn export(&self) -> Kept {
-        if self.state.is_clean() {
-            return Kept::default();
-        }
+        let Some(state) = self.state.dirty() else { return Kept::default() };
         let now = Instant::now();
-        let state = self.state.lock();
         Kept {
             open_for: state.until.map(|until| until.saturating_duration_since(now)),
             failed_trials: state.carried.0,
@@ -132,9 +126,8 @@ impl ReferenceRule {
 
     /// The streak restarts. An active cooldown is not ended.
     fn record_success(&self) {
-        if self.state.is_clean() {
-            return;
+        if let Some(mut state) = self.state.dirty() {
+            state.failures = 0;
         }
-        self.state.lock().failures = 0;
     }
 }
