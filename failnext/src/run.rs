@@ -37,6 +37,8 @@ pub(crate) async fn run<S: Sender>(
         Step::Stop(reason) => return session.stop(reason),
         step => return Box::pin(rest(shared, session, step, ext, sender)).await,
     };
+    // The same send as `rest`'s `Step::Send`, written out rather than a shared async helper:
+    // a helper taking the request would keep a second 264-byte copy of it in this future.
     let turn = turn_of(shared, &session, i);
     let judged = {
         let sending = std::pin::pin!(dispatch(shared, turn, req, session.host, ext, sender));

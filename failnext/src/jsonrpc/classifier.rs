@@ -94,11 +94,7 @@ impl Classifier for JsonRpcClassifier {
                     tally.add(Kind::Capacity(None));
                 }
                 let response = body::rebuild(parts, chunks, None);
-                let mut judgement = with_retry_after(tally, response.headers());
-                // What the answer said beside its judgement, for the request's scope (the alloy
-                // transport learns who lacked what, and checks a head against its floor).
-                judgement.findings.missed = tally.missed();
-                judgement.findings.quantity = tally.quantity();
+                let judgement = with_retry_after(tally, response.headers());
                 Classified::Response(response, judgement)
             }
         }

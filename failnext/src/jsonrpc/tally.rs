@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use super::table::{Kind, Missed, Missing};
+use crate::findings::Findings;
 use crate::{Class, Evidence, Judgement, Verdict};
 
 /// How the answers of one response were judged (one answer for a single response).
@@ -60,11 +61,6 @@ impl Tally {
         }
     }
 
-    /// What the stale and unsupported answers said was missing (empty for most responses).
-    pub(crate) fn missed(&self) -> Missed {
-        self.missed
-    }
-
     /// The number a single answer's `result` held, when it was a quantity (see
     /// [`super::result`]); `None` for a batch, an error, a `result` that is not a quantity. A
     /// fact about the body, like [`missed`](Tally::missed): an HTTP 429 added later keeps it.
@@ -79,7 +75,15 @@ impl Tally {
 
     /// The response's judgement: any capacity, broken, stale or unsupported answer fails the
     /// whole response over (capacity first, as it carries the hint); else it is returned.
+    /// The judgement, with what the answers said beside it (what was missing, a single
+    /// answer's quantity) as its findings.
     pub(crate) fn judgement(&self) -> Judgement {
+        let mut judgement = self.verdict();
+        judgement.findings = Findings { missed: self.missed, quantity: self.quantity() };
+        judgement
+    }
+
+    fn verdict(&self) -> Judgement {
         let fail_over = |cool_for| Verdict::FailOver { cool_for };
         if self.capacity {
             return Judgement::new(fail_over(self.hint), Evidence::Failure, Class::Capacity);
