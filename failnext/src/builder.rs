@@ -18,6 +18,7 @@ use crate::middleware::Failover;
 use crate::permission::{Permission, PolicyFn};
 use crate::shared::Shared;
 use crate::slot::Slot;
+use crate::source::HealthSource;
 use crate::validate::validate_endpoints;
 
 /// The attempt timeout when none is configured; see [`FailoverBuilder::attempt_timeout`].
@@ -48,6 +49,7 @@ pub struct FailoverBuilder {
     hedge: Option<crate::Hedge>,
     ordering: Option<LatencyOrdering>,
     hook: Option<HookFn>,
+    source: Option<Arc<dyn HealthSource>>,
 }
 
 impl FailoverBuilder {
@@ -66,6 +68,7 @@ impl FailoverBuilder {
             hedge: None,
             ordering: None,
             hook: None,
+            source: None,
         }
     }
 
@@ -78,6 +81,32 @@ impl FailoverBuilder {
     /// Default is every endpoint eligible.
     pub fn eligible(mut self, eligibility: impl Eligibility) -> Self {
         self.eligible = Some(Arc::new(eligibility));
+        self
+    }
+
+    /// Pairs this `Failover` with a health view kept outside the request path (failnext-blocklag's
+    /// `Monitor`), both ways, in one call. See [`HealthSource`].
+    ///
+    /// - The source's eligibility is **advice, not a wall**: an endpoint it rules out is kept
+    ///   in reserve, after every endpoint it admits, and tried only when those have all been
+    ///   tried (a read that may fail over) or when it admits none; its answer is judged, and
+    ///   observed, like any other. [`eligible`](FailoverBuilder::eligible), when also set, still
+    ///   rules endpoints out entirely.
+    /// - Its probe latencies feed [latency-aware ordering](FailoverBuilder::latency_ordering)
+    ///   (given a [`LatencyFeed`](crate::LatencyFeed) once, at build).
+    /// - **Heads are judged**: with the [JSON-RPC classifier](crate::jsonrpc) (which reads an
+    ///   answer's quantity in place), a single `eth_blockNumber` answer more than the head's
+    ///   tolerance below the best known head (the source's, or the highest plausible one this
+    ///   `Failover` has seen in answers) is failed over as stale (`Unfit::BelowFloor`), and
+    ///   one above the highest plausible head (the best known head plus the blocks its block
+    ///   time allows since, plus the tolerance) as implausible (`Unfit::Implausible`); both
+    ///   are failures of their endpoint and ask the source to check it now.
+    /// - **Every judged attempt is evidence**: [`HealthSource::observe`] is told how it went,
+    ///   and an endpoint the source admitted that failed is asked to be checked now.
+    ///
+    /// A later call replaces the source.
+    pub fn monitor(mut self, source: impl HealthSource) -> Self {
+        self.source = Some(Arc::new(source));
         self
     }
 
@@ -288,7 +317,8 @@ impl FailoverBuilder {
             .iter()
             .zip(urls)
             .map(|(ep, url)| Slot::new(ep, url, self.cooldown).keeping_latencies(keep));
-        Ok(Failover::from_shared(Shared {
+        let paired = self.source.clone().map(crate::paired::Paired::new);
+        let failover = Failover::from_shared(Shared {
             slots: slots.collect(),
             endpoints: self.endpoints,
             eligible: self.eligible,
@@ -303,7 +333,12 @@ impl FailoverBuilder {
             hedge: self.hedge,
             ordering: self.ordering.map(crate::latency::Ordered::new),
             events: Emitter::new(self.hook),
-        }))
+            paired,
+        });
+        if let Some(source) = &self.source {
+            source.pair(failover.latency_feed());
+        }
+        Ok(failover)
     }
 }
 
@@ -318,6 +353,7 @@ impl fmt::Debug for FailoverBuilder {
             .field("cooldown", &self.cooldown)
             .field("attempt_timeout", &self.attempt_timeout)
             .field("on_event", &self.hook.as_ref().map(|_| "<fn>"))
+            .field("monitor", &self.source.as_ref().map(|_| "<source>"))
             .finish()
     }
 }

@@ -120,6 +120,14 @@ pub enum Unfit {
     },
     /// It refused the request as too large (HTTP 413).
     TooLarge,
+    /// Its answer reported a head above anything plausible: higher than the best known head
+    /// plus the blocks the chain can have made since, plus the tolerance (`limit`).
+    Implausible {
+        /// The head it reported.
+        head: u64,
+        /// The highest plausible head.
+        limit: u64,
+    },
 }
 
 impl fmt::Display for Unfit {
@@ -132,6 +140,9 @@ impl fmt::Display for Unfit {
             }
             Unfit::BelowFloor { head: None, floor } => write!(f, "below the floor {floor}"),
             Unfit::TooLarge => f.write_str("refused the request as too large (HTTP 413)"),
+            Unfit::Implausible { head, limit } => {
+                write!(f, "at block {head}, above the highest plausible head {limit}")
+            }
         }
     }
 }

@@ -39,6 +39,8 @@ pub(crate) struct Shared {
     /// Latency-aware ordering, when opted in.
     pub(crate) ordering: Option<crate::latency::Ordered>,
     pub(crate) events: Emitter,
+    /// The paired health source ([`FailoverBuilder::monitor`](crate::FailoverBuilder::monitor)).
+    pub(crate) paired: Option<crate::paired::Paired>,
 }
 
 impl Shared {
