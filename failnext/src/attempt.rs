@@ -67,6 +67,8 @@ pub(crate) struct Turn<'a> {
     pub(crate) by_deadline: bool,
     /// The request's scope, which reviews each judgement.
     pub(crate) scope: Option<&'a dyn Scope>,
+    /// Its answer's head is judged against the best known head (a paired `eth_blockNumber`).
+    pub(crate) heads: bool,
 }
 
 /// A judged attempt: what it produced, how it was judged, and why the request's scope
@@ -240,6 +242,7 @@ fn conclude(
     retry_after: Option<Duration>,
     overruled: Option<&Unfit>,
 ) {
+    observe(shared, &turn, &judgement, overruled);
     let Turn { i, number, trial, started, .. } = turn;
     let slot = &shared.slots[i];
     let keeps = shared.ordering.is_some() || slot.recent.is_some();
@@ -264,24 +267,59 @@ fn conclude(
 /// return that is no answer for this request is overruled, `FailOver` and `Neutral`, as
 /// [`Class::Stale`], with why. A judgement that fails over already stands (a 503 stays a
 /// failure of its endpoint); so does every judgement without a scope.
+///
+/// Before the scope, a paired `eth_blockNumber`'s head is judged against the best known head
+/// ([`Paired::judge_head`](crate::paired::Paired::judge_head)): one far behind or implausible
+/// is overruled the same way, but as a failure of its endpoint (`Evidence::Failure`).
 fn review(
     shared: &Shared,
     turn: &Turn<'_>,
     response: Option<&Response>,
     judgement: Judgement,
 ) -> (Judgement, Option<Unfit>) {
+    let overrule = |evidence| Judgement {
+        verdict: Verdict::FailOver { cool_for: None },
+        evidence,
+        class: Class::Stale,
+        ..judgement
+    };
+    if let (true, Some(paired), Verdict::Return, Some(head)) =
+        (turn.heads, &shared.paired, judgement.verdict, judgement.findings().quantity())
+    {
+        if let Some(why) = paired.judge_head(head) {
+            return (overrule(Evidence::Failure), Some(why));
+        }
+    }
     let Some(scope) = turn.scope else { return (judgement, None) };
     match (scope.review(shared.slots[turn.i].id(), response, &judgement), judgement.verdict) {
-        (Some(why), Verdict::Return) => {
-            let overruled = Judgement {
-                verdict: Verdict::FailOver { cool_for: None },
-                evidence: Evidence::Neutral,
-                class: Class::Stale,
-                ..judgement
-            };
-            (overruled, Some(why))
-        }
+        (Some(why), Verdict::Return) => (overrule(Evidence::Neutral), Some(why)),
         _ => (judgement, None),
+    }
+}
+
+/// Tells the paired source what attempt `turn` showed: a good answer (with its head, for a
+/// judged `eth_blockNumber`), a failure, or a head behind or implausible; a failure also asks
+/// for a check of its endpoint. Neutral judgements (a deadline's cut, an answer no endpoint
+/// could give) tell nothing.
+fn observe(shared: &Shared, turn: &Turn<'_>, judgement: &Judgement, overruled: Option<&Unfit>) {
+    use crate::source::Observation;
+    let Some(paired) = &shared.paired else { return };
+    let head = if turn.heads { judgement.findings().quantity() } else { None };
+    let observation = match (judgement.evidence, overruled) {
+        (Evidence::Success, _) => Observation::Answered { head },
+        (Evidence::Failure, Some(Unfit::BelowFloor { head: Some(head), floor })) if turn.heads => {
+            Observation::Behind { head: *head, floor: *floor }
+        }
+        (Evidence::Failure, Some(Unfit::Implausible { head, limit })) => {
+            Observation::Implausible { head: *head, limit: *limit }
+        }
+        (Evidence::Failure, _) => Observation::Failed,
+        (Evidence::Neutral, _) => return,
+    };
+    let endpoint = shared.slots[turn.i].id();
+    paired.source.observe(endpoint, observation);
+    if observation.is_bad() {
+        paired.source.check_now(endpoint);
     }
 }
 

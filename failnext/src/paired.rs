@@ -6,9 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use tokio::time::Instant;
 
-use crate::endpoint::EndpointId;
 use crate::scope::Unfit;
-use crate::source::{Head, HealthSource, Observation};
+use crate::source::{Head, HealthSource};
 
 /// A `Failover`'s paired source, and what its answers taught it about the head.
 pub(crate) struct Paired {
@@ -47,26 +46,19 @@ impl Paired {
         }
     }
 
-    /// Judges the head `head` an answer of `endpoint` reported: `Some(why)` when it is far
-    /// below the best known head or above the plausible limit (then the source is asked to
-    /// check the endpoint); otherwise the head counts as seen. The observation to tell.
-    pub(crate) fn judge_head(&self, endpoint: &EndpointId, head: u64) -> (Observation, Option<Unfit>) {
+    /// Judges the head `head` an answer reported: `Some(why)` when it is below the floor (the
+    /// best known head less its tolerance) or above the highest plausible head; otherwise it
+    /// counts as seen (the highest one seen raises the best known head).
+    pub(crate) fn judge_head(&self, head: u64) -> Option<Unfit> {
         let now = Instant::now();
-        let best = self.best(now);
-        if let Some(best) = best {
-            let tolerance = best.blocks_of_tolerance();
-            if head.saturating_add(tolerance) < best.number() {
-                self.source.check_now(endpoint);
-                let floor = best.number() - tolerance;
-                return (
-                    Observation::Behind { head, best: best.number() },
-                    Some(Unfit::BelowFloor { head: Some(head), floor }),
-                );
+        if let Some(best) = self.best(now) {
+            let floor = best.number().saturating_sub(best.blocks_of_tolerance());
+            if head < floor {
+                return Some(Unfit::BelowFloor { head: Some(head), floor });
             }
             if let Some(limit) = best.plausible_limit(now) {
                 if head > limit {
-                    self.source.check_now(endpoint);
-                    return (Observation::Implausible { head, limit }, Some(Unfit::Implausible { head, limit }));
+                    return Some(Unfit::Implausible { head, limit });
                 }
             }
         }
@@ -74,6 +66,57 @@ impl Paired {
         if seen.is_none_or(|(number, _)| head > number) {
             *seen = Some((head, now));
         }
-        (Observation::Answered { head: Some(head) }, None)
+        None
+    }
+}
+
+/// Whether `req` is one JSON-RPC `eth_blockNumber` call (its body bytes name that method; a
+/// batch or a streaming body is not): the one head-bearing request whose answer is judged.
+pub(crate) fn asks_block_number(req: &reqwest::Request) -> bool {
+    let Some(body) = req.body().and_then(reqwest::Body::as_bytes) else { return false };
+    is_block_number_call(body)
+}
+
+/// The body is a single JSON-RPC object whose `"method"` is `"eth_blockNumber"`.
+fn is_block_number_call(body: &[u8]) -> bool {
+    const KEY: &[u8] = b"\"method\"";
+    const METHOD: &[u8] = b"\"eth_blockNumber\"";
+    let start = body.iter().position(|b| !b.is_ascii_whitespace());
+    if start.is_none_or(|i| body[i] != b'{') {
+        return false;
+    }
+    let Some(at) = body.windows(KEY.len()).position(|w| w == KEY) else { return false };
+    let rest = &body[at + KEY.len()..];
+    let rest = trim_start(rest);
+    let Some(rest) = rest.strip_prefix(b":") else { return false };
+    trim_start(rest).starts_with(METHOD)
+}
+
+fn trim_start(bytes: &[u8]) -> &[u8] {
+    let skip = bytes.iter().take_while(|b| b.is_ascii_whitespace()).count();
+    &bytes[skip..]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_single_block_number_call_is_head_bearing() {
+        for yes in [
+            &br#"{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}"#[..],
+            br#" { "id": 7, "method" : "eth_blockNumber" }"#,
+        ] {
+            assert!(is_block_number_call(yes), "{}", String::from_utf8_lossy(yes));
+        }
+        for no in [
+            &br#"[{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber"}]"#[..],
+            br#"{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":[]}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"eth_blockNumberX"}"#,
+            br#"{"method""#,
+            b"",
+        ] {
+            assert!(!is_block_number_call(no), "{}", String::from_utf8_lossy(no));
+        }
     }
 }

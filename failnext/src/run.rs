@@ -107,6 +107,7 @@ fn turn_of<'s>(shared: &Shared, session: &Session<'s>, i: usize) -> Turn<'s> {
         limit,
         by_deadline,
         scope: session.scope,
+        heads: session.heads,
     }
 }
 

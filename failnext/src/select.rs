@@ -17,6 +17,7 @@ use crate::latency::{Ordered, faster_than};
 use crate::options::RequestOptions;
 use crate::skip::Skip;
 use crate::slot::{Slot, position};
+use crate::source::HealthSource;
 
 /// What the last resort chose.
 #[derive(Debug)]
@@ -32,10 +33,15 @@ pub(crate) enum LastResort<T> {
 /// Every request-scoped id is checked before eligibility is asked anything: exclusions first,
 /// in order, then the preference; an id that is not configured is returned as the error.
 /// Then eligibility is asked exactly once per non-excluded endpoint, in configured order.
+///
+/// A paired [`HealthSource`] (`advice`) is asked next, once per endpoint the hook left: an
+/// endpoint it rules out goes to the plan's reserve, tried only after every other candidate
+/// ([`Plan::next`]).
 pub(crate) fn plan(
     slots: &[Slot],
     opts: &RequestOptions<'_>,
     eligible: Option<&dyn Eligibility>,
+    advice: Option<&dyn HealthSource>,
     ordering: Option<&Ordered>,
 ) -> Result<Plan, EndpointId> {
     if let Some(unknown) = opts.excluded.iter().find(|id| position(slots, id).is_none()) {
@@ -45,7 +51,8 @@ pub(crate) fn plan(
         None => None,
         Some(id) => Some(position(slots, id).ok_or_else(|| id.clone())?),
     };
-    let mut plan = Plan::new(slots.len(), preferred, |i| skip_at_start(&slots[i], opts.excluded, eligible));
+    let mut plan =
+        Plan::new(slots.len(), preferred, |i| skip_at_start(&slots[i], opts.excluded, eligible, advice));
     if let Some(ordered) = ordering {
         plan.order_by_latency(ordered, |i| slots[i].latency.get());
     }
@@ -55,14 +62,28 @@ pub(crate) fn plan(
 /// Why `slot` is out of the request from its start, or `None` when it is usable. Eligibility
 /// is asked only of an endpoint the request did not exclude, and its answer is told to the
 /// endpoint's breaker ([`Health::saw_eligibility`](crate::health::Health::saw_eligibility)).
-fn skip_at_start(slot: &Slot, excluded: &[EndpointId], eligible: Option<&dyn Eligibility>) -> Option<Skip> {
+fn skip_at_start(
+    slot: &Slot,
+    excluded: &[EndpointId],
+    eligible: Option<&dyn Eligibility>,
+    advice: Option<&dyn HealthSource>,
+) -> Option<Skip> {
     let id = slot.id();
     if excluded.iter().any(|e| e == id) {
         return Some(Skip::Excluded);
     }
-    let eligible = eligible?.is_eligible(id);
-    slot.health.saw_eligibility(eligible);
-    (!eligible).then_some(Skip::Ineligible)
+    if let Some(eligible) = eligible {
+        let eligible = eligible.is_eligible(id);
+        if !eligible || advice.is_none() {
+            slot.health.saw_eligibility(eligible);
+        }
+        if !eligible {
+            return Some(Skip::Ineligible);
+        }
+    }
+    let advised = advice?.eligible(id);
+    slot.health.saw_eligibility(advised);
+    (!advised).then_some(Skip::Reserve)
 }
 
 /// Whether a candidate whose turn has come may be sent to now (with a trial permit when it is
@@ -95,6 +116,9 @@ pub(crate) struct Plan {
     /// Candidates the plan has returned, so that a preference set later
     /// ([`Plan::hedge_to_fastest`]) never returns one twice.
     taken: Mask,
+    /// Candidates a paired health source advised against: tried, in configured order, once
+    /// every other candidate has been returned.
+    reserve: Mask,
 }
 
 impl Plan {
@@ -102,11 +126,16 @@ impl Plan {
     /// index usable. `preferred` moves to the front if it is usable.
     fn new(len: usize, preferred: Option<usize>, mut skip: impl FnMut(usize) -> Option<Skip>) -> Plan {
         let mut usable = Mask::new(len);
+        let mut reserve = Mask::empty(len);
         let mut remaining = 0;
         for i in 0..len {
-            if skip(i).is_none() {
-                usable.set(i);
-                remaining += 1;
+            match skip(i) {
+                None => {
+                    usable.set(i);
+                    remaining += 1;
+                }
+                Some(Skip::Reserve) => reserve.set(i),
+                Some(_) => {}
             }
         }
         let preferred = preferred.filter(|&p| p < len && usable.get(p));
@@ -123,6 +152,7 @@ impl Plan {
             passed_open,
             waited,
             taken,
+            reserve,
         }
     }
 
@@ -172,12 +202,13 @@ impl Plan {
 
     /// Whether any endpoint is left to consider: in the plan, or for the last resort.
     pub(crate) fn has_more(&self) -> bool {
-        self.remaining > 0 || self.passed_open.any()
+        self.remaining > 0 || self.passed_open.any() || self.reserve.any()
     }
 
     /// Endpoint `i`, usable until now, is out of the request from its start (its scope ruled
     /// it out).
     pub(crate) fn remove(&mut self, i: usize) {
+        self.reserve.clear(i);
         if i < self.len && self.usable.get(i) {
             self.usable.clear(i);
             self.remaining -= 1;
@@ -284,7 +315,11 @@ impl Iterator for Plan {
                 return Some(i);
             }
         }
-        None
+        // Every other candidate was returned: the reserve, in configured order.
+        let i = (0..self.len).find(|&i| self.reserve.get(i))?;
+        self.reserve.clear(i);
+        self.taken.set(i);
+        Some(i)
     }
 }
 
@@ -393,7 +428,7 @@ mod tests {
         };
         let excluded = [EndpointId::from("a")];
         let opts = RequestOptions { excluded: &excluded, ..RequestOptions::default() };
-        let order: Vec<usize> = plan(&slots, &opts, Some(&eligible), None).unwrap().collect();
+        let order: Vec<usize> = plan(&slots, &opts, Some(&eligible), None, None).unwrap().collect();
         assert_eq!(*asked.lock().unwrap(), ["b", "c", "d"]);
         assert_eq!(order, [1, 3]);
     }

@@ -44,6 +44,11 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// The paired health source, whose eligibility is advice.
+    pub(crate) fn advice(&self) -> Option<&dyn crate::source::HealthSource> {
+        self.paired.as_ref().map(|p| &*p.source)
+    }
+
     /// Adds a latency sample to endpoint `id`'s average, with latency-aware ordering only.
     pub(crate) fn observe_latency(&self, id: &str, latency: Duration) {
         if let (Some(_), Some(i)) = (&self.ordering, crate::slot::position(&self.slots, id)) {

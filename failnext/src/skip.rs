@@ -12,6 +12,9 @@ pub(crate) enum Skip {
     Excluded,
     /// The eligibility hook ruled it out at request start.
     Ineligible,
+    /// A paired health source advised against it at request start: kept in the plan's
+    /// reserve, tried after every other candidate. Never returned by a live check.
+    Reserve,
     /// Its turn came while it was cooling down (the reference rule), until this instant.
     CoolingUntil(Instant),
     /// Its turn came while its breaker was open, until this instant. It stays a candidate for

@@ -172,13 +172,12 @@ pub enum Observation {
     /// An attempt that failed: a transport error, a failure status, a JSON-RPC error that
     /// blames the provider, a body that could not be read.
     Failed,
-    /// A head far below the best known head `best` (more than its tolerance): stale, failed
-    /// over.
+    /// A head below `floor` (the best known head less its tolerance): stale, failed over.
     Behind {
         /// The head the answer reported.
         head: u64,
-        /// The best known head.
-        best: u64,
+        /// The best known head less its tolerance.
+        floor: u64,
     },
     /// A head above anything plausible (`limit`): implausible, failed over.
     Implausible {

@@ -103,6 +103,9 @@ pub(crate) struct Session<'a> {
     /// endpoints out, reviews answers and may make later attempts itself.
     /// packet), used instead of copying the request up front.
     pub(crate) scope: Option<&'a dyn Scope>,
+    /// The request is one `eth_blockNumber` call and a paired source knows heads: each
+    /// answer's head is judged ([`Paired::judge_head`](crate::paired::Paired::judge_head)).
+    pub(crate) heads: bool,
     pub(crate) host: HostRule,
     /// Attempts sent so far; the last one's number.
     pub(crate) sent: u32,
@@ -148,7 +151,7 @@ impl<'a> Session<'a> {
         scope: Option<&'a dyn Scope>,
     ) -> Result<Self, reqwest_middleware::Error> {
         let mut plan =
-            select::plan(&shared.slots, opts, shared.eligible.as_deref(), shared.ordering.as_ref())
+            select::plan(&shared.slots, opts, shared.eligible.as_deref(), shared.advice(), shared.ordering.as_ref())
                 .map_err(|unknown| mw(Error::unknown(unknown)))?;
         // What the request's scope rules out: allocation-free when it rules out nothing.
         let unfit = scope.map(|scope| rule_out(shared, scope, &mut plan)).unwrap_or_default();
@@ -159,9 +162,11 @@ impl<'a> Session<'a> {
         if shared.events.is_active() || tracer.is_some() {
             passed_over_at_start(shared, opts, &plan, &unfit, tracer.as_deref_mut());
         }
+        let heads = shared.paired.is_some() && crate::paired::asks_block_number(&req);
         Ok(Session {
             shared,
             plan,
+            heads,
             host: HostRule::of(&req),
             first: Some(req),
             explicit: opts.permission,

@@ -54,7 +54,7 @@ pub(super) fn passed_over_at_start(
 pub(super) fn skip_reason(skip: Skip) -> SkipReason {
     match skip {
         Skip::Excluded => SkipReason::Excluded,
-        Skip::Ineligible => SkipReason::Ineligible,
+        Skip::Ineligible | Skip::Reserve => SkipReason::Ineligible,
         Skip::CoolingUntil(_) => SkipReason::Cooling,
         Skip::Open { .. } => SkipReason::BreakerOpen,
         Skip::HalfOpenBusy => SkipReason::TrialBusy,
@@ -66,7 +66,7 @@ pub(super) fn traced_skip(skip: Skip) -> TraceStep {
     let left = |until: tokio::time::Instant| until.saturating_duration_since(tokio::time::Instant::now());
     match skip {
         Skip::Excluded => TraceStep::Excluded,
-        Skip::Ineligible => TraceStep::Ineligible,
+        Skip::Ineligible | Skip::Reserve => TraceStep::Ineligible,
         Skip::CoolingUntil(until) => TraceStep::Cooling(left(until)),
         Skip::Open { until } => TraceStep::BreakerOpen(left(until)),
         Skip::HalfOpenBusy => TraceStep::TrialBusy,

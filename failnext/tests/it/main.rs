@@ -16,6 +16,8 @@ mod host;
 #[cfg(feature = "jsonrpc")]
 mod jsonrpc;
 mod judging;
+#[cfg(feature = "jsonrpc")]
+mod paired;
 mod latency;
 mod permission;
 mod persist;

@@ -1,0 +1,223 @@
+//! `FailoverBuilder::monitor`: a paired health source's eligibility is advice (a reserve, not a
+//! wall), `eth_blockNumber` answers are judged against the best known head, and every judged
+//! attempt is evidence told back to the source (feature `jsonrpc`: heads are read by the
+//! JSON-RPC classifier).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use failnext::jsonrpc::JsonRpcClassifier;
+use failnext::{EndpointId, Head, HealthSource, LatencyFeed, Observation, RequestBuilderExt, ServedBy};
+use reqwest_middleware::ClientWithMiddleware;
+use serde_json::json;
+use wiremock::matchers::any;
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::support::*;
+
+/// A source whose answers the test sets, recording what failnext tells it.
+#[derive(Default)]
+struct Fake {
+    ruled_out: Mutex<Vec<&'static str>>,
+    head: Mutex<Option<Head>>,
+    observed: Mutex<Vec<(String, Observation)>>,
+    checks: Mutex<Vec<String>>,
+    paired: Mutex<Option<LatencyFeed>>,
+}
+
+impl HealthSource for Fake {
+    fn eligible(&self, id: &EndpointId) -> bool {
+        !self.ruled_out.lock().unwrap().contains(&id.as_str())
+    }
+    fn head(&self) -> Option<Head> {
+        *self.head.lock().unwrap()
+    }
+    fn pair(&self, feed: LatencyFeed) {
+        *self.paired.lock().unwrap() = Some(feed);
+    }
+    fn observe(&self, id: &EndpointId, observation: Observation) {
+        self.observed.lock().unwrap().push((id.to_string(), observation));
+    }
+    fn check_now(&self, id: &EndpointId) {
+        self.checks.lock().unwrap().push(id.to_string());
+    }
+}
+
+impl Fake {
+    fn ruling_out(ids: &[&'static str]) -> Arc<Fake> {
+        let fake = Fake::default();
+        *fake.ruled_out.lock().unwrap() = ids.to_vec();
+        Arc::new(fake)
+    }
+    fn observed(&self) -> Vec<(String, Observation)> {
+        self.observed.lock().unwrap().clone()
+    }
+    fn checks(&self) -> Vec<String> {
+        self.checks.lock().unwrap().clone()
+    }
+}
+
+/// A provider answering every call with `status` and `body`.
+async fn provider(status: u16, body: serde_json::Value) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(any()).respond_with(ResponseTemplate::new(status).set_body_json(body)).mount(&server).await;
+    server
+}
+
+/// A provider whose head is `n`.
+async fn at_block(n: u64) -> MockServer {
+    provider(200, json!({"jsonrpc": "2.0", "id": 1, "result": format!("{n:#x}")})).await
+}
+
+/// Paused-time safe: no attempt timeout and no pool, so the clock moves only when a test
+/// advances it.
+fn paired(servers: &[(&str, &MockServer)], source: Arc<Fake>) -> ClientWithMiddleware {
+    let failover = builder(servers.iter().map(|(id, s)| (*id, format!("{}/rpc", s.uri()))))
+        .classifier(JsonRpcClassifier::new())
+        .cooldown(failnext::Cooldown::disabled())
+        .no_attempt_timeout()
+        .monitor(source)
+        .build()
+        .unwrap();
+    let http = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+    reqwest_middleware::ClientBuilder::new(http).with(failover).build()
+}
+
+async fn call(client: &ClientWithMiddleware, method: &str) -> Result<reqwest::Response, reqwest_middleware::Error> {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": []});
+    client
+        .post("http://127.0.0.1:9/")
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .allow_failover()
+        .send()
+        .await
+}
+
+fn served_by(resp: &reqwest::Response) -> String {
+    resp.extensions().get::<ServedBy>().unwrap().0.to_string()
+}
+
+#[tokio::test]
+async fn an_endpoint_the_monitor_rules_out_is_tried_once_every_admitted_one_has_failed() {
+    let (a, b, c) = (provider(503, json!({})).await, at_block(7).await, provider(503, json!({})).await);
+    let source = Fake::ruling_out(&["b"]);
+    let client = paired(&[("a", &a), ("b", &b), ("c", &c)], source.clone());
+    let resp = call(&client, "eth_call").await.unwrap();
+    assert_eq!(served_by(&resp), "b", "the reserve answers after a and c failed");
+    assert_eq!((a.received_requests().await.unwrap().len(), c.received_requests().await.unwrap().len()), (1, 1));
+    let told: Vec<(String, bool)> = source.observed().into_iter().map(|(id, o)| (id, o.is_bad())).collect();
+    assert_eq!(told, [("a".into(), true), ("c".into(), true), ("b".into(), false)]);
+}
+
+#[tokio::test]
+async fn a_monitor_that_admits_no_endpoint_still_reaches_its_reserve() {
+    let (a, b) = (at_block(7).await, at_block(7).await);
+    let client = paired(&[("a", &a), ("b", &b)], Fake::ruling_out(&["a", "b"]));
+    let resp = call(&client, "eth_call").await.unwrap();
+    assert_eq!(served_by(&resp), "a");
+}
+
+#[tokio::test]
+async fn a_write_reaches_one_provider_even_through_the_reserve() {
+    let (a, b) = (provider(503, json!({})).await, at_block(7).await);
+    let client = paired(&[("a", &a), ("b", &b)], Fake::ruling_out(&["b"]));
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "eth_sendRawTransaction", "params": ["0x00"]});
+    let resp = client.post("http://127.0.0.1:9/").body(body.to_string()).deny_failover().send().await.unwrap();
+    assert_eq!(resp.status(), 503);
+    assert_eq!(b.received_requests().await.unwrap().len(), 0);
+}
+
+#[tokio::test]
+async fn the_plain_eligibility_hook_still_rules_an_endpoint_out_entirely() {
+    let (a, b) = (provider(503, json!({})).await, at_block(7).await);
+    let failover = builder([("a", format!("{}/rpc", a.uri())), ("b", format!("{}/rpc", b.uri()))])
+        .eligible(|id: &EndpointId| id.as_str() != "b")
+        .monitor(Fake::ruling_out(&[]))
+        .build()
+        .unwrap();
+    let resp = call(&client(failover), "eth_call").await.unwrap();
+    assert_eq!(resp.status(), 503);
+    assert_eq!(b.received_requests().await.unwrap().len(), 0);
+}
+
+#[tokio::test]
+async fn a_block_number_below_the_best_known_head_fails_over_and_asks_for_a_check() {
+    let (behind, current) = (at_block(90).await, at_block(100).await);
+    let source = Fake::ruling_out(&[]);
+    *source.head.lock().unwrap() = Some(Head::new(100, tokio::time::Instant::now()).tolerance(3));
+    let client = paired(&[("behind", &behind), ("current", &current)], source.clone());
+    let resp = call(&client, "eth_blockNumber").await.unwrap();
+    assert_eq!(served_by(&resp), "current");
+    assert_eq!(
+        source.observed(),
+        [
+            ("behind".into(), Observation::Behind { head: 90, floor: 97 }),
+            ("current".into(), Observation::Answered { head: Some(100) })
+        ]
+    );
+    assert_eq!(source.checks(), ["behind"]);
+}
+
+#[tokio::test]
+async fn a_block_number_within_the_tolerance_is_an_answer() {
+    let (close, current) = (at_block(97).await, at_block(100).await);
+    let source = Fake::ruling_out(&[]);
+    *source.head.lock().unwrap() = Some(Head::new(100, tokio::time::Instant::now()).tolerance(3));
+    let client = paired(&[("close", &close), ("current", &current)], source.clone());
+    assert_eq!(served_by(&call(&client, "eth_blockNumber").await.unwrap()), "close");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_block_number_above_the_plausible_head_fails_over_as_implausible() {
+    let (ahead, current) = (at_block(1_100).await, at_block(101).await);
+    let source = Fake::ruling_out(&[]);
+    let head = Head::new(100, tokio::time::Instant::now()).block_time(Duration::from_secs(12)).tolerance(2);
+    *source.head.lock().unwrap() = Some(head);
+    // 24 s later two blocks may have been made: the limit is 100 + 2 + 1 + 2.
+    tokio::time::advance(Duration::from_secs(24)).await;
+    let client = paired(&[("ahead", &ahead), ("current", &current)], source.clone());
+    assert_eq!(served_by(&call(&client, "eth_blockNumber").await.unwrap()), "current");
+    assert_eq!(source.observed()[0], ("ahead".into(), Observation::Implausible { head: 1_100, limit: 105 }));
+}
+
+#[tokio::test]
+async fn the_highest_head_seen_in_answers_raises_the_best_known_head() {
+    let (first, second) = (at_block(100).await, at_block(90).await);
+    let source = Fake::ruling_out(&[]);
+    let client = paired(&[("first", &first), ("second", &second)], source.clone());
+    assert_eq!(served_by(&call(&client, "eth_blockNumber").await.unwrap()), "first");
+    // The first endpoint is excluded now: the second answers 10 below what was seen.
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "eth_blockNumber", "params": []});
+    let resp = client
+        .post("http://127.0.0.1:9/")
+        .body(body.to_string())
+        .allow_failover()
+        .exclude_endpoints(["first"])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(served_by(&resp), "second", "nothing better: the flagged answer is returned");
+    assert_eq!(source.observed()[1], ("second".into(), Observation::Behind { head: 90, floor: 97 }));
+}
+
+#[tokio::test]
+async fn a_quantity_that_is_not_a_head_is_not_judged_as_one() {
+    let (low, other) = (at_block(1).await, at_block(100).await);
+    let source = Fake::ruling_out(&[]);
+    *source.head.lock().unwrap() = Some(Head::new(100, tokio::time::Instant::now()));
+    let client = paired(&[("low", &low), ("other", &other)], source.clone());
+    assert_eq!(served_by(&call(&client, "eth_getBalance").await.unwrap()), "low");
+    assert_eq!(source.observed(), [("low".into(), Observation::Answered { head: None })]);
+}
+
+#[tokio::test]
+async fn pairing_hands_the_source_a_latency_feed_of_the_failover() {
+    let a = at_block(1).await;
+    let source = Fake::ruling_out(&[]);
+    let failover = builder([("a", format!("{}/rpc", a.uri()))]).monitor(source.clone()).build().unwrap();
+    let feed = source.paired.lock().unwrap().clone().expect("paired at build");
+    assert!(feed.observe("a", Duration::from_millis(5)));
+    drop(failover);
+    assert!(!feed.observe("a", Duration::from_millis(5)), "the feed does not keep the failover alive");
+}
