@@ -368,6 +368,33 @@
 //! request's own [`PreferredEndpoint`] wins. Cost on the healthy path: a clock read per
 //! attempt (bench variant `failover-latency`, +0.2 µs/req, no allocation).
 //!
+//! # Paired with a monitor
+//!
+//! [`FailoverBuilder::monitor`] pairs a `Failover` with a health view kept outside the request
+//! path, a [`HealthSource`] (failnext-blocklag's `Monitor`), both ways and in one call:
+//!
+//! - the source's eligibility is **advice, not a wall**: an endpoint it rules out is kept in
+//!   reserve and tried after every endpoint it admits (a read that may fail over), or first
+//!   when it admits none; its answer is judged like any other. A write still reaches one
+//!   endpoint at most. The plain [`FailoverBuilder::eligible`] hook keeps the reference rule:
+//!   an ineligible endpoint is never tried;
+//! - its latencies feed latency-aware ordering (a [`LatencyFeed`] handed over at build);
+//! - **every answer is evidence**: each judged attempt is told to the source
+//!   ([`HealthSource::observe`], an [`Observation`]), and one that contradicts its view (a
+//!   failure, a head behind or implausible) asks it to check that endpoint now
+//!   ([`HealthSource::check_now`], bounded by the source);
+//! - **heads are judged**: with the JSON-RPC classifier, a single `eth_blockNumber` answer is
+//!   compared with the best known head ([`HealthSource::head`], or the highest plausible head
+//!   this `Failover` has seen in answers, whichever is higher): below it by more than its
+//!   tolerance ([`Head::tolerance`], default [`DEFAULT_TOLERANCE`] blocks), or above the highest
+//!   plausible head ([`Head::plausible_limit`]: the blocks its block time allows since, plus
+//!   one, plus the tolerance), the answer is failed over as a failure of its endpoint
+//!   ([`Unfit::BelowFloor`], [`Unfit::Implausible`]), kept while the next endpoint is tried and
+//!   returned only if nothing better comes.
+//!
+//! Heads are read from `eth_blockNumber` only (the one call whose whole answer is a head);
+//! the request body is scanned for its method only when a source is paired.
+//!
 //! # Health across restarts
 //!
 //! [`Failover::health`] takes every endpoint's breaker state (open-until as a wall-clock
