@@ -664,6 +664,28 @@ async fn monotonic_reads_skip_a_provider_whose_head_is_below_the_highest_observe
 }
 
 #[tokio::test]
+async fn monotonic_reads_go_ahead_when_a_monitors_heads_trail_the_floor_by_the_tolerance_or_leave_none() {
+    // The monitor's view trails the chain: it knows both providers a block or two below the
+    // head the transport has seen, and one of them far below.
+    let primary = node(|m, _| ok(if m == "eth_blockNumber" { json!("0x64") } else { json!("0x1") })).await;
+    let backup = node(|m, _| ok(if m == "eth_blockNumber" { json!("0x64") } else { json!("0x2") })).await;
+    let heads = Arc::new(std::sync::Mutex::new([Some(98_u64), Some(99)]));
+    let seen = heads.clone();
+    let t =
+        transport(&[("primary", primary.url("/")), ("backup", backup.url("/"))]).monotonic_reads(move |id| {
+            let heads = seen.lock().unwrap();
+            if id == "primary" { heads[0] } else { heads[1] }
+        });
+    t.observe_head(100);
+    let balance = || single("eth_getBalance", json!([ADDR, "latest"]));
+    assert_eq!(result(&send(&t, balance()).await.unwrap()), json!("0x1"), "within the tolerance");
+    // Both known far below: none would be left, so the read goes ahead and answers decide.
+    *heads.lock().unwrap() = [Some(10), Some(11)];
+    assert_eq!(result(&send(&t, balance()).await.unwrap()), json!("0x1"));
+    assert_eq!(result(&send(&t, single("eth_blockNumber", json!([]))).await.unwrap()), json!("0x64"));
+}
+
+#[tokio::test]
 async fn an_eth_block_number_answer_below_the_floor_fails_over_instead_of_being_returned() {
     let primary = node(|_, _| ok(json!("0x0"))).await;
     let backup = node(|_, _| ok(json!("0x5"))).await;

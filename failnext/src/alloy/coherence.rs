@@ -141,22 +141,31 @@ impl Coherence {
         }
         if let (Some(heads), true) = (&rules.heads, packet.reads) {
             // A bundle's reads are pinned to its reference: a provider at or above it can
-            // answer them. Other reads: the highest head already observed.
-            let floor = packet.bundle.map_or_else(|| self.head.get(), |b| b.reference.number);
-            let mut behind = Vec::new();
-            for id in endpoints {
-                match heads.of(id) {
-                    Some(h) if h < floor => {
-                        behind.push((id.clone(), Some(h)));
-                        if !out(&unfit, id) {
-                            unfit.push((id.clone(), Unfit::BelowFloor { head: Some(h), floor }));
-                        }
-                    }
-                    _ => {}
+            // answer them; only one known below it is passed over. Other reads: the highest
+            // head already observed, and a provider is passed over only when its known head
+            // (a monitor's view, which trails the chain by a probe's age) is more than the
+            // tolerance below it; when that would leave none, the read goes ahead and the
+            // answers are judged (an `eth_blockNumber` below the floor still fails over).
+            let (floor, tolerance) = match packet.bundle {
+                Some(b) => (b.reference.number, 0),
+                None => (self.head.get(), crate::DEFAULT_TOLERANCE),
+            };
+            let behind: Vec<(EndpointId, u64)> = endpoints
+                .iter()
+                .filter_map(|id| heads.of(id).filter(|h| h.saturating_add(tolerance) < floor).map(|h| (id.clone(), h)))
+                .collect();
+            let before = unfit.len();
+            for (id, h) in &behind {
+                if !out(&unfit, id) {
+                    unfit.push((id.clone(), Unfit::BelowFloor { head: Some(*h), floor }));
                 }
             }
             if none_left(&unfit) && !behind.is_empty() {
-                return Err(BelowFloor { floor, behind }.into_transport());
+                if packet.bundle.is_some() {
+                    let behind = behind.into_iter().map(|(id, h)| (id, Some(h))).collect();
+                    return Err(BelowFloor { floor, behind }.into_transport());
+                }
+                unfit.truncate(before);
             }
         }
         if self.capabilities.is_active() {

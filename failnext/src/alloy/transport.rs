@@ -219,10 +219,14 @@ impl FailoverTransport {
     /// Monotonic reads: no read is answered by a provider below the highest head this
     /// transport has observed (see [`head`](FailoverTransport::head)). `heads` gives a
     /// provider's current head by endpoint id (a block-height monitor's snapshot), `None` when
-    /// unknown: a provider known to be below is skipped for reads, and an `eth_blockNumber`
-    /// answer below the floor fails over instead of being returned. When no provider is left,
-    /// the read fails with [`BelowFloor`]. Writes and filter calls are not affected. Default
-    /// is off.
+    /// unknown: a provider known to be more than [`DEFAULT_TOLERANCE`](crate::DEFAULT_TOLERANCE)
+    /// blocks below the floor is skipped for reads (a monitor's view trails the chain by the
+    /// age of its probe, so a provider known a block or two below is asked), and when that
+    /// would leave no provider the read goes ahead, its answers judged. An `eth_blockNumber`
+    /// answer below the floor fails over instead of being returned, and when no provider
+    /// answers at or above it the read fails with [`BelowFloor`] (a bundle's reads, pinned to
+    /// its reference, fail with it at once when every provider is known below). Writes and
+    /// filter calls are not affected. Default is off.
     #[must_use]
     pub fn monotonic_reads(
         mut self,
