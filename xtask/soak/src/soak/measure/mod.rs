@@ -444,6 +444,11 @@ async fn read(
     Sample { start, end, head_start, head_end, answer, asked, dispatched }
 }
 
+/// `99.50% (398/400)`, or `n/a (0/0)` of nothing.
+fn share(percent: f64, n: u64, of: u64) -> String {
+    if of == 0 { format!("n/a ({n}/{of})") } else { format!("{percent:.2}% ({n}/{of})") }
+}
+
 fn ms(d: Option<Duration>) -> String {
     d.map_or_else(|| "n/a".to_owned(), |d| format!("{:.1}", d.as_secs_f64() * 1000.0))
 }
@@ -482,8 +487,8 @@ impl fmt::Display for MeasureReport {
                 f,
                 "  {:<20} {:>24} {:>24} {:>13} {:>8.3} {:>7} {:>7} {:>8}",
                 subject.name(),
-                format!("{:.2}% ({}/{})", fig.answerable_percent(), fig.correct_answerable, fig.answerable),
-                format!("{:.2}% ({}/{})", fig.percent(), fig.correct, fig.counted),
+                share(fig.answerable_percent(), fig.correct_answerable, fig.answerable),
+                share(fig.percent(), fig.correct, fig.counted),
                 format!("{}/{}", fig.correct_all, fig.reads),
                 fig.requests_per_read(),
                 ms(fig.p50),
