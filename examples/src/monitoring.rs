@@ -40,6 +40,7 @@ pub fn answers_reads(behaviour: &Behaviour, timeout: Duration) -> bool {
     match behaviour {
         Behaviour::Healthy
         | Behaviour::Lagging(_)
+        | Behaviour::HalfStale(_)
         | Behaviour::Stalled
         | Behaviour::Ahead(_)
         | Behaviour::NoArchive(_) => true,
@@ -57,6 +58,7 @@ pub fn describe(behaviour: &Behaviour) -> String {
         Behaviour::RateLimited { retry_after_secs } => format!("429, retry after {retry_after_secs} s"),
         Behaviour::JsonRpcError { code, .. } => format!("json-rpc error {code}"),
         Behaviour::Lagging(n) => format!("lagging {n} blocks"),
+        Behaviour::HalfStale(n) => format!("lagging {n} blocks every other request"),
         Behaviour::Stalled => "stalled".to_owned(),
         Behaviour::Ahead(n) => format!("reports {n} blocks ahead"),
         Behaviour::Slow(delay) => format!("slow (+{} ms)", delay.as_millis()),

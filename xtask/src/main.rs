@@ -62,8 +62,10 @@ fn print_help() {
          examples  run every example against the simulator and check its output\n  \
          demo   [--seconds N] [--rpc URL]... [--metrics ADDR]  the demo bot (simulated providers\n         \
                 by default; --metrics 127.0.0.1:9898 serves its metrics for Prometheus)\n  \
-         soak   [--profile ci|full|measure] [--seed N] [--fault-ms N]  fault-injection soak (full\n         \
-                profile by default; measure: reads answered correctly per configuration)\n  \
+         soak   [--profile ci|full|measure] [--seed N] [--scenario all|flapping|half-stale]\n         \
+                [--fault-ms N]  fault-injection soak, then the measures of reads answered\n         \
+                correctly per configuration (full profile by default: flapping ~2 s and ~200 ms,\n         \
+                half-stale, and issue 20's targets for the paired configuration)\n  \
          bench  [--quick] [--rounds N] [--scenario NAME]  release benchmark, written to target/bench/\n  \
          props  [CASES]  the judging property tests at CASES cases each (default 10000; ci runs\n         \
                 the test default)\n  \

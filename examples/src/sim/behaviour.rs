@@ -35,6 +35,12 @@ pub enum Behaviour {
     /// Serves the chain as it was this many blocks ago: `eth_blockNumber` reports the head
     /// minus the lag, and newer blocks and receipts are not found.
     Lagging(u64),
+    /// Every other request is answered as [`Lagging`](Behaviour::Lagging) with this many blocks
+    /// would answer it, the others as a healthy provider does (strictly alternating, the
+    /// first healthy): a node behind a load balancer whose backends are not all in sync, as
+    /// hosted providers are. Answers at once (no extra delay). A batch is answered from one
+    /// view, as one request.
+    HalfStale(u64),
     /// Stops following the chain: serves the height it showed when it was switched to
     /// `Stalled`, however far the chain moves on.
     Stalled,

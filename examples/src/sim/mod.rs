@@ -6,9 +6,9 @@
 //! `eth_getBlockByHash`, `eth_sendRawTransaction`, `eth_getTransactionReceipt`, and batches of
 //! them; block parameters as tags, numbers or EIP-1898 objects, by hash or number), and can be
 //! switched at run time to a [`Behaviour`]: down, an HTTP error, rate limited, a JSON-RPC error,
-//! lagging, stalled, reporting a head ahead, slow, hanging, on the wrong chain, on a fork of its
-//! own (other block hashes), without archive state, or a malformed, oversized, truncated or
-//! reset body. Every block has a hash that names its chain, fork and number, so a read pinned
+//! lagging (always or every other request), stalled, reporting a head ahead, slow, hanging, on
+//! the wrong chain, on a fork of its own (other block hashes), without archive state, or a
+//! malformed, oversized, truncated or reset body. Every block has a hash that names its chain, fork and number, so a read pinned
 //! to a hash is answered only by a provider that has that block. Each provider
 //! counts the requests it received, by method.
 //!

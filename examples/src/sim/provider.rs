@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::io;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use failnext_loopback::{Server, lock};
@@ -39,6 +40,8 @@ pub(crate) struct Shared {
     pub(crate) chain: Chain,
     mode: Mutex<Mode>,
     counts: Mutex<Counts>,
+    /// Requests answered under [`Behaviour::HalfStale`]: the odd ones are stale.
+    half_stale_turn: AtomicU64,
 }
 
 /// The behaviour in force, and the height a stalled provider froze at.
@@ -73,6 +76,7 @@ impl Provider {
             chain,
             mode: Mutex::new(Mode { behaviour: Behaviour::Healthy, frozen }),
             counts: Mutex::new(Counts::default()),
+            half_stale_turn: AtomicU64::new(0),
         });
         let server = Server::builder()
             .record(false)
@@ -188,6 +192,18 @@ impl Shared {
         lock(&self.mode).clone()
     }
 
+    /// The mode one arriving request is answered under: [`mode`](Shared::mode), with a
+    /// [`Behaviour::HalfStale`] resolved to this request's turn (lagging every other request,
+    /// healthy the others).
+    pub(crate) fn mode_for_request(&self) -> Mode {
+        let mut mode = self.mode();
+        if let Behaviour::HalfStale(lag) = mode.behaviour {
+            let turn = self.half_stale_turn.fetch_add(1, Ordering::Relaxed);
+            mode.behaviour = if turn % 2 == 1 { Behaviour::Lagging(lag) } else { Behaviour::Healthy };
+        }
+        mode
+    }
+
     /// Records one request that arrived with this payload.
     pub(crate) fn record(&self, payload: &Payload) {
         let mut counts = self.counts();
@@ -200,6 +216,11 @@ impl Shared {
 
     fn switch(&self, behaviour: Behaviour) {
         let mut mode = lock(&self.mode);
+        if matches!(behaviour, Behaviour::HalfStale(_)) && !matches!(mode.behaviour, Behaviour::HalfStale(_))
+        {
+            // The first request after the switch is a healthy one.
+            self.half_stale_turn.store(0, Ordering::Relaxed);
+        }
         // A provider freezes at the height it showed when it stalled, lag included.
         if behaviour == Behaviour::Stalled && mode.behaviour != Behaviour::Stalled {
             mode.frozen = mode.head(&self.chain);
@@ -262,6 +283,26 @@ mod tests {
     fn answer(mode: &Mode, chain: &Chain, method: &str, params: serde_json::Value) -> serde_json::Value {
         let call = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
         rpc::serve(&call, &mode.view(chain)).unwrap_or_default()["result"].clone()
+    }
+
+    #[test]
+    fn half_stale_lags_every_other_request() {
+        let chain = Chain::manual(1);
+        let shared = Shared {
+            chain: chain.clone(),
+            mode: Mutex::new(Mode { behaviour: Behaviour::Healthy, frozen: chain.head() }),
+            counts: Mutex::new(Counts::default()),
+            half_stale_turn: AtomicU64::new(0),
+        };
+        shared.switch(Behaviour::HalfStale(20));
+        let heads: Vec<serde_json::Value> = (0..4)
+            .map(|_| answer(&shared.mode_for_request(), &chain, "eth_blockNumber", json!([])))
+            .collect();
+        let (fresh, stale) = (json!(format!("{START_HEAD:#x}")), json!(format!("{:#x}", START_HEAD - 20)));
+        assert_eq!(heads, [fresh.clone(), stale.clone(), fresh, stale]);
+        // Unresolved (the provider's own view, not a request's), it shows the real head.
+        assert_eq!(shared.mode().reported(&chain), START_HEAD);
+        assert_eq!(shared.mode().behaviour, Behaviour::HalfStale(20));
     }
 
     #[test]

@@ -16,7 +16,7 @@ pub(crate) fn handler(shared: Arc<Shared>) -> LaterHandler {
     Arc::new(move |req: &Received| {
         let payload = Payload::parse(&req.body);
         shared.record(&payload);
-        let mode = shared.mode();
+        let mode = shared.mode_for_request();
         let post = req.method == http::Method::POST;
         let shared = shared.clone();
         Box::pin(async move {
@@ -65,6 +65,7 @@ fn respond(post: bool, payload: &Payload, mode: &Mode, chain: &Chain) -> Action 
         }
         Behaviour::Healthy
         | Behaviour::Lagging(_)
+        | Behaviour::HalfStale(_)
         | Behaviour::Stalled
         | Behaviour::Ahead(_)
         | Behaviour::Slow(_)

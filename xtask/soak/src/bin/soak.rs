@@ -2,22 +2,32 @@
 //!
 //! ```text
 //! soak [--profile ci|full|measure] [--seed N] [--requests N] [--concurrency N]
-//!      [--fault-ms N] [--measure-secs N] [--measure-rate N] [--configs NAME,NAME,...]
+//!      [--scenario all|flapping|half-stale] [--fault-ms N] [--measure-secs N]
+//!      [--measure-rate N] [--configs NAME,NAME,...]
 //! ```
 //!
-//! After the checked phases, the measure runs for `--measure-secs` (profile `ci`: 2, `full`:
-//! 30, `measure`: 120; 0 skips it) with fault windows of about `--fault-ms` (`ci`: 200,
-//! others: 2000), `--measure-rate` reads per second to each configuration (250), for the
-//! configurations `--configs` (all by default: `reference`,
-//! `cooldown-disabled`). The figures of issue 10:
+//! After the checked phases, the measures run one after the other, each a scenario:
+//!
+//! - profile `ci`: flapping with fault windows of ~200 ms for 2 s, half-stale for 2 s;
+//! - profile `full`: flapping at ~2000 ms for 30 s, flapping at ~200 ms for 30 s, half-stale
+//!   for 20 s (issue 20's figures);
+//! - profile `measure`: flapping at ~2000 ms for 120 s (issue 10's figures).
+//!
+//! `--scenario flapping` or `half-stale` keeps only that scenario's measures (half-stale for
+//! 20 s when the profile has none); `--fault-ms N` makes the flapping measures one, at ~N ms
+//! (for as long as the profile's first); `--measure-secs N` sets every measure's length (0
+//! skips them); `--measure-rate N` reads per second to each configuration (250);
+//! `--configs` the configurations (all by default: `reference`, `cooldown-disabled`,
+//! `0.2-default`, `0.2-default+jsonrpc`, `disabled+jsonrpc`, `paired`). For example:
 //!
 //! ```text
-//! cargo run --release -p failnext-soak --bin soak -- --profile measure --seed 42 --fault-ms 2000
+//! cargo run --release -p failnext-soak --bin soak -- --profile full --seed 42
 //! cargo run --release -p failnext-soak --bin soak -- --profile measure --seed 42 --fault-ms 200
+//! cargo run --release -p failnext-soak --bin soak -- --profile full --scenario half-stale
 //! ```
 //!
 //! Exits with status 1 when any check found a violation, 2 on a usage or setup error. The
-//! measure's figures never fail a run.
+//! measure's figures and targets never fail a run.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -25,10 +35,15 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use std::time::Duration;
 
-use failnext_soak::soak::{self, Config, Profile, Subject};
+use failnext_soak::soak::{self, Config, MeasureRun, Profile, Scenario, Subject};
 
 const USAGE: &str = "usage: soak [--profile ci|full|measure] [--seed N] [--requests N] [--concurrency N] \
-                     [--fault-ms N] [--measure-secs N] [--measure-rate N] [--configs NAME,NAME,...]";
+                     [--scenario all|flapping|half-stale] [--fault-ms N] [--measure-secs N] \
+                     [--measure-rate N] [--configs NAME,NAME,...]";
+
+/// How long a half-stale measure lasts when `--scenario half-stale` asks for one the profile
+/// does not have.
+const HALF_STALE_SECS: u64 = 20;
 
 fn main() -> ExitCode {
     let config = match parse(std::env::args().skip(1)) {
@@ -52,15 +67,16 @@ fn main() -> ExitCode {
         config.concurrency,
         config.warmup_requests
     );
-    if !config.measure.duration.is_zero() {
+    let runs: Vec<String> = config
+        .measure
+        .runs
+        .iter()
+        .filter(|r| !r.duration.is_zero())
+        .map(|r| format!("{} for {} s", r.scenario, r.duration.as_secs_f64()))
+        .collect();
+    if !runs.is_empty() {
         let names: Vec<&str> = config.measure.subjects.iter().map(|s| s.name()).collect();
-        let _ = writeln!(
-            out,
-            "soak: then a measure of {} s, fault windows ~{} ms: {}",
-            config.measure.duration.as_secs(),
-            config.measure.fault.as_millis(),
-            names.join(", ")
-        );
+        let _ = writeln!(out, "soak: then measures of {}: {}", runs.join(", then "), names.join(", "));
     }
     let _ = out.flush();
     drop(out);
@@ -102,6 +118,7 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Option<Config>, String> {
     let mut concurrency = None;
     let mut fault_ms = None;
     let mut measure_secs = None;
+    let mut scenario: Option<String> = None;
     let mut rate = None;
     let mut subjects: Option<Vec<Subject>> = None;
     let mut args = args.peekable();
@@ -122,6 +139,13 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Option<Config>, String> {
             "--concurrency" => concurrency = Some(number(&name, &value()?)?),
             "--fault-ms" => fault_ms = Some(number(&name, &value()?)?.max(2)),
             "--measure-secs" => measure_secs = Some(number(&name, &value()?)?),
+            "--scenario" => {
+                let v = value()?;
+                if !["all", "flapping", "half-stale"].contains(&v.as_str()) {
+                    return Err(format!("--scenario: {v:?}: expected all, flapping or half-stale"));
+                }
+                scenario = Some(v);
+            }
             "--measure-rate" => rate = Some(number(&name, &value()?)?),
             "--configs" => {
                 subjects =
@@ -139,11 +163,30 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Option<Config>, String> {
     if let Some(c) = concurrency {
         config.concurrency = usize::try_from(c).map_err(|_| "--concurrency is too large".to_owned())?.max(1);
     }
+    let runs = &mut config.measure.runs;
     if let Some(ms) = fault_ms {
-        config.measure.fault = Duration::from_millis(ms);
+        let fault = Duration::from_millis(ms);
+        let flapping = |r: &MeasureRun| matches!(r.scenario, Scenario::Flapping { .. });
+        let duration = runs.iter().find(|r| flapping(r)).map_or(Duration::from_secs(30), |r| r.duration);
+        let at = runs.iter().position(flapping).unwrap_or(0);
+        runs.retain(|r| !flapping(r));
+        runs.insert(at, MeasureRun { scenario: Scenario::Flapping { fault }, duration });
+    }
+    match scenario.as_deref() {
+        Some("flapping") => runs.retain(|r| r.scenario.name() == "flapping"),
+        Some("half-stale") => {
+            runs.retain(|r| r.scenario == Scenario::HalfStale);
+            if runs.is_empty() {
+                let duration = Duration::from_secs(HALF_STALE_SECS);
+                runs.push(MeasureRun { scenario: Scenario::HalfStale, duration });
+            }
+        }
+        _ => {}
     }
     if let Some(secs) = measure_secs {
-        config.measure.duration = Duration::from_secs(secs);
+        for run in runs.iter_mut() {
+            run.duration = Duration::from_secs(secs);
+        }
     }
     if let Some(r) = rate {
         config.measure.rate = u32::try_from(r).map_err(|_| "--measure-rate is too large".to_owned())?.max(1);

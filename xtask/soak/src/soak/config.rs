@@ -4,18 +4,21 @@ use std::time::Duration;
 
 use http::StatusCode;
 
-use crate::soak::measure::{MeasureSettings, Subject};
+use crate::soak::measure::{MeasureRun, MeasureSettings, Scenario, Subject};
 
 /// Which preset a soak starts from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Profile {
     /// A few thousand requests; well under a minute in a debug build. Run by `cargo xtask ci`.
+    /// Measures: flapping at ~200 ms for 2 s, half-stale for 2 s.
     Ci,
     /// 200 000 requests at concurrency 64; about two minutes in release. Run by
-    /// `cargo xtask soak`.
+    /// `cargo xtask soak`. Measures: flapping at ~2 s for 30 s, flapping at ~200 ms for 30 s,
+    /// half-stale for 20 s (issue 20's figures).
     Full,
-    /// The checked phases of `ci`, then a long measure (120 s) of the configurations: the
-    /// figures of issue 10. Pick the fault length with `--fault-ms` (2000 by default).
+    /// The checked phases of `ci`, then a long measure (120 s, flapping) of the
+    /// configurations: the figures of issue 10. Pick the fault length with `--fault-ms` (2000
+    /// by default).
     Measure,
 }
 
@@ -88,7 +91,7 @@ pub struct Config {
     /// How much resident memory may exceed the baseline after the run, on top of what the
     /// simulated chain keeps by design (see [`TX_ALLOWANCE`](crate::soak::TX_ALLOWANCE)).
     pub memory_tolerance: u64,
-    /// The measure after the checked phases: how long, the fault window length, the
+    /// The measures after the checked phases: each one's scenario and length, the rate, the
     /// configurations side by side (module `measure`).
     pub measure: MeasureSettings,
 }
@@ -100,10 +103,14 @@ impl Config {
             Profile::Ci | Profile::Measure => (5_000, 1_000),
             Profile::Full => (200_000, 10_000),
         };
-        let (measure_secs, fault_ms) = match profile {
-            Profile::Ci => (2, 200),
-            Profile::Full => (30, 2_000),
-            Profile::Measure => (120, 2_000),
+        let run = |scenario, secs| MeasureRun { scenario, duration: Duration::from_secs(secs) };
+        let flapping = |ms| Scenario::Flapping { fault: Duration::from_millis(ms) };
+        let runs = match profile {
+            Profile::Ci => vec![run(flapping(200), 2), run(Scenario::HalfStale, 2)],
+            Profile::Full => {
+                vec![run(flapping(2_000), 30), run(flapping(200), 30), run(Scenario::HalfStale, 20)]
+            }
+            Profile::Measure => vec![run(flapping(2_000), 120)],
         };
         Config {
             profile,
@@ -125,12 +132,7 @@ impl Config {
             safety_bound: Duration::from_secs(30),
             settle_timeout: Duration::from_secs(15),
             memory_tolerance: 32 * 1024 * 1024,
-            measure: MeasureSettings {
-                duration: Duration::from_secs(measure_secs),
-                fault: Duration::from_millis(fault_ms),
-                rate: 250,
-                subjects: Subject::ALL.to_vec(),
-            },
+            measure: MeasureSettings { runs, rate: 250, subjects: Subject::ALL.to_vec() },
         }
     }
 }

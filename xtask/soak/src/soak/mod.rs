@@ -57,7 +57,7 @@ use failnext_examples::sim::{Chain, Provider};
 use reqwest_middleware::ClientWithMiddleware;
 
 pub use config::{Config, Profile};
-pub use measure::{MeasureReport, MeasureSettings, Subject};
+pub use measure::{MeasureReport, MeasureRun, MeasureSettings, Scenario, Subject, Target};
 pub use report::Report;
 
 use checks::{Check, Limits, Tally, Violations};
@@ -225,18 +225,26 @@ pub async fn run(config: Config) -> Result<Report, SetupError> {
         v.add(Check::Stray, "an event, eligibility question or dispatch outside any soak request");
     }
 
-    // The measure, after the resources were judged: its configurations are Failovers of their
-    // own over the same providers and monitor; the checks above do not look at it.
+    // The measures, after the resources were judged: their configurations are Failovers of
+    // their own over the same providers and monitor (or one of their own); the checks above do
+    // not look at them.
     let shared = measure::Shared {
         providers: &providers,
+        chain: &chain,
         monitor: &monitor,
         endpoints: &endpoints,
         seed: config.seed,
         attempt_timeout: config.attempt_timeout,
         check_interval: config.check_interval,
         probe_timeout: config.probe_timeout,
+        max_lag: config.max_lag,
     };
-    let measured = measure::measure(&shared, &config.measure).await?;
+    let mut measured = Vec::new();
+    if !config.measure.subjects.is_empty() {
+        for run in config.measure.runs.iter().filter(|r| !r.duration.is_zero()) {
+            measured.push(measure::measure(&shared, &config.measure, *run).await?);
+        }
+    }
 
     // Everything is dropped here (client, failover, monitor, simulator); the report is what
     // remains.
@@ -276,11 +284,24 @@ mod tests {
         config.requests = 300;
         config.warmup_requests = 100;
         config.concurrency = 16;
-        config.measure.duration = Duration::from_millis(500);
+        for run in &mut config.measure.runs {
+            run.duration = Duration::from_millis(500);
+        }
         let report = run(config).await.unwrap();
         assert_eq!(report.violations(), 0, "{report}");
         assert!(report.requests() >= 400);
-        let measured = report.measure().figures(Subject::Reference).unwrap();
-        assert!(measured.reads > 0 && measured.counted <= measured.reads, "{report}");
+        let scenarios: Vec<&str> = report.measures().iter().map(|m| m.run().scenario.name()).collect();
+        assert_eq!(scenarios, ["flapping", "half-stale"]);
+        for measured in report.measures() {
+            for subject in [Subject::Reference, Subject::Paired] {
+                let f = measured.figures(subject).unwrap();
+                assert!(f.reads > 0 && f.counted <= f.answerable && f.answerable <= f.reads, "{report}");
+                assert!(f.correct <= f.counted && f.correct_answerable <= f.answerable, "{report}");
+            }
+            assert!(!measured.targets().is_empty(), "{report}");
+        }
+        // The half-stale scenario's three healthy providers answer every read.
+        let half = &report.measures()[1].figures(Subject::Reference).unwrap();
+        assert_eq!(half.answerable, half.reads, "{report}");
     }
 }

@@ -26,8 +26,8 @@ pub struct Report {
     pub(crate) after: Usage,
     /// Memory allowed for the transactions the simulated chain stored in the main phase.
     pub(crate) chain_allowance: u64,
-    /// The measure of the configurations, after the checked phases.
-    pub(crate) measure: MeasureReport,
+    /// The measures of the configurations, after the checked phases, in order.
+    pub(crate) measure: Vec<MeasureReport>,
 }
 
 impl Report {
@@ -51,8 +51,8 @@ impl Report {
         self.violations.examples()
     }
 
-    /// The measure of the configurations (empty when it did not run).
-    pub fn measure(&self) -> &MeasureReport {
+    /// The measures of the configurations, one per scenario run (empty when none ran).
+    pub fn measures(&self) -> &[MeasureReport] {
         &self.measure
     }
 }
@@ -288,6 +288,18 @@ impl fmt::Display for Report {
                 writeln!(f, "  - {e}")?;
             }
         }
-        write!(f, "{}", self.measure)
+        for measured in &self.measure {
+            write!(f, "{measured}")?;
+        }
+        let targets: Vec<_> = self.measure.iter().flat_map(MeasureReport::targets).collect();
+        if !targets.is_empty() {
+            writeln!(f, "\nIssue 20 targets, paired configuration (reported, not violations)")?;
+            for t in &targets {
+                writeln!(f, "  {t}")?;
+            }
+            let met = targets.iter().filter(|t| t.met).count();
+            writeln!(f, "  {met} of {} targets met", targets.len())?;
+        }
+        Ok(())
     }
 }

@@ -234,7 +234,8 @@ impl RequestSpec {
     }
 }
 
-/// The faults the schedule switches providers to (and back to healthy).
+/// The faults the schedule switches providers to (and back to healthy), and the measure's
+/// half-stale provider (not in the schedule: [`ALL`](FaultKind::ALL) leaves it out).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum FaultKind {
     Healthy,
@@ -251,6 +252,8 @@ pub(crate) enum FaultKind {
     Slow,
     Oversized,
     Truncated,
+    /// Lagging every other request (`Behaviour::HalfStale`): the measure's half-stale scenario.
+    HalfStale,
 }
 
 impl FaultKind {
@@ -271,7 +274,8 @@ impl FaultKind {
         FaultKind::Truncated,
     ];
 
-    /// Relative frequency in the schedule; healthy is the most common state.
+    /// Relative frequency in the schedule (of [`ALL`](FaultKind::ALL)); healthy is the most
+    /// common state.
     const WEIGHTS: [u64; 14] = [150, 6, 10, 6, 5, 6, 3, 4, 5, 6, 4, 6, 4, 4];
 }
 
@@ -292,6 +296,7 @@ impl fmt::Display for FaultKind {
             FaultKind::Slow => "slow (150 ms..1.5x timeout)",
             FaultKind::Oversized => "oversized body (8 KiB)",
             FaultKind::Truncated => "truncated body (short of its length)",
+            FaultKind::HalfStale => "half-stale (lagging every other request)",
         })
     }
 }
@@ -349,6 +354,8 @@ impl FaultSchedule {
             FaultKind::Slow => Behaviour::Slow(rng.millis(150, timeout_ms.saturating_mul(3) / 2)),
             FaultKind::Oversized => Behaviour::Oversized,
             FaultKind::Truncated => Behaviour::Truncated,
+            // Not in `ALL`: never drawn.
+            FaultKind::HalfStale => Behaviour::HalfStale(20),
         };
         let wait = rng.millis(self.min_wait_ms, self.max_wait_ms);
         FaultStep { provider, kind, behaviour, wait }

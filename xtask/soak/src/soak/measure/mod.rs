@@ -1,56 +1,86 @@
-//! The measure: what each failnext configuration makes of the same flapping providers.
+//! The measure: what each failnext configuration makes of the same simulated providers.
 //!
-//! After the checked phases, a soak run measures, for each configuration of [`Subject::ALL`],
-//! **reads answered correctly while a good provider was eligible throughout**:
+//! After the checked phases, a soak run measures each configuration of [`Subject::ALL`] over
+//! one or more [`MeasureRun`]s, one after the other, each a [`Scenario`]:
 //!
-//! - a *read* is a plain `eth_call` (bytes body, `allow_failover()`, no exclusion, no
-//!   preference, never dropped by the soak), sent to the first provider's URL;
-//! - it is *answered correctly* when `send()` returned HTTP 2xx whose whole body was read and
-//!   is a JSON-RPC reply with a `result` (no `error`) and the request's `id`, served by a
-//!   provider that was on the right chain during the whole request (by the ground truth:
-//!   it was never switched to the wrong chain while the request ran);
-//! - *a good provider was eligible throughout* when some provider `p` was both
-//!   - healthy during the whole request, from just before `send()` to the end of the body
-//!     read, by the ground truth of the fault windows (its switch to healthy had returned
-//!     before the request started and its next switch began after it ended), and
-//!   - eligible for the whole request: the monitor answered `eligible(p)` when failnext asked,
-//!     which failnext does once per endpoint at the start of the request and keeps for the
-//!     whole request (`Monitor::eligible`; the soak's check `AskedOnce`), so a later
-//!     snapshot changes nothing failnext may do for it.
+//! - **flapping** (`Scenario::Flapping`): every provider flaps, independently and seeded,
+//!   between healthy spells and the faults issue 10 lists (below), with fault windows of about
+//!   `fault` (`--fault-ms`); the full profile measures ~2 s and ~200 ms windows;
+//! - **half-stale** (`Scenario::HalfStale`): no flapping; provider 0 answers every other
+//!   request 20 blocks behind (`Behaviour::HalfStale(20)`, a load balancer over backends out
+//!   of sync) and is the fastest (no extra delay), the others are healthy at 20..40 ms.
 //!
-//! The figure is `correct / counted` over the reads of the second kind, as a percentage with
-//! its counts. Reads where no good provider was eligible throughout are reported apart: no
-//! configuration is expected to answer them.
+//! A *read* is a single JSON-RPC `eth_blockNumber` (bytes body, `allow_failover()`, no
+//! exclusion, no preference, never dropped by the soak), sent to the first provider's URL. Its
+//! answer can be judged by its head:
 //!
-//! Also per configuration: **requests that reached a provider while it was refused**, the
-//! attempts (one per dispatch, recorded by a middleware after `Failover` before anything is
-//! sent) whose endpoint was certainly down at that instant: its switch to `Down` had returned
-//! (listener closed) and its next switch had not begun.
+//! - it is **answered correctly** when `send()` returned HTTP 2xx whose whole body was read
+//!   and is a JSON-RPC reply with a `result` (no `error`) and the request's `id`, that result
+//!   is a hex quantity within [`HEAD_TOLERANCE`] (3) blocks of the simulated chain's true head
+//!   (`Chain::head()` read just before `send()` and after the body: correct when
+//!   `head_at_start - 3 <= result <= head_at_end`), and it was served by a provider that was on
+//!   the right chain during the whole request (by the ground truth: it was never switched to
+//!   the wrong chain while the request ran). A read not answered correctly is a *miss*, by
+//!   cause: behind by N blocks (stale, lagging, stalled), ahead of the chain, wrong chain, a
+//!   JSON-RPC error, a malformed body, an HTTP status, no usable endpoint, every attempt
+//!   failed;
+//! - it is **answerable** when some provider was healthy (a healthy spell: `Slow(10..120
+//!   ms)`, or the half-stale scenario's healthy ones) during the whole request, from just
+//!   before `send()` to the end of the body read, by the providers' own schedule (its switch
+//!   to healthy had returned before the request started and its next switch began after it
+//!   ended), whatever the monitor thought;
+//! - it is **counted** (the previous figure, kept) when it was answerable by a provider `p`
+//!   that was also eligible for the whole request: the monitor answered `eligible(p)` when
+//!   failnext asked, which failnext does once per endpoint at the start of the request and
+//!   keeps for the whole request (`Monitor::eligible`; the soak's check `AskedOnce`), so a later
+//!   snapshot changes nothing failnext may do for it. Counted reads are answerable ones.
+//!
+//! Per configuration, the figures are:
+//!
+//! - **correct of answerable** (issue 20's figure) and **correct of counted**, as percentages
+//!   with their counts, and correct of all reads. Reads that were not answerable are in no
+//!   figure but the last: no configuration is expected to answer them;
+//! - **requests per read**: attempts (one per dispatch, hedges and failovers included,
+//!   recorded by a middleware after `Failover` before anything is sent) over reads;
+//! - the **p50 and p99 latency of the reads answered correctly** (from just before `send()` to
+//!   the end of the body);
+//! - **requests that reached a provider while it was refused**: attempts whose endpoint was
+//!   certainly down at that instant (its switch to `Down` had returned, listener closed, and
+//!   its next switch had not begun);
+//! - the misses of answerable reads by cause, and how many of them were counted.
+//!
+//! For the paired configuration, the report also prints issue 20's targets, each with its
+//! measured value and MET or MISSED (never a soak violation; module `targets`).
 //!
 //! The configurations run **interleaved**, at the same time: each has its own `Failover` and
 //! its own `reqwest` client (so no pool, health or cooldown state is shared), over the same
-//! providers, the same monitor and the same fault windows. The load is an open loop: one
-//! seeded stream of arrival instants (`rate` reads per second on average) and, at each
+//! providers and the same fault windows. All but the paired one use the same monitor as
+//! eligibility, checked by the soak on an interval; the paired one has a monitor of its own
+//! (same providers, `max_lag`, chain id and probe timeout, `Monitor::spawn`ed at the check
+//! interval), because pairing feeds evidence back into its monitor. The load is an open loop:
+//! one seeded stream of arrival instants (`rate` reads per second on average) and, at each
 //! instant, one read per configuration, whatever earlier reads are doing. So every
 //! configuration gets the same reads at the same instants; a closed loop (workers waiting for
 //! their previous read) would send more reads where a configuration fails fast
-//! (`NoUsableEndpoint` is immediate) and so weigh its bad spells more. Interleaving gives every configuration the very same faults and
-//! snapshots at the same instants, so the figures differ only by the configuration (with
-//! sequential phases, the same seed gives the same schedule of windows, but not the same
-//! timing against the requests and the monitor's checks), and a run lasts one measure, not
-//! one per configuration. The price: the configurations share the machine and the providers'
-//! load, identically for each.
+//! (`NoUsableEndpoint` is immediate) and so weigh its bad spells more. Interleaving gives every
+//! configuration the very same faults at the same instants, so the figures differ only by the
+//! configuration (with sequential phases, the same seed gives the same schedule of windows, but
+//! not the same timing against the requests and the monitor's checks), and a run lasts one
+//! measure per scenario, not one per configuration. The price: the configurations share the
+//! machine and the providers' load, identically for each.
 //!
-//! The fault windows (`timeline::Windows`): each provider, independently and seeded,
-//! flaps between a healthy spell of `1..=4` fault lengths and a fault of `1/2..=3/2` fault
-//! lengths (`--fault-ms`), drawn from the faults issue 10 lists: refused, 502/503/504, 429
-//! with `Retry-After` (about the window, in whole seconds), HTTP 200 with JSON-RPC `-32005`
-//! or `-32603`, a malformed body, a truncated body, a body reset mid-way, a hang, lag
-//! (3..6 blocks), a stalled head, the wrong chain. A provider goes to the wrong chain across a
+//! The flapping scenario's fault windows (`timeline::Windows`): each provider, independently
+//! and seeded, flaps between a healthy spell of `1..=4` fault lengths and a fault of
+//! `1/2..=3/2` fault lengths, drawn from the faults issue 10 lists: refused, 502/503/504, 429
+//! with `Retry-After` (about the window, in whole seconds), HTTP 200 with JSON-RPC `-32005` or
+//! `-32603`, a malformed body, a truncated body, a body reset mid-way, a hang, lag (3..6
+//! blocks), a stalled head, the wrong chain. A provider goes to the wrong chain across a
 //! restart (down first, long enough for the monitor to see it: see `timeline::Windows::new`),
 //! as providers do; the monitor checks the chain at every check.
 
+mod judge;
 pub mod subject;
+mod targets;
 mod timeline;
 
 use std::collections::BTreeMap;
@@ -59,43 +89,82 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use failnext::{Eligibility, EndpointId, Failover, ResponseExt};
-use failnext_blocklag::Monitor;
-use failnext_examples::sim::Provider;
+use failnext_blocklag::{Monitor, MonitorHandle};
+use failnext_examples::sim::{Chain, Provider};
 use http::Extensions;
 use http::header::CONTENT_TYPE;
 use reqwest::{Request, Response};
 use reqwest_middleware::{ClientWithMiddleware, Middleware, Next};
-use serde_json::Value;
 use tokio::sync::watch;
 
+pub use judge::{Figures, HEAD_TOLERANCE};
 pub use subject::Subject;
+pub use targets::Target;
 
 use crate::soak::SetupError;
 use crate::soak::record::Endpoints;
 use crate::soak::schedule::{FaultKind, Rng};
+use judge::{Answer, Asked, Dispatches, Sample, judge, judge_body};
+use subject::{RecordedSource, Source};
 use timeline::{Timeline, Windows};
 
 tokio::task_local! {
     static READ: Arc<ReadLog>;
 }
 
-/// Settings of the measure.
+/// What the providers do during one measure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scenario {
+    /// Every provider flaps, seeded, between healthy spells and faults of about `fault`.
+    Flapping {
+        /// The mean length of a fault window.
+        fault: Duration,
+    },
+    /// Provider 0 lags 20 blocks on every other request and is the fastest; the others are
+    /// healthy at 20..40 ms; nothing flaps.
+    HalfStale,
+}
+
+impl Scenario {
+    /// A short name: `flapping` or `half-stale` (for `--scenario`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Flapping { .. } => "flapping",
+            Scenario::HalfStale => "half-stale",
+        }
+    }
+}
+
+impl fmt::Display for Scenario {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scenario::Flapping { fault } => write!(f, "flapping ~{} ms", fault.as_millis()),
+            Scenario::HalfStale => {
+                write!(f, "half-stale (p0 lags {} blocks every other request)", timeline::HALF_STALE_LAG)
+            }
+        }
+    }
+}
+
+/// One measure: a scenario, for a while.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MeasureRun {
+    /// What the providers do.
+    pub scenario: Scenario,
+    /// How long the configurations are measured (zero: this measure does not run).
+    pub duration: Duration,
+}
+
+/// Settings of the measures.
 #[derive(Clone, Debug)]
 pub struct MeasureSettings {
-    /// How long the configurations are measured (zero: no measure).
-    pub duration: Duration,
-    /// The mean length of a fault window.
-    pub fault: Duration,
+    /// The measures, one after the other (empty: no measure).
+    pub runs: Vec<MeasureRun>,
     /// Reads sent per second to each configuration (open loop, seeded arrival times).
     pub rate: u32,
     /// The configurations, side by side.
     pub subjects: Vec<Subject>,
 }
-
-/// The eligibility answers failnext got, by endpoint index.
-type Asked = Vec<(Option<usize>, bool)>;
-/// Where and when failnext dispatched each attempt.
-type Dispatches = Vec<(Option<usize>, Instant)>;
 
 /// What failnext did for one read: the eligibility answers it got and where it dispatched.
 #[derive(Debug, Default)]
@@ -143,65 +212,11 @@ impl Middleware for Dispatched {
     }
 }
 
-/// How a read ended, as the caller saw it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Answer {
-    /// 2xx, a JSON-RPC `result` with the right id; served by this endpoint.
-    Result(Option<usize>),
-    /// 2xx with a JSON-RPC error of this code.
-    RpcError(i64),
-    /// 2xx whose body is not a JSON-RPC reply with a result (malformed, wrong id, ...).
-    NotJsonRpc,
-    /// 2xx whose body failed while being read (truncated, reset, timeout).
-    BodyFailed,
-    /// A non-2xx HTTP answer.
-    Status(u16),
-    /// `NoUsableEndpoint`: every candidate was cooling or ineligible.
-    NoUsable,
-    /// Every attempt failed (transport, timeout).
-    Failed,
-}
-
-/// One read, once it ended.
-#[derive(Debug)]
-struct Sample {
-    start: Instant,
-    end: Instant,
-    answer: Answer,
-    asked: Asked,
-    dispatched: Dispatches,
-}
-
-/// What the measure found for one configuration.
-#[derive(Debug, Default, Clone)]
-pub struct Figures {
-    /// Reads sent and finished.
-    pub reads: u64,
-    /// Reads answered correctly, of all reads.
-    pub correct_all: u64,
-    /// Reads during which a good provider was eligible throughout.
-    pub counted: u64,
-    /// Of those, answered correctly.
-    pub correct: u64,
-    /// Attempts that reached a provider while it was refused.
-    pub refused_hits: u64,
-    /// Attempts in all.
-    pub attempts: u64,
-    /// How the counted reads that were not answered correctly ended.
-    misses: BTreeMap<String, u64>,
-}
-
-impl Figures {
-    /// The figure: correct / counted, in percent (100 when nothing was counted).
-    pub fn percent(&self) -> f64 {
-        if self.counted == 0 { 100.0 } else { 100.0 * self.correct as f64 / self.counted as f64 }
-    }
-}
-
-/// What the measure of a run found.
-#[derive(Debug, Default, Clone)]
+/// What one measure found.
+#[derive(Debug, Clone)]
 pub struct MeasureReport {
-    pub(crate) settings: Option<MeasureSettings>,
+    pub(crate) run: MeasureRun,
+    pub(crate) rate: u32,
     pub(crate) elapsed: Duration,
     pub(crate) figures: Vec<(Subject, Figures)>,
     /// Per provider, the share of the measure it spent in a fault.
@@ -214,63 +229,91 @@ impl MeasureReport {
     pub fn figures(&self, subject: Subject) -> Option<&Figures> {
         self.figures.iter().find(|(s, _)| *s == subject).map(|(_, f)| f)
     }
+
+    /// The scenario and duration of this measure.
+    pub fn run(&self) -> MeasureRun {
+        self.run
+    }
+
+    /// Issue 20's targets for the paired configuration, measured (empty when it was not).
+    pub fn targets(&self) -> Vec<Target> {
+        targets::targets(self)
+    }
 }
 
 /// The shared pieces every configuration's `Failover` is built over.
 pub(crate) struct Shared<'a> {
     pub(crate) providers: &'a [Provider],
+    pub(crate) chain: &'a Chain,
     pub(crate) monitor: &'a Monitor,
     pub(crate) endpoints: &'a Endpoints,
     pub(crate) seed: u64,
     pub(crate) attempt_timeout: Duration,
     pub(crate) check_interval: Duration,
     pub(crate) probe_timeout: Duration,
+    /// The monitors' `max_lag` (for the paired configuration's own monitor).
+    pub(crate) max_lag: u64,
 }
 
-/// Runs the measure: every configuration at once over the same flapping providers.
+/// Runs one measure: every configuration at once over the same providers, in `run`'s scenario.
 pub(crate) async fn measure(
     shared: &Shared<'_>,
     settings: &MeasureSettings,
+    run: MeasureRun,
 ) -> Result<MeasureReport, SetupError> {
-    if settings.duration.is_zero() || settings.subjects.is_empty() {
-        return Ok(MeasureReport::default());
-    }
     let list: Vec<failnext::Endpoint> = shared.providers.iter().map(Provider::endpoint).collect();
     let url = shared.providers.first().map(|p| p.url().to_owned()).unwrap_or_default();
     let mut clients = Vec::new();
+    let mut own_monitors = Vec::new();
     for subject in &settings.subjects {
-        let builder = Failover::builder(list.clone())
-            .eligible(Recorded { monitor: shared.monitor.clone(), endpoints: shared.endpoints.clone() })
-            .attempt_timeout(shared.attempt_timeout);
+        let builder = Failover::builder(list.clone()).attempt_timeout(shared.attempt_timeout);
+        let builder = if subject.is_paired() {
+            let monitor = own_monitor(shared, &list)?;
+            own_monitors.push(monitor.clone());
+            builder.monitor(RecordedSource { source: Source(monitor), endpoints: shared.endpoints.clone() })
+        } else {
+            builder
+                .eligible(Recorded { monitor: shared.monitor.clone(), endpoints: shared.endpoints.clone() })
+        };
         let failover = subject
             .configure(builder)
             .build()
             .map_err(|e| SetupError(format!("failover ({subject}): {e}")))?;
-        let inner = reqwest::Client::builder()
-            .pool_idle_timeout(Duration::from_millis(500))
-            .build()
-            .map_err(|e| SetupError(format!("reqwest client: {e}")))?;
-        let client = reqwest_middleware::ClientBuilder::new(inner)
+        let client = reqwest_middleware::ClientBuilder::new(idle_client()?)
             .with(failover)
             .with(Dispatched { endpoints: shared.endpoints.clone() })
             .build();
         clients.push((*subject, client));
     }
 
-    // Healthy everywhere, and a check, before the first read.
+    // The scenario, and a check of every monitor, before the first read.
     let timeline = Arc::new(Mutex::new(Timeline { providers: vec![Vec::new(); shared.providers.len()] }));
     let (stop, stopped) = watch::channel(false);
     let mut background = tokio::task::JoinSet::new();
-    for (p, provider) in shared.providers.iter().enumerate() {
-        // Down long enough for a whole check to start and publish after the restart began: the
-        // monitor's pause between checks, and a check that may wait out the probe timeout,
-        // twice (the check in progress, then the next), with room for scheduling.
-        let restart = shared.check_interval + 2 * shared.probe_timeout + Duration::from_millis(100);
-        let windows = Windows::new(shared.seed, p, settings.fault, restart);
-        background.spawn(timeline::flap(provider.clone(), p, windows, timeline.clone(), stopped.clone()));
+    match run.scenario {
+        Scenario::Flapping { fault } => {
+            for (p, provider) in shared.providers.iter().enumerate() {
+                // Down long enough for a whole check to start and publish after the restart
+                // began: the monitor's pause between checks, and a check that may wait out the
+                // probe timeout, twice (the check in progress, then the next), with room for
+                // scheduling.
+                let restart = shared.check_interval + 2 * shared.probe_timeout + Duration::from_millis(100);
+                let windows = Windows::new(shared.seed, p, fault, restart);
+                background.spawn(timeline::flap(
+                    provider.clone(),
+                    p,
+                    windows,
+                    timeline.clone(),
+                    stopped.clone(),
+                ));
+            }
+        }
+        Scenario::HalfStale => timeline::half_stale(shared.providers, shared.seed, &timeline).await,
     }
     tokio::time::sleep(Duration::from_millis(20)).await;
-    let _ = shared.monitor.check().await;
+    let checks = own_monitors.iter().chain(std::iter::once(shared.monitor)).map(Monitor::check);
+    let _ = futures::future::join_all(checks).await;
+    let handles: Vec<MonitorHandle> = own_monitors.iter().map(|m| m.spawn(shared.check_interval)).collect();
     {
         let (monitor, interval, mut stopped) =
             (shared.monitor.clone(), shared.check_interval, stopped.clone());
@@ -286,7 +329,7 @@ pub(crate) async fn measure(
     // reads at the same instants (a closed loop would send more reads where a configuration
     // fails fast, and weigh its bad spells more).
     let started = Instant::now();
-    let deadline = started + settings.duration;
+    let deadline = started + run.duration;
     let mean_gap_us = 1_000_000 / u64::from(settings.rate.max(1));
     let mut rng = Rng::derive(shared.seed, 0x4EAD);
     let mut reads = tokio::task::JoinSet::new();
@@ -303,9 +346,9 @@ pub(crate) async fn measure(
         tokio::time::sleep_until(at).await;
         id += 1;
         for (subject, client) in &clients {
-            let (subject, client, url, endpoints) =
-                (*subject, client.clone(), url.clone(), shared.endpoints.clone());
-            reads.spawn(async move { (subject, read(&client, &url, &endpoints, id).await) });
+            let (subject, client, url, endpoints, chain) =
+                (*subject, client.clone(), url.clone(), shared.endpoints.clone(), shared.chain.clone());
+            reads.spawn(async move { (subject, read(&client, &url, &endpoints, &chain, id).await) });
         }
         while let Some(joined) = reads.try_join_next() {
             collect(joined);
@@ -317,6 +360,9 @@ pub(crate) async fn measure(
     let elapsed = started.elapsed();
     let _ = stop.send(true);
     while background.join_next().await.is_some() {}
+    for handle in handles {
+        handle.stop().await;
+    }
     drop(clients);
     let ended = Instant::now();
     let timeline = std::mem::take(&mut *timeline.lock().unwrap_or_else(|p| p.into_inner()));
@@ -327,23 +373,49 @@ pub(crate) async fn measure(
             *windows.entry(s.kind).or_default() += 1;
         }
     }
-    let faulty = (0..shared.providers.len()).map(|p| timeline.faulty_share(p, started, ended)).collect();
+    let n = shared.providers.len();
+    let faulty = (0..n).map(|p| timeline.faulty_share(p, started, ended)).collect();
     let figures = settings
         .subjects
         .iter()
-        .map(|s| (*s, judge(samples.get(s).map_or(&[][..], Vec::as_slice), &timeline)))
+        .map(|s| (*s, judge(samples.get(s).map_or(&[][..], Vec::as_slice), &timeline, n)))
         .collect();
-    Ok(MeasureReport { settings: Some(settings.clone()), elapsed, figures, faulty, windows })
+    Ok(MeasureReport { run, rate: settings.rate, elapsed, figures, faulty, windows })
+}
+
+/// A `reqwest` client whose idle connections close after half a second.
+fn idle_client() -> Result<reqwest::Client, SetupError> {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .pool_idle_timeout(Duration::from_millis(500))
+        .build()
+        .map_err(|e| SetupError(format!("reqwest client: {e}")))
+}
+
+/// A paired configuration's own monitor: the shared one's settings, its own probe client.
+fn own_monitor(shared: &Shared<'_>, list: &[failnext::Endpoint]) -> Result<Monitor, SetupError> {
+    Monitor::builder(list.to_vec())
+        .max_lag(shared.max_lag)
+        .expected_chain_id(shared.chain.id())
+        .probe_timeout(shared.probe_timeout)
+        .client(idle_client()?)
+        .build()
+        .map_err(|e| SetupError(format!("monitor (paired): {e}")))
 }
 
 /// Sends one read and reduces how it ended.
-async fn read(client: &ClientWithMiddleware, url: &str, endpoints: &Endpoints, id: u64) -> Sample {
+async fn read(
+    client: &ClientWithMiddleware,
+    url: &str,
+    endpoints: &Endpoints,
+    chain: &Chain,
+    id: u64,
+) -> Sample {
     use failnext::RequestBuilderExt;
     let log = Arc::new(ReadLog::default());
+    let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"eth_blockNumber","params":[]}}"#);
+    let head_start = chain.head();
     let start = Instant::now();
-    let body = format!(
-        r#"{{"jsonrpc":"2.0","id":{id},"method":"eth_call","params":[{{"to":"0x000000000000000000000000000000000000dead","data":"0x"}},"latest"]}}"#
-    );
     let exchange = async {
         let sent =
             client.post(url).header(CONTENT_TYPE, "application/json").body(body).allow_failover().send();
@@ -367,77 +439,32 @@ async fn read(client: &ClientWithMiddleware, url: &str, endpoints: &Endpoints, i
     };
     let answer = READ.scope(log.clone(), exchange).await;
     let end = Instant::now();
+    let head_end = chain.head();
     let (asked, dispatched) = std::mem::take(&mut *log.inner.lock().unwrap_or_else(|p| p.into_inner()));
-    Sample { start, end, answer, asked, dispatched }
+    Sample { start, end, head_start, head_end, answer, asked, dispatched }
 }
 
-/// A 2xx body: a JSON-RPC result with the request's id, or what else it is.
-fn judge_body(bytes: &[u8], id: u64, served_by: Option<usize>) -> Answer {
-    let Ok(reply) = serde_json::from_slice::<Value>(bytes) else { return Answer::NotJsonRpc };
-    if let Some(code) = reply.get("error").map(|e| e.get("code").and_then(Value::as_i64).unwrap_or(0)) {
-        return Answer::RpcError(code);
-    }
-    let right_id = reply.get("id").and_then(Value::as_u64) == Some(id);
-    if !right_id
-        || reply.get("result").is_none()
-        || reply.get("jsonrpc").and_then(Value::as_str) != Some("2.0")
-    {
-        return Answer::NotJsonRpc;
-    }
-    Answer::Result(served_by)
+/// `99.50% (398/400)`, or `n/a (0/0)` of nothing.
+fn share(percent: f64, n: u64, of: u64) -> String {
+    if of == 0 { format!("n/a ({n}/{of})") } else { format!("{percent:.2}% ({n}/{of})") }
 }
 
-/// The figures of one configuration's reads against the ground truth.
-fn judge(samples: &[Sample], timeline: &Timeline) -> Figures {
-    let mut f = Figures::default();
-    for s in samples {
-        f.reads += 1;
-        f.attempts += s.dispatched.len() as u64;
-        f.refused_hits +=
-            s.dispatched.iter().filter(|(p, at)| p.is_some_and(|p| timeline.refused_at(p, *at))).count()
-                as u64;
-        let correct = match s.answer {
-            Answer::Result(Some(p)) => !timeline.wrong_chain_during(p, s.start, s.end),
-            _ => false,
-        };
-        if correct {
-            f.correct_all += 1;
-        }
-        let good = s.asked.iter().any(|(p, eligible)| {
-            *eligible && p.is_some_and(|p| timeline.healthy_throughout(p, s.start, s.end))
-        });
-        if !good {
-            continue;
-        }
-        f.counted += 1;
-        if correct {
-            f.correct += 1;
-        } else {
-            let why = match s.answer {
-                Answer::Result(_) => "2xx result from the wrong chain".to_owned(),
-                Answer::RpcError(code) => format!("2xx with JSON-RPC error {code}"),
-                Answer::NotJsonRpc => "2xx, not a JSON-RPC result (malformed)".to_owned(),
-                Answer::BodyFailed => "2xx, body failed (truncated/reset/timeout)".to_owned(),
-                Answer::Status(code) => format!("http {code} returned"),
-                Answer::NoUsable => "error: no usable endpoint".to_owned(),
-                Answer::Failed => "error: every attempt failed".to_owned(),
-            };
-            *f.misses.entry(why).or_default() += 1;
-        }
-    }
-    f
+fn ms(d: Option<Duration>) -> String {
+    d.map_or_else(|| "n/a".to_owned(), |d| format!("{:.1}", d.as_secs_f64() * 1000.0))
 }
 
 impl fmt::Display for MeasureReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let Some(settings) = &self.settings else { return Ok(()) };
-        writeln!(f, "\nMeasure: reads answered correctly while a good provider was eligible throughout")?;
         writeln!(
             f,
-            "  fault windows ~{} ms (each provider, seeded), {:.1} s, configurations interleaved, {} reads/s each (open loop)",
-            settings.fault.as_millis(),
+            "\nMeasure, {}: eth_blockNumber reads answered correctly (a head within {HEAD_TOLERANCE} blocks, right chain)",
+            self.run.scenario
+        )?;
+        writeln!(
+            f,
+            "  {:.1} s, configurations interleaved, {} reads/s each (open loop)",
             self.elapsed.as_secs_f64(),
-            settings.rate
+            self.rate
         )?;
         let shares: Vec<String> = self.faulty.iter().map(|s| format!("{:.0} %", s * 100.0)).collect();
         writeln!(f, "  time in a fault per provider: {}", shares.join(", "))?;
@@ -445,37 +472,49 @@ impl fmt::Display for MeasureReport {
         writeln!(f, "  fault windows: {}", windows.join(", "))?;
         writeln!(
             f,
-            "\n  {:<22} {:>9} {:>19} {:>15} {:>9} {:>10}",
-            "configuration", "correct", "(correct/counted)", "all reads", "attempts", "refused-hit"
+            "\n  {:<20} {:>24} {:>24} {:>13} {:>8} {:>7} {:>7} {:>8}",
+            "configuration",
+            "correct of answerable",
+            "correct of counted",
+            "correct/all",
+            "req/read",
+            "p50 ms",
+            "p99 ms",
+            "refused"
         )?;
         for (subject, fig) in &self.figures {
             writeln!(
                 f,
-                "  {:<22} {:>8.2}% {:>19} {:>15} {:>9} {:>10}",
+                "  {:<20} {:>24} {:>24} {:>13} {:>8.3} {:>7} {:>7} {:>8}",
                 subject.name(),
-                fig.percent(),
-                format!("({}/{})", fig.correct, fig.counted),
+                share(fig.answerable_percent(), fig.correct_answerable, fig.answerable),
+                share(fig.percent(), fig.correct, fig.counted),
                 format!("{}/{}", fig.correct_all, fig.reads),
-                fig.attempts,
+                fig.requests_per_read(),
+                ms(fig.p50),
+                ms(fig.p99),
                 fig.refused_hits
             )?;
         }
-        writeln!(f, "  (refused-hit: requests that reached a provider while it was refused)")?;
+        writeln!(
+            f,
+            "  (answerable: some provider healthy throughout; counted: one also eligible throughout; req/read: attempts per read;\n   p50/p99: latency of the reads answered correctly; refused: attempts that reached a provider while it was refused)"
+        )?;
         for (subject, fig) in &self.figures {
             writeln!(
                 f,
-                "  {} = {}; counted reads not answered correctly:",
+                "  {} = {}; answerable reads not answered correctly (of them counted):",
                 subject.name(),
                 subject.describe()
             )?;
             if fig.misses.is_empty() {
                 writeln!(f, "    none")?;
             }
-            for (why, n) in &fig.misses {
-                writeln!(f, "    {why:<46} {n:>10}")?;
+            for (why, (n, counted)) in &fig.misses {
+                writeln!(f, "    {:<46} {n:>10} {:>12}", why.to_string(), format!("({counted})"))?;
             }
         }
-        if self.elapsed < Duration::from_secs(60) {
+        if self.elapsed < Duration::from_secs(60) && matches!(self.run.scenario, Scenario::Flapping { .. }) {
             writeln!(
                 f,
                 "  (a short measure: the reference's 30 s cooldown has not cycled; figures are indicative)"

@@ -1,9 +1,11 @@
 //! The failnext configurations the measure compares, one constructor each.
 //!
-//! Every configuration is its own `Failover` over the same providers, the same monitor (as
-//! eligibility) and the same fault windows; [`Subject::configure`] is the only place where
-//! they differ. The measure sets what they share around it: the eligibility, the attempt
-//! timeout, the dispatch recorder.
+//! Every configuration is its own `Failover` over the same providers and the same fault
+//! windows; [`Subject::configure`] is the only place where they differ. The measure sets what
+//! they share around it: the attempt timeout, the dispatch recorder, and the monitor: the
+//! shared one as eligibility (`FailoverBuilder::eligible`, a wall), or, for a
+//! [paired](Subject::is_paired) configuration, a monitor of its own as its health source
+//! (`FailoverBuilder::monitor`, advice both ways; see [`Source`]).
 //!
 //! To add a configuration: a variant, its row in [`Subject::ALL`], its [`name`](Subject::name)
 //! and its [`configure`](Subject::configure) arm.
@@ -11,7 +13,14 @@
 use std::fmt;
 use std::time::Duration;
 
-use failnext::{Cooldown, FailoverBuilder};
+use failnext::{
+    Cooldown, EndpointId, FailoverBuilder, Head, HealthSource, Hedge, LatencyFeed, LatencyOrdering,
+    Observation,
+};
+use failnext_blocklag::Monitor;
+
+use super::ReadLog;
+use crate::soak::record::Endpoints;
 
 /// One failnext configuration under measure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -27,10 +36,22 @@ pub enum Subject {
     Default02JsonRpc,
     /// The JSON-RPC classifier with no breaker at all: what the breaker's open times cost.
     DisabledJsonRpc,
+    /// Issue 20's pairing: a monitor of its own as the health source
+    /// (`FailoverBuilder::monitor`), latency ordering, a p95 hedge, the JSON-RPC classifier and
+    /// the adaptive breaker.
+    Paired,
 }
 
 /// The reference rule's cooldown, set explicitly (0.1's default).
 pub const REFERENCE_COOLDOWN: (u32, Duration) = (3, Duration::from_secs(30));
+
+/// The paired configuration's latency ordering margin.
+pub const PAIRED_LATENCY_MARGIN: Duration = Duration::from_millis(10);
+/// The paired configuration's hedge: after this quantile of the first endpoint's recent
+/// latencies...
+pub const PAIRED_HEDGE_QUANTILE: f64 = 0.95;
+/// ... or after this delay while it has too few of them.
+pub const PAIRED_HEDGE_FALLBACK: Duration = Duration::from_millis(50);
 
 impl Subject {
     /// Every configuration, in the order the report prints them.
@@ -40,6 +61,7 @@ impl Subject {
         Subject::Default02,
         Subject::Default02JsonRpc,
         Subject::DisabledJsonRpc,
+        Subject::Paired,
     ];
 
     /// A short name, for the report and `--configs`.
@@ -50,6 +72,7 @@ impl Subject {
             Subject::Default02 => "0.2-default",
             Subject::Default02JsonRpc => "0.2-default+jsonrpc",
             Subject::DisabledJsonRpc => "disabled+jsonrpc",
+            Subject::Paired => "paired",
         }
     }
 
@@ -61,7 +84,16 @@ impl Subject {
             Subject::Default02 => "Cooldown::default() (adaptive), status-only judge",
             Subject::Default02JsonRpc => "Cooldown::default() (adaptive), JsonRpcClassifier",
             Subject::DisabledJsonRpc => "Cooldown::disabled(), JsonRpcClassifier",
+            Subject::Paired => {
+                "own Monitor as .monitor(), LatencyOrdering 10 ms, Hedge p95 (50 ms until measured), JsonRpcClassifier, Cooldown::default()"
+            }
         }
+    }
+
+    /// Whether the configuration has a monitor of its own as its health source (built,
+    /// spawned and stopped by the measure), instead of the shared monitor as eligibility.
+    pub fn is_paired(self) -> bool {
+        self == Subject::Paired
     }
 
     /// Applies this configuration to a builder that already has the shared settings.
@@ -76,7 +108,60 @@ impl Subject {
             Subject::DisabledJsonRpc => {
                 builder.cooldown(Cooldown::disabled()).classifier(failnext::jsonrpc::JsonRpcClassifier::new())
             }
+            Subject::Paired => builder
+                .latency_ordering(LatencyOrdering::new(PAIRED_LATENCY_MARGIN))
+                .hedge(Hedge::percentile(PAIRED_HEDGE_QUANTILE).fallback(PAIRED_HEDGE_FALLBACK))
+                .classifier(failnext::jsonrpc::JsonRpcClassifier::new())
+                .cooldown(Cooldown::default()),
         }
+    }
+}
+
+/// A `failnext_blocklag::Monitor` as a health source: its eligibility, and its probes'
+/// latencies for the ordering.
+// TODO(p20): Monitor implements HealthSource; then pass the monitor itself to `Recorded` (this
+// adapter knows no head and takes no evidence back).
+pub(crate) struct Source(pub(crate) Monitor);
+
+impl HealthSource for Source {
+    fn eligible(&self, id: &EndpointId) -> bool {
+        self.0.eligible(id.as_str())
+    }
+
+    fn pair(&self, feed: LatencyFeed) {
+        self.0.feed_latency(feed);
+    }
+}
+
+/// A health source that records each eligibility answer in the read's log (for the "counted"
+/// figure), and passes everything else through.
+pub(crate) struct RecordedSource<S> {
+    pub(crate) source: S,
+    pub(crate) endpoints: Endpoints,
+}
+
+impl<S: HealthSource> HealthSource for RecordedSource<S> {
+    fn eligible(&self, id: &EndpointId) -> bool {
+        let answer = self.source.eligible(id);
+        let i = self.endpoints.by_id(id.as_str());
+        ReadLog::with(|l| l.0.push((i, answer)));
+        answer
+    }
+
+    fn head(&self) -> Option<Head> {
+        self.source.head()
+    }
+
+    fn pair(&self, feed: LatencyFeed) {
+        self.source.pair(feed);
+    }
+
+    fn observe(&self, id: &EndpointId, observation: Observation) {
+        self.source.observe(id, observation);
+    }
+
+    fn check_now(&self, id: &EndpointId) {
+        self.source.check_now(id);
     }
 }
 

@@ -1,5 +1,6 @@
-//! The ground truth of a measure: when each provider switched to which behaviour, and the
-//! seeded fault windows that make those switches.
+//! The ground truth of a measure: when each provider switched to which behaviour, and what
+//! makes those switches: the flapping scenario's seeded fault windows, or the half-stale
+//! scenario's fixed behaviours.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -145,6 +146,30 @@ impl Windows {
             _ => schedule::json_rpc_error(rng),
         };
         (kind, behaviour, length)
+    }
+}
+
+/// How many blocks the half-stale provider is behind on its stale answers.
+pub(crate) const HALF_STALE_LAG: u64 = 20;
+
+/// The half-stale scenario: provider 0 is `HalfStale(HALF_STALE_LAG)` with no extra delay
+/// (the fastest), every other one healthy at a seeded `Slow(20..=40 ms)`; recorded as switches
+/// (provider 0's as a fault: it is never healthy throughout). They stay so for the measure.
+pub(crate) async fn half_stale(providers: &[Provider], seed: u64, timeline: &Mutex<Timeline>) {
+    let mut rng = Rng::derive(seed, 0x4A1F_57A1);
+    for (p, provider) in providers.iter().enumerate() {
+        let (behaviour, kind) = if p == 0 {
+            (Behaviour::HalfStale(HALF_STALE_LAG), FaultKind::HalfStale)
+        } else {
+            (Behaviour::Slow(rng.millis(20, 40)), FaultKind::Healthy)
+        };
+        let began = Instant::now();
+        let kind = if provider.set(behaviour).await.is_ok() { kind } else { FaultKind::Down };
+        let done = Instant::now();
+        let mut t = timeline.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = t.providers.get_mut(p) {
+            s.push(Switch { began, done, kind });
+        }
     }
 }
 
