@@ -40,6 +40,7 @@ pub struct MonitorBuilder {
     stall_after: u32,
     head: Method,
     agreement: u32,
+    max_head_age: Option<Duration>,
     on_event: Option<crate::event::Hook>,
 }
 
@@ -53,11 +54,12 @@ impl MonitorBuilder {
             expected_chain_id: None,
             freshness: Freshness::default(),
             readmit_after: 1,
-            reference: Reference::Highest,
+            reference: Reference::Plausible,
             max_lag_secs: None,
             stall_after: crate::round::DEFAULT_STALL_AFTER,
             head: Method::BlockNumber,
             agreement: crate::agreement::DEFAULT_AGREEMENT,
+            max_head_age: None,
             on_event: None,
         }
     }
@@ -204,7 +206,9 @@ impl MonitorBuilder {
     /// ahead of the others cannot make them all ineligible: the reference is the highest
     /// height at least `k` providers have reached.
     ///
-    /// Default is [`Reference::Highest`], the 0.1 rule.
+    /// Default is [`Reference::Plausible`]: the highest height the clock does not rule out,
+    /// which is [`Reference::Highest`] (the 0.1 rule) exactly when the probe reads no block
+    /// timestamps, as [`check`](crate::Monitor::check)'s default `eth_blockNumber` probe does.
     pub fn reference(mut self, reference: Reference) -> Self {
         self.reference = reference;
         self
@@ -221,6 +225,25 @@ impl MonitorBuilder {
     /// Default is none: only [`max_lag`](MonitorBuilder::max_lag) counts.
     pub fn max_lag_secs(mut self, seconds: u64) -> Self {
         self.max_lag_secs = Some(seconds);
+        self
+    }
+
+    /// Staleness by the block's timestamp: a provider whose head is older than `max_age` is
+    /// [stale](crate::SnapshotEntry::is_stale), and ineligible, even when no other provider
+    /// is ahead of it (a provider alone, or all of them stalled together: then the snapshot
+    /// reports the [chain stalled](crate::Snapshot::chain_stalled)). A head's age is how far
+    /// the wall clock was past its block's timestamp when the provider first showed that
+    /// head, plus the time since on the monitor's (Tokio) clock
+    /// ([`SnapshotEntry::head_age`](crate::SnapshotEntry::head_age)). It applies where the
+    /// probe reads the head block: a [spawned](crate::Monitor::spawn) monitor's probe, or
+    /// [`head_with_hash`](MonitorBuilder::head_with_hash).
+    ///
+    /// Default, under [`Reference::Plausible`] (the default reference): five learned
+    /// [block times](crate::Snapshot::block_time), at least 10 s, or 60 s before a block time
+    /// is learned. Under another reference only a `max_head_age` set here applies. Zero is
+    /// rejected by [`build`](MonitorBuilder::build).
+    pub fn max_head_age(mut self, max_age: Duration) -> Self {
+        self.max_head_age = Some(max_age);
         self
     }
 
@@ -323,6 +346,9 @@ impl MonitorBuilder {
         if self.agreement == 0 {
             return Err(ConfigError::agreement());
         }
+        if self.max_head_age.is_some_and(|age| age.is_zero()) {
+            return Err(ConfigError::max_head_age());
+        }
         let client = match self.client {
             Some(client) => client,
             None => default_client().map_err(ConfigError::client)?,
@@ -343,6 +369,7 @@ impl MonitorBuilder {
                 max_lag_secs: self.max_lag_secs,
                 stall_after: self.stall_after,
                 agreement: self.agreement,
+                max_head_age: self.max_head_age,
             },
             on_event: self.on_event,
         }))

@@ -32,6 +32,8 @@ enum ConfigErrorKind {
     Reference,
     #[error("stall_after must be at least 1 block time")]
     StallAfter,
+    #[error("max_head_age must be greater than zero")]
+    MaxHeadAge,
     #[error("agreement must be at least 1 provider")]
     Agreement,
     /// Holds no URL: stripped on construction.
@@ -68,6 +70,10 @@ impl ConfigError {
 
     pub(crate) fn stall_after() -> Self {
         ConfigError { kind: ConfigErrorKind::StallAfter }
+    }
+
+    pub(crate) fn max_head_age() -> Self {
+        ConfigError { kind: ConfigErrorKind::MaxHeadAge }
     }
 
     pub(crate) fn agreement() -> Self {
@@ -108,6 +114,7 @@ impl fmt::Debug for ConfigError {
             ConfigErrorKind::ReadmitAfter => d.field("kind", &format_args!("ReadmitAfter")),
             ConfigErrorKind::Reference => d.field("kind", &format_args!("Reference")),
             ConfigErrorKind::StallAfter => d.field("kind", &format_args!("StallAfter")),
+            ConfigErrorKind::MaxHeadAge => d.field("kind", &format_args!("MaxHeadAge")),
             ConfigErrorKind::Agreement => d.field("kind", &format_args!("Agreement")),
             ConfigErrorKind::Client(e) => d.field("client", e),
         };

@@ -33,6 +33,17 @@ pub(crate) enum Fitness {
         /// Consecutive good checks so far, this one included.
         good: u32,
     },
+    /// Its head is older than the maximum head age, by its block's timestamp and the
+    /// monitor's clock ([`max_head_age`](crate::MonitorBuilder::max_head_age)): stale, even
+    /// when no other provider is ahead.
+    Stale {
+        /// How old its head was.
+        age: std::time::Duration,
+    },
+    /// Its head is impossible for its timestamp (ahead of the clock beyond the tolerance, or
+    /// higher than the chain could have made since the others' heads): it never sets the
+    /// reference ([`Reference::Plausible`](crate::Reference::Plausible)).
+    Implausible,
     /// Not one of the monitor's endpoints: never eligible.
     Unknown,
     /// No check has published yet (or the snapshot is older than the maximum age) and the
@@ -67,6 +78,8 @@ impl Fitness {
             }
             Fitness::Unchecked
             | Fitness::ProbeFailed
+            | Fitness::Stale { .. }
+            | Fitness::Implausible
             | Fitness::Unknown
             | Fitness::Closed
             | Fitness::Unheard => None,

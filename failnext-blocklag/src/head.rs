@@ -73,6 +73,21 @@ use crate::rpc::MAX_BODY;
 pub fn parse_head_response(body: &[u8], expected_id: u64) -> Result<(u64, BlockHash), ProbeError> {
     let whole = body.len() <= MAX_BODY;
     let read = body.get(..MAX_BODY).unwrap_or(body);
+    parse_head(read, whole, expected_id).map(|head| (head.number, head.hash))
+}
+
+/// What a head answer says: the block's number, hash and timestamp (Unix seconds; `None`
+/// when the block has no readable `timestamp`, which is not an error).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct HeadAnswer {
+    pub(crate) number: u64,
+    pub(crate) hash: BlockHash,
+    pub(crate) timestamp: Option<u64>,
+}
+
+/// [`parse_head_response`]'s rules over `read`, whole or cut (`whole`), with the block's
+/// timestamp too.
+pub(crate) fn parse_head(read: &[u8], whole: bool, expected_id: u64) -> Result<HeadAnswer, ProbeError> {
     if whole && serde_json::from_slice::<Value>(read).is_err() {
         return Err(ProbeError::InvalidJson);
     }
@@ -124,7 +139,71 @@ pub fn parse_head_response(body: &[u8], expected_id: u64) -> Result<(u64, BlockH
         }
         Some(other) => return Err(ProbeError::InvalidHash(shortened(&other.to_string()))),
     };
-    Ok((number, hash))
+    let timestamp = match block.timestamp.map(parsed).transpose()? {
+        Some(Value::String(text)) => parse_quantity(&text),
+        _ => None,
+    };
+    Ok(HeadAnswer { number, hash, timestamp })
+}
+
+/// The two answers of the head probe's batch (`[eth_chainId, eth_getBlockByNumber]`, ids
+/// [`CHAIN_ID`] and [`HEAD_ID`]), from `read` (the first bytes of the body, `whole` when
+/// they are all of it): each answer's own result, or [`BatchRefused`] when the body is not a
+/// batch answer the probe can read this way (not an array, answers in another order, cut
+/// before the block). The chain id's answer is parsed by the `eth_chainId` rules
+/// ([`parse_response`](crate::parse_response)), the block's by the head rules.
+pub(crate) fn parse_batch(
+    read: &[u8],
+    whole: bool,
+) -> Result<(Result<u64, ProbeError>, Result<HeadAnswer, ProbeError>), BatchRefused> {
+    let mut s = Scanner { bytes: read, pos: 0 };
+    s.skip_whitespace();
+    if s.peek() != Some(b'[') {
+        return Err(BatchRefused);
+    }
+    s.pos += 1;
+    s.skip_whitespace();
+    let first = s.value().map_err(|_| BatchRefused)?;
+    let chain = read.get(first).unwrap_or_default();
+    if !chain.starts_with(b"{") || !id_is(chain, CHAIN_ID) {
+        return Err(BatchRefused);
+    }
+    let chain = crate::parse::parse_response(chain, CHAIN_ID);
+    s.skip_whitespace();
+    if s.peek() != Some(b',') {
+        return Err(BatchRefused);
+    }
+    s.pos += 1;
+    s.skip_whitespace();
+    let rest = read.get(s.pos..).unwrap_or_default();
+    let block = if whole {
+        // The block's answer, then the closing bracket.
+        let mut t = Scanner { bytes: rest, pos: 0 };
+        let span = t.value().map_err(|_| BatchRefused)?;
+        t.skip_whitespace();
+        if t.peek() != Some(b']') {
+            return Err(BatchRefused);
+        }
+        parse_head(rest.get(span).unwrap_or_default(), true, HEAD_ID)
+    } else {
+        parse_head(rest, false, HEAD_ID)
+    };
+    Ok((chain, block))
+}
+
+/// The JSON-RPC id of the head call in the probe's batch.
+pub(crate) const HEAD_ID: u64 = 1;
+/// The JSON-RPC id of the chain-id call in the probe's batch.
+pub(crate) const CHAIN_ID: u64 = 2;
+
+/// The body was not a batch answer the head probe can read (the provider is then probed with
+/// separate calls).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BatchRefused;
+
+/// Whether the whole JSON object `object` has the number `id` as its `id`.
+fn id_is(object: &[u8], id: u64) -> bool {
+    serde_json::from_slice::<Value>(object).is_ok_and(|v| v.get("id").and_then(Value::as_u64) == Some(id))
 }
 
 /// The members the rules read, each as the span of its value in what was read: the last one
@@ -150,11 +229,12 @@ enum Found {
     CutOther(usize),
 }
 
-/// A block's `number` and `hash`, where their values ended within what was read.
+/// A block's `number`, `hash` and `timestamp`, where their values ended within what was read.
 #[derive(Debug, Default)]
 struct Block {
     number: Option<Range<usize>>,
     hash: Option<Range<usize>>,
+    timestamp: Option<Range<usize>>,
 }
 
 /// Why the scanner stopped before the end of the envelope.
@@ -230,6 +310,8 @@ fn result(s: &mut Scanner<'_>, found: &mut Members) -> Result<(), Stop> {
             block.number = Some(s.value()?);
         } else if s.key_is(&key, "hash") {
             block.hash = Some(s.value()?);
+        } else if s.key_is(&key, "timestamp") {
+            block.timestamp = Some(s.value()?);
         } else {
             s.value()?;
         }
@@ -523,5 +605,50 @@ mod tests {
         for deep in ["[".repeat(MAX_BODY + 1), format!(r#"{{"result":{}"#, "{\"a\":".repeat(2_000))] {
             assert!(parse_head_response(deep.as_bytes(), 1).is_err());
         }
+    }
+
+    fn stamped_block(number: u64, extra: &str) -> String {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"number":"{number:#x}","hash":"0x{:064x}","timestamp":"0x6553f100"{extra}}}}}"#,
+            number
+        )
+    }
+
+    const CHAIN: &str = r#"{"jsonrpc":"2.0","id":2,"result":"0x1"}"#;
+
+    #[test]
+    fn a_batch_answer_in_order_gives_the_chain_id_and_the_stamped_head() {
+        let body = format!("[{CHAIN}, {}]", stamped_block(100, ""));
+        let (chain, head) = parse_batch(body.as_bytes(), true).unwrap();
+        assert_eq!(chain.unwrap(), 1);
+        let head = head.unwrap();
+        assert_eq!((head.number, head.timestamp), (100, Some(0x6553_f100)));
+    }
+
+    #[test]
+    fn a_batch_cut_inside_the_block_still_gives_its_head() {
+        let txs = format!(r#","transactions":[{}]"#, vec![format!("\"0x{}\"", "ab".repeat(32)); 200].join(","));
+        let body = format!("[{CHAIN},{}]", stamped_block(7, &txs));
+        assert!(body.len() > MAX_BODY);
+        let (chain, head) = parse_batch(&body.as_bytes()[..MAX_BODY], false).unwrap();
+        assert_eq!((chain.unwrap(), head.unwrap().number), (1, 7));
+    }
+
+    #[test]
+    fn what_is_not_a_readable_batch_answer_is_a_refused_batch() {
+        let refused = [
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batch not supported"}}"#.to_owned(),
+            format!("[{}, {CHAIN}]", stamped_block(100, "")),
+            format!("[{CHAIN}]"),
+            "[".to_owned(),
+            String::new(),
+        ];
+        for body in refused {
+            assert_eq!(parse_batch(body.as_bytes(), true).map(|_| ()), Err(BatchRefused), "{body}");
+        }
+        // A well-formed batch whose answers are errors is an answer, not a refusal.
+        let errors = r#"[{"jsonrpc":"2.0","id":2,"error":{"code":-32000,"message":"x"}},{"jsonrpc":"2.0","id":1,"result":null}]"#;
+        let (chain, head) = parse_batch(errors.as_bytes(), true).unwrap();
+        assert!(chain.is_err() && head.is_err());
     }
 }

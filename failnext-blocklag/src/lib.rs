@@ -235,6 +235,7 @@ mod agreement;
 mod block_hash;
 mod builder;
 mod check_error;
+mod clock;
 mod config_error;
 mod event;
 mod fitness;

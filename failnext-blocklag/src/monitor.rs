@@ -15,6 +15,7 @@ use crate::fitness::Fitness;
 use crate::persist::MonitorHealth;
 use crate::probe::{self, ProbeConfig};
 use crate::round;
+use crate::rpc::Method;
 use crate::settings::{Freshness, Settings};
 use crate::snapshot::Snapshot;
 
@@ -112,13 +113,20 @@ impl Monitor {
             timeout: settings.probe_timeout,
             expected_chain_id: settings.expected_chain_id,
             head: settings.head,
+            stamp: None,
         };
         let probes = settings.endpoints.iter().zip(&settings.urls).zip(&inner.chain_pending).map(
             |((ep, url), pending)| {
-                // The chain id is verified until it has been once, and again after any failure.
-                let expected_chain_id = config.expected_chain_id.filter(|_| pending.load(Ordering::Relaxed));
-                let config = ProbeConfig { expected_chain_id, ..config };
-                async move { probe::endpoint(config, ep.id(), url).await }
+                // The chain id is verified at every check (a provider can change chains across a
+                // restart between two checks); `pending` only remembers that it was not yet.
+                let _ = pending;
+                async move {
+                    match config.head {
+                        // The block's timestamp is read too: heads are judged by the clock.
+                        Method::BlockByNumber => probe::endpoint_stamped(config, ep.id(), url).await,
+                        _ => probe::endpoint(config, ep.id(), url).await,
+                    }
+                }
             },
         );
         let reports = futures::future::join_all(probes).await;
@@ -132,7 +140,7 @@ impl Monitor {
             } else if report.chain_verified {
                 pending.store(false, Ordering::Relaxed);
             }
-            measured.push(round::Measured { latency: report.latency, hash: report.hash });
+            measured.push(round::Measured { latency: report.latency, hash: report.hash, timestamp: report.timestamp });
             outcomes.push((ep.id().clone(), report.result));
         }
         let previous = inner.published.load();

@@ -11,7 +11,7 @@ use crate::check_error::ProbeFailure;
 use crate::head;
 use crate::parse;
 use crate::probe_error::ProbeError;
-use crate::rpc::{MAX_BODY, Method};
+use crate::rpc::{HEAD_BATCH_BODY, MAX_BODY, Method};
 
 /// Everything a probe needs besides the provider.
 #[derive(Clone, Copy, Debug)]
@@ -21,6 +21,8 @@ pub(crate) struct ProbeConfig<'a> {
     pub(crate) expected_chain_id: Option<u64>,
     /// The call that reads the height: [`Method::BlockNumber`] or [`Method::BlockByNumber`].
     pub(crate) head: Method,
+    /// Where a [`Method::BlockByNumber`] call leaves its block's timestamp, when asked.
+    pub(crate) stamp: Option<&'a std::sync::Mutex<Option<u64>>>,
 }
 
 /// What one provider's probe found.
@@ -34,6 +36,8 @@ pub(crate) struct ProbeReport {
     pub(crate) latency: Option<Duration>,
     /// Whether an `eth_chainId` call was sent and the result is a height of the expected chain.
     pub(crate) chain_verified: bool,
+    /// The head block's timestamp (Unix seconds), when the head call read a block that has one.
+    pub(crate) timestamp: Option<u64>,
 }
 
 /// Probes one provider: its head (height, and hash with [`Method::BlockByNumber`]), and its
@@ -72,7 +76,115 @@ pub(crate) async fn endpoint(config: ProbeConfig<'_>, id: &failnext::EndpointId,
         Some((_, Err(e))) => (Err(fail(Method::ChainId, e)), false),
     };
     let hash = hash.filter(|_| result.is_ok());
-    ProbeReport { result, hash, latency, chain_verified }
+    ProbeReport { result, hash, latency, chain_verified, timestamp: None }
+}
+
+/// The head probe of a spawned monitor: the head block (number, hash, timestamp) and the chain
+/// id in one HTTP request, a JSON-RPC batch ([`HEAD_BATCH_BODY`]); the chain id is verified
+/// at every probe when one is expected. A provider that does not answer the batch as a batch
+/// (`separately`, found once, or found now: the second value returned) is probed with
+/// separate calls instead, `eth_getBlockByNumber` and `eth_chainId` at once. Bounded by the
+/// probe timeout as a whole; nothing is retried.
+pub(crate) async fn stamped(
+    config: ProbeConfig<'_>,
+    id: &failnext::EndpointId,
+    url: &Url,
+    separately: bool,
+) -> (ProbeReport, bool) {
+    let separate = ProbeConfig { head: Method::BlockByNumber, ..config };
+    if separately {
+        return (endpoint_stamped(separate, id, url).await, true);
+    }
+    let fail = |method, error| ProbeFailure::new(id.clone(), method, error);
+    let started = tokio::time::Instant::now();
+    let batch = match tokio::time::timeout(config.timeout, exchange_batch(config.client, url)).await {
+        Ok(batch) => batch,
+        Err(_elapsed) => Err(Batch::Failed(ProbeError::Timeout)),
+    };
+    let took = started.elapsed();
+    let (chain, head) = match batch {
+        Ok(answers) => answers,
+        Err(Batch::Refused) => return (endpoint_stamped(separate, id, url).await, true),
+        Err(Batch::Failed(error)) => {
+            let report = ProbeReport {
+                result: Err(fail(Method::BlockByNumber, error)),
+                hash: None,
+                latency: None,
+                chain_verified: false,
+                timestamp: None,
+            };
+            return (report, false);
+        }
+    };
+    let head = head.map_err(|e| fail(Method::BlockByNumber, e));
+    let (result, chain_verified) = match (config.expected_chain_id, chain) {
+        (None, _) => (head.as_ref().map(|h| h.number).map_err(Clone::clone), false),
+        (Some(expected), Ok(actual)) if actual == expected => {
+            (head.as_ref().map(|h| h.number).map_err(Clone::clone), head.is_ok())
+        }
+        (Some(expected), Ok(actual)) => {
+            (Err(fail(Method::ChainId, ProbeError::WrongChain { expected, actual })), false)
+        }
+        (Some(_), Err(e)) => (Err(fail(Method::ChainId, e)), false),
+    };
+    let answer = head.ok().filter(|_| result.is_ok());
+    let report = ProbeReport {
+        result,
+        hash: answer.map(|h| h.hash),
+        latency: answer.map(|_| took),
+        chain_verified,
+        timestamp: answer.and_then(|h| h.timestamp),
+    };
+    (report, false)
+}
+
+/// [`endpoint`] with the head block's timestamp: separate calls, for a provider that does
+/// not answer batches.
+pub(crate) async fn endpoint_stamped(config: ProbeConfig<'_>, id: &failnext::EndpointId, url: &Url) -> ProbeReport {
+    let timestamp = std::sync::Mutex::new(None);
+    let config = ProbeConfig { stamp: Some(&timestamp), ..config };
+    let report = endpoint(config, id, url).await;
+    let timestamp = timestamp.into_inner().unwrap_or_else(|p| p.into_inner());
+    ProbeReport { timestamp: timestamp.filter(|_| report.result.is_ok()), ..report }
+}
+
+/// How the batch exchange ended when it gave no answers.
+enum Batch {
+    /// Not a batch answer the probe reads: probe this provider with separate calls.
+    Refused,
+    /// The exchange failed.
+    Failed(ProbeError),
+}
+
+/// One batch exchange: the chain id's answer and the head's.
+async fn exchange_batch(
+    client: &Client,
+    url: &Url,
+) -> Result<(Result<u64, ProbeError>, Result<head::HeadAnswer, ProbeError>), Batch> {
+    let mut response = client
+        .post(url.clone())
+        .header(CONTENT_TYPE, "application/json")
+        .header(ACCEPT, "application/json")
+        .body(HEAD_BATCH_BODY)
+        .send()
+        .await
+        .map_err(|e| Batch::Failed(ProbeError::from_reqwest(e)))?;
+    match response.status() {
+        StatusCode::OK => {}
+        // What providers that refuse batches answer (besides a JSON-RPC error object).
+        StatusCode::BAD_REQUEST | StatusCode::METHOD_NOT_ALLOWED | StatusCode::UNPROCESSABLE_ENTITY => {
+            return Err(Batch::Refused);
+        }
+        status => return Err(Batch::Failed(ProbeError::Status(status))),
+    }
+    let body = read_prefix(&mut response).await.map_err(Batch::Failed)?;
+    let whole = body.len() <= MAX_BODY;
+    let read = body.get(..MAX_BODY).unwrap_or(&body);
+    let answers = head::parse_batch(read, whole).map_err(|_| Batch::Refused)?;
+    if !whole {
+        drain_rest(response);
+    }
+    Ok(answers)
 }
 
 /// One JSON-RPC call under the probe timeout: its quantity, and the block hash for
@@ -83,7 +195,8 @@ async fn call(
     url: &Url,
     method: Method,
 ) -> Result<(u64, Option<BlockHash>), ProbeError> {
-    match tokio::time::timeout(config.timeout, exchange(config.client, url, method)).await {
+    let stamp = config.stamp.filter(|_| method == Method::BlockByNumber);
+    match tokio::time::timeout(config.timeout, exchange(config.client, url, method, stamp)).await {
         Ok(outcome) => outcome,
         Err(_elapsed) => Err(ProbeError::Timeout),
     }
@@ -93,6 +206,7 @@ async fn exchange(
     client: &Client,
     url: &Url,
     method: Method,
+    stamp: Option<&std::sync::Mutex<Option<u64>>>,
 ) -> Result<(u64, Option<BlockHash>), ProbeError> {
     // reqwest moves any userinfo of `url` into an Authorization header.
     let mut response = client
@@ -108,11 +222,15 @@ async fn exchange(
     }
     if method == Method::BlockByNumber {
         let body = read_prefix(&mut response).await?;
-        let (height, hash) = head::parse_head_response(&body, method.request_id())?;
-        if body.len() > MAX_BODY {
+        let whole = body.len() <= MAX_BODY;
+        let answer = head::parse_head(body.get(..MAX_BODY).unwrap_or(&body), whole, method.request_id())?;
+        if !whole {
             drain_rest(response);
         }
-        return Ok((height, Some(hash)));
+        if let Some(stamp) = stamp {
+            *stamp.lock().unwrap_or_else(|p| p.into_inner()) = answer.timestamp;
+        }
+        return Ok((answer.number, Some(answer.hash)));
     }
     let body = read_capped(&mut response).await?;
     parse::parse_response(&body, method.request_id()).map(|quantity| (quantity, None))

@@ -8,8 +8,22 @@
 pub enum Reference {
     /// The highest height any provider reported (the 0.1 rule). One provider far ahead (a
     /// fork, a bug, a lie) makes every other one lag.
-    #[default]
     Highest,
+    /// The highest *plausible* height (the default): the highest of the heads that the clock
+    /// does not rule out. Where the probe reads the head block's timestamp (a spawned
+    /// monitor, or [`head_with_hash`](crate::MonitorBuilder::head_with_hash)), a head stamped
+    /// more than 15 s ahead of the monitor's clock, or higher than the chain could have made
+    /// since the other providers' heads (more than twice the blocks of the learned block time,
+    /// or of 100 ms before one is learned, in the time between the timestamps, plus a second,
+    /// plus `max_lag` blocks, above the lower median of the heads), is
+    /// [implausible](crate::SnapshotEntry::is_implausible): ineligible, and it never sets the
+    /// reference. A provider alone far ahead with a current timestamp evicts no one. Under
+    /// this rule a head older than the
+    /// [maximum head age](crate::MonitorBuilder::max_head_age) is also stale. Without
+    /// timestamps (the `eth_blockNumber` probe of [`check`](crate::Monitor::check)) nothing
+    /// is ruled out and it is [`Highest`](Reference::Highest) exactly.
+    #[default]
+    Plausible,
     /// The highest height that at least `k` providers have reached: the `k`-th highest of the
     /// reported heights, counting equal heights separately. A provider alone ahead of the
     /// others is not corroborated and cannot make them lag; it is itself 0 blocks behind, so
@@ -26,7 +40,7 @@ impl Reference {
     /// The reference height of the successful `heights` of one check; `None` without any.
     pub(crate) fn of(self, heights: impl Iterator<Item = u64>) -> Option<u64> {
         match self {
-            Reference::Highest => heights.max(),
+            Reference::Highest | Reference::Plausible => heights.max(),
             Reference::Corroborated(k) => {
                 let mut heights: Vec<u64> = heights.collect();
                 heights.sort_unstable_by(|a, b| b.cmp(a));

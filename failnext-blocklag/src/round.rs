@@ -12,6 +12,7 @@ use failnext::EndpointId;
 
 use crate::agreement;
 use crate::block_hash::BlockHash;
+use crate::clock::{self, Stamped};
 use crate::check_error::ProbeFailure;
 use crate::fitness::Fitness;
 use crate::head_timing::{self, HeadTiming};
@@ -44,6 +45,9 @@ pub(crate) struct Rules {
     pub(crate) stall_after: u32,
     /// Matching `(number, hash)` reports that make an agreed head (at least 1; clipped).
     pub(crate) agreement: u32,
+    /// A head older than this is stale (configured; `None`: [`clock::max_head_age`]'s
+    /// default, under [`Reference::Plausible`] only).
+    pub(crate) max_head_age: Option<Duration>,
 }
 
 /// What a check's probe of one endpoint measured besides its height.
@@ -53,6 +57,8 @@ pub(crate) struct Measured {
     pub(crate) latency: Option<Duration>,
     /// The hash of the head it reported, with the head-with-hash probe.
     pub(crate) hash: Option<BlockHash>,
+    /// Its head block's timestamp (Unix seconds), when the probe read the block.
+    pub(crate) timestamp: Option<u64>,
 }
 
 impl Default for Rules {
@@ -64,6 +70,7 @@ impl Default for Rules {
             max_lag_secs: None,
             stall_after: DEFAULT_STALL_AFTER,
             agreement: agreement::DEFAULT_AGREEMENT,
+            max_head_age: None,
         }
     }
 }
@@ -88,12 +95,43 @@ pub(crate) fn assemble(
     measured: &[Measured],
     checked_at: Instant,
 ) -> Round {
-    let highest =
-        rules.reference.of(outcomes.iter().filter_map(|(_, outcome)| outcome.as_ref().ok().copied()));
+    // Heads by the clock: each timestamped head's age, and which are implausible (under
+    // `Reference::Plausible`), before the reference is taken.
+    let stamped: Vec<Option<Stamped>> = outcomes
+        .iter()
+        .enumerate()
+        .map(|(i, (_, outcome))| {
+            let height = *outcome.as_ref().ok()?;
+            let timestamp = measured.get(i)?.timestamp?;
+            let before = previous.and_then(|p| p.entries().get(i)).and_then(SnapshotEntry::stamped);
+            Some(Stamped::after(before, height, timestamp, checked_at, taken_at))
+        })
+        .collect();
+    let learned = previous.and_then(Snapshot::block_time);
+    let plausible_rule = rules.reference == Reference::Plausible;
+    let implausible: Vec<bool> = if plausible_rule {
+        let heads: Vec<Stamped> = stamped.iter().flatten().copied().collect();
+        let mut flags = clock::implausible(&heads, taken_at, learned, max_lag).into_iter();
+        stamped.iter().map(|s| s.is_some() && flags.next().unwrap_or(false)).collect()
+    } else {
+        vec![false; outcomes.len()]
+    };
+    let heights = |all: bool| {
+        outcomes
+            .iter()
+            .zip(&implausible)
+            .filter(move |(_, out)| all || !**out)
+            .filter_map(|((_, outcome), _)| outcome.as_ref().ok().copied())
+    };
+    // Every head implausible (the monitor's clock is wrong, or every provider lies): they are
+    // all ineligible, and the reference is taken from all of them, so that the check publishes.
+    let highest = rules.reference.of(heights(false)).or_else(|| rules.reference.of(heights(true)));
     // The reference head's timing, carried from the previous snapshot's head.
     let previous_head = previous.and_then(|p| p.head().map(|head| (p.highest(), head)));
     let head =
         highest.map(|reference| HeadTiming::after(previous_head, reference, checked_at, rules.stall_after));
+    let max_head_age = (plausible_rule || rules.max_head_age.is_some())
+        .then(|| clock::max_head_age(rules.max_head_age, head.and_then(|h| h.block_time).or(learned)));
     let mut entries = Vec::with_capacity(outcomes.len());
     let mut failures = Vec::new();
     for (i, (endpoint, outcome)) in outcomes.into_iter().enumerate() {
@@ -107,13 +145,21 @@ pub(crate) fn assemble(
         let measured = measured.get(i).copied().unwrap_or_default();
         let entry = match outcome {
             Ok(height) => {
-                // `highest` is the reference of the successes; one ahead of it is 0 behind.
-                let fitness = Fitness::of_height(height, highest.unwrap_or(height), max_lag);
-                let fitness = within_seconds(fitness, head.and_then(|h| h.block_time), rules.max_lag_secs);
+                let age = stamped[i].map(|s| s.age(checked_at));
+                let fitness = if implausible[i] {
+                    Fitness::Implausible
+                } else if let Some(age) = age.filter(|a| max_head_age.is_some_and(|max| *a > max)) {
+                    Fitness::Stale { age }
+                } else {
+                    // `highest` is the reference of the successes; one ahead of it is 0 behind.
+                    let fitness = Fitness::of_height(height, highest.unwrap_or(height), max_lag);
+                    within_seconds(fitness, head.and_then(|h| h.block_time), rules.max_lag_secs)
+                };
                 let (fitness, good) = readmission(fitness, before, rules.readmit_after);
                 SnapshotEntry::probed(endpoint, height, fitness)
                     .with_good_checks(good)
                     .with_head_hash(measured.hash)
+                    .with_stamped(stamped[i])
             }
             Err(failure) => {
                 let entry = SnapshotEntry::failed(endpoint, failure.shared_error());

@@ -53,3 +53,11 @@ impl Method {
         }
     }
 }
+
+/// The head probe of a spawned monitor, one HTTP request: a JSON-RPC batch of `eth_chainId`
+/// (id 2) and `eth_getBlockByNumber("latest", false)` (id 1), the chain id first so that its
+/// short answer comes before the block's long one.
+pub(crate) const HEAD_BATCH_BODY: &str = concat!(
+    r#"[{"jsonrpc":"2.0","id":2,"method":"eth_chainId","params":[]},"#,
+    r#"{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["latest",false]}]"#
+);

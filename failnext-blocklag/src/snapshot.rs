@@ -11,6 +11,7 @@ use failnext::EndpointId;
 
 use crate::agreed::AgreedHead;
 use crate::block_hash::BlockHash;
+use crate::clock::Stamped;
 use crate::fitness::Fitness;
 use crate::head_timing::{self, HeadTiming};
 use crate::probe_error::{ProbeError, ProbeErrorKind};
@@ -65,6 +66,8 @@ pub struct SnapshotEntry {
     latency: Option<Duration>,
     /// The call and kind of the latest failed probe, this check's or an earlier one's.
     last_failure: Option<(Method, ProbeErrorKind)>,
+    /// Its head with the block's timestamp, when the probe read one.
+    stamped: Option<Stamped>,
 }
 
 #[derive(Clone)]
@@ -206,7 +209,14 @@ impl Snapshot {
     /// A report only: a stall makes no provider ineligible (they all agree, or the reference
     /// would have moved). Never true before a block time is known.
     pub fn stalled(&self) -> bool {
-        self.head.is_some_and(|head| head.stalled)
+        self.head.is_some_and(|head| head.stalled) || self.chain_stalled()
+    }
+
+    /// Whether every provider that answered had a [stale](SnapshotEntry::is_stale) head: the
+    /// chain itself looks stalled (or the monitor's clock is wrong), not one provider.
+    pub fn chain_stalled(&self) -> bool {
+        let mut answered = self.entries.iter().filter(|e| e.height().is_some()).peekable();
+        answered.peek().is_some() && answered.all(SnapshotEntry::is_stale)
     }
 
     /// How far behind the reference `id` was in time: its [`lag`](Snapshot::lag) in blocks
@@ -305,6 +315,7 @@ impl SnapshotEntry {
             latency: None,
             last_failure: None,
             last_good: None,
+            stamped: None,
         }
     }
 
@@ -318,6 +329,7 @@ impl SnapshotEntry {
             latency: None,
             last_failure: None,
             last_good: None,
+            stamped: None,
         }
     }
 
@@ -336,6 +348,44 @@ impl SnapshotEntry {
     /// [`Snapshot::agreed`].
     pub fn head_hash(&self) -> Option<BlockHash> {
         self.head_hash
+    }
+
+    /// Sets its head's timestamp reading (only for a successful probe).
+    pub(crate) fn with_stamped(mut self, stamped: Option<Stamped>) -> Self {
+        self.stamped = stamped.filter(|_| self.height().is_some());
+        self
+    }
+
+    /// Its head with its timestamp, when the probe read one.
+    pub(crate) fn stamped(&self) -> Option<Stamped> {
+        self.stamped
+    }
+
+    /// The timestamp (Unix seconds) of the block it reported as its head, when the probe read
+    /// one (the spawned monitor's head probe and [`head_with_hash`](crate::MonitorBuilder::head_with_hash)
+    /// read the block; `eth_blockNumber` does not).
+    pub fn head_timestamp(&self) -> Option<u64> {
+        self.stamped.map(|s| s.timestamp)
+    }
+
+    /// How old its head is now: how far the wall clock was past the block's timestamp when
+    /// the provider first showed that head, plus the time since on the monitor's (Tokio)
+    /// clock. `None` without a timestamp. Reads the clock.
+    pub fn head_age(&self) -> Option<Duration> {
+        self.stamped.map(|s| s.age(Instant::now()))
+    }
+
+    /// Whether its head was stale in this snapshot: older than the
+    /// [maximum head age](crate::MonitorBuilder::max_head_age). Stale is ineligible.
+    pub fn is_stale(&self) -> bool {
+        matches!(self.fitness(), Fitness::Stale { .. })
+    }
+
+    /// Whether its head was implausible in this snapshot: stamped in the future beyond the
+    /// tolerance, or higher than the chain could have made
+    /// ([`Reference::Plausible`](crate::Reference::Plausible)). Implausible is ineligible.
+    pub fn is_implausible(&self) -> bool {
+        self.fitness() == Fitness::Implausible
     }
 
     /// Sets when its probe last succeeded.

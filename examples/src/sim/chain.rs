@@ -32,6 +32,10 @@ pub struct Chain {
 struct State {
     id: u64,
     head: AtomicU64,
+    /// When the head block was made (Unix milliseconds, wall clock): block timestamps follow.
+    head_made_ms: AtomicU64,
+    /// The time between blocks, for the timestamps of blocks below the head (1 s when manual).
+    tick_ms: u64,
     /// Transaction hash to the block that includes it.
     txs: Mutex<HashMap<String, u64>>,
     ticker: Option<AbortHandle>,
@@ -56,10 +60,11 @@ impl Chain {
                 loop {
                     interval.tick().await;
                     let Some(state) = weak.upgrade() else { return };
+                    state.head_made_ms.store(unix_ms(), Ordering::SeqCst);
                     state.head.fetch_add(1, Ordering::SeqCst);
                 }
             });
-            State::new(chain_id, Some(ticker.abort_handle()))
+            State::new(chain_id, Some(ticker.abort_handle()), tick)
         });
         Chain { state }
     }
@@ -67,7 +72,7 @@ impl Chain {
     /// A chain whose head moves only when [`advance`](Chain::advance) is called, for tests
     /// and scripted runs. Needs no runtime.
     pub fn manual(chain_id: u64) -> Chain {
-        Chain { state: Arc::new(State::new(chain_id, None)) }
+        Chain { state: Arc::new(State::new(chain_id, None, Duration::from_secs(1))) }
     }
 
     /// Starts a provider of this chain on `127.0.0.1` and an ephemeral port, healthy.
@@ -90,7 +95,16 @@ impl Chain {
     }
 
     /// Adds `n` blocks at once and returns the new head.
+    /// The timestamp (Unix seconds) of block `number`: the wall-clock time it was made, as
+    /// far as the chain knows (the head's own time, one block time less per block below it).
+    pub fn timestamp(&self, number: u64) -> u64 {
+        let below = self.head().saturating_sub(number);
+        let made = self.state.head_made_ms.load(Ordering::SeqCst);
+        made.saturating_sub(below.saturating_mul(self.state.tick_ms)) / 1000
+    }
+
     pub fn advance(&self, n: u64) -> u64 {
+        self.state.head_made_ms.store(unix_ms(), Ordering::SeqCst);
         self.state.head.fetch_add(n, Ordering::SeqCst).saturating_add(n)
     }
 
@@ -126,8 +140,15 @@ impl fmt::Debug for Chain {
 // ===== impl State =====
 
 impl State {
-    fn new(id: u64, ticker: Option<AbortHandle>) -> State {
-        State { id, head: AtomicU64::new(START_HEAD), txs: Mutex::new(HashMap::new()), ticker }
+    fn new(id: u64, ticker: Option<AbortHandle>, tick: Duration) -> State {
+        State {
+            id,
+            head: AtomicU64::new(START_HEAD),
+            head_made_ms: AtomicU64::new(unix_ms()),
+            tick_ms: u64::try_from(tick.as_millis()).unwrap_or(u64::MAX).max(1),
+            txs: Mutex::new(HashMap::new()),
+            ticker,
+        }
     }
 
     fn txs(&self) -> MutexGuard<'_, HashMap<String, u64>> {
@@ -145,6 +166,12 @@ impl Drop for State {
 }
 
 /// A stable 32-byte stand-in for a transaction hash (not keccak: nothing here checks it).
+/// The wall clock, Unix milliseconds.
+fn unix_ms() -> u64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+}
+
 fn tx_hash(raw: &str) -> String {
     let mut hex = String::from("0x");
     for lane in 0u8..4 {

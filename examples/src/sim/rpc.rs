@@ -57,7 +57,7 @@ impl View<'_> {
             "number": quantity(number),
             "hash": self.hash(number),
             "parentHash": self.hash(number.saturating_sub(1)),
-            "timestamp": quantity(1_700_000_000 + number * 12),
+            "timestamp": quantity(self.chain.timestamp(number)),
             "gasLimit": "0x1c9c380",
             "transactions": [],
             "uncles": [],

@@ -5,6 +5,7 @@
 mod support;
 
 mod chain;
+mod clock;
 mod concurrency;
 mod config;
 mod freshness;
