@@ -237,6 +237,7 @@ mod builder;
 mod check_error;
 mod config_error;
 mod event;
+mod evidence;
 mod fitness;
 mod head;
 mod head_timing;
@@ -251,6 +252,7 @@ mod rpc;
 mod schedule;
 mod settings;
 mod snapshot;
+mod source;
 
 pub use agreed::AgreedHead;
 pub use block_hash::{BlockHash, ParseBlockHashError};

@@ -13,6 +13,7 @@ use failnext::EndpointId;
 use crate::agreement;
 use crate::block_hash::BlockHash;
 use crate::check_error::ProbeFailure;
+use crate::evidence::Counts;
 use crate::fitness::Fitness;
 use crate::head_timing::{self, HeadTiming};
 use crate::probe_error::ProbeErrorKind;
@@ -122,7 +123,7 @@ pub(crate) fn assemble(
             }
         };
         let entry = carry_probe_health(entry, before, measured.latency, failed_now);
-        entries.push(entry.last_good_at(last_good));
+        entries.push(entry.last_good_at(last_good).checked_at(checked_at));
     }
     let agreed = agreement::agree(&entries, rules.agreement);
     let snapshot = highest.map(|highest| {
@@ -132,6 +133,154 @@ pub(crate) fn assemble(
             .checked_at(checked_at)
     });
     Round { snapshot, failures }
+}
+
+/// The largest bad share of a provider's recent evidence ([`Counts::bad_share`], this probe
+/// counted) at which a good probe of the spawned schedule re-admits it when it was ineligible:
+/// above it the provider is [`Fitness::Doubted`].
+pub(crate) const READMIT_BAD_SHARE: f64 = 0.25;
+
+/// One provider's probe under the spawned schedule, to publish on its own.
+#[derive(Debug)]
+pub(crate) struct Probed {
+    /// Its place in configured order.
+    pub(crate) position: usize,
+    /// Its height, or the failure.
+    pub(crate) outcome: Result<u64, ProbeFailure>,
+    /// What else the probe measured.
+    pub(crate) measured: Measured,
+    /// When the probe ended.
+    pub(crate) at: Instant,
+    /// The provider's evidence before this probe.
+    pub(crate) counts: Counts,
+}
+
+/// The configuration [`amend`] applies.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Amending {
+    pub(crate) max_lag: u64,
+    pub(crate) rules: Rules,
+    /// The fitness of a provider not probed yet ([`Fitness::Unchecked`] or
+    /// [`Fitness::Closed`]).
+    pub(crate) waiting: Fitness,
+}
+
+/// What [`amend`] made of one probe.
+#[derive(Debug)]
+pub(crate) struct Amended {
+    /// The snapshot to publish; `None` when no entry has a height (nothing to compare: the
+    /// previous snapshot stays, as when every probe of a check fails).
+    pub(crate) snapshot: Option<Snapshot>,
+    /// The evidence the probe adds: good (`Some(true)`: within the lag threshold), bad
+    /// (`Some(false)`: failed or lagging, while the provider was admitted), or none (failed or
+    /// lagging again while it was already held out: probing it more often is no new
+    /// evidence).
+    pub(crate) evidence: Option<bool>,
+}
+
+/// Publishes one provider's probe into the `previous` snapshot (the spawned schedule). Pure.
+///
+/// The entry of `probed.position` is replaced; the reference height is re-derived from every
+/// entry's latest height; every other entry is re-judged against it, which can make a fit
+/// provider lagging at once but makes no ineligible provider eligible (that takes its own
+/// probe). The probed entry is judged as in [`assemble`] (lag in blocks, then in seconds, then
+/// [`readmission`]), and then, if it was held out (ineligible before) and its evidence with
+/// this probe counted has a bad share above [`READMIT_BAD_SHARE`], it stays out as
+/// [`Fitness::Doubted`].
+pub(crate) fn amend(
+    previous: Option<&Snapshot>,
+    ids: &[&EndpointId],
+    probed: Probed,
+    config: Amending,
+) -> Amended {
+    let Probed { position: i, outcome, measured, at, counts } = probed;
+    let (max_lag, rules) = (config.max_lag, config.rules);
+    let mut entries: Vec<SnapshotEntry> = ids
+        .iter()
+        .enumerate()
+        .map(|(j, id)| {
+            previous
+                .and_then(|p| p.entries().get(j))
+                .cloned()
+                .unwrap_or_else(|| SnapshotEntry::waiting((*id).clone(), config.waiting))
+        })
+        .collect();
+    let Some(before) = entries.get(i).cloned() else { return Amended { snapshot: None, evidence: None } };
+    let held_out = !before.is_waiting() && !before.is_eligible();
+    let judged = (!before.is_waiting()).then_some(&before);
+    let heights = entries.iter().enumerate().filter_map(|(j, e)| match j == i {
+        true => outcome.as_ref().ok().copied(),
+        false => e.height(),
+    });
+    let highest = rules.reference.of(heights);
+    let previous_head = previous.and_then(|p| p.head().map(|head| (p.highest(), head)));
+    let head = highest.map(|reference| HeadTiming::after(previous_head, reference, at, rules.stall_after));
+    let block_time = head.and_then(|h| h.block_time);
+
+    let last_good = match outcome {
+        Ok(_) => Some(at),
+        Err(_) => before.last_good(),
+    };
+    let failed_now = outcome.as_ref().err().map(|f| (f.call(), f.error().kind()));
+    let (entry, good) = match outcome {
+        Ok(height) => {
+            let fitness = Fitness::of_height(height, highest.unwrap_or(height), max_lag);
+            let fitness = within_seconds(fitness, block_time, rules.max_lag_secs);
+            let within = matches!(fitness, Fitness::Fit { .. });
+            let (fitness, good) = readmission(fitness, judged, rules.readmit_after);
+            let entry = SnapshotEntry::probed(before.endpoint().clone(), height, fitness)
+                .with_good_checks(good)
+                .with_head_hash(measured.hash);
+            (entry, within)
+        }
+        Err(failure) => (SnapshotEntry::failed(before.endpoint().clone(), failure.shared_error()), false),
+    };
+    let evidence = (good || !held_out).then_some(good);
+    let counts = match evidence {
+        Some(true) => Counts { good: counts.good + 1.0, ..counts },
+        Some(false) => Counts { bad: counts.bad + 1.0, ..counts },
+        None => counts,
+    };
+    let share = counts.bad_share();
+    let entry = match entry.fitness() {
+        Fitness::Fit { behind } if held_out && share > READMIT_BAD_SHARE => {
+            entry.with_fitness(Fitness::Doubted { behind })
+        }
+        _ => entry,
+    };
+    let entry = carry_probe_health(entry, judged, measured.latency, failed_now)
+        .last_good_at(last_good)
+        .checked_at(at)
+        .with_bad_share(Some(share));
+    entries[i] = entry;
+
+    let Some(highest) = highest else { return Amended { snapshot: None, evidence } };
+    for entry in entries.iter_mut().enumerate().filter(|(j, _)| *j != i).map(|(_, e)| e) {
+        let Some(height) = entry.height() else { continue };
+        let fresh = within_seconds(Fitness::of_height(height, highest, max_lag), block_time, rules.max_lag_secs);
+        let rejudged = match (entry.fitness(), fresh) {
+            (Fitness::Fit { .. }, fresh) => fresh,
+            (Fitness::Readmitting { .. } | Fitness::Doubted { .. }, Fitness::Lagging { behind }) => {
+                Fitness::Lagging { behind }
+            }
+            (current, _) => current,
+        };
+        *entry = entry.clone().with_fitness(rejudged);
+    }
+    let seen = entries
+        .iter()
+        .filter(|e| e.height().is_some_and(|h| h >= highest))
+        .filter_map(SnapshotEntry::checked)
+        .max()
+        .unwrap_or(at);
+    let checked_at = previous.map_or(at, |p| p.checked().max(at));
+    let agreed = agreement::agree(&entries, rules.agreement);
+    let snapshot = Snapshot::new(entries, highest, max_lag, SystemTime::now())
+        .with_head(head)
+        .with_agreed(agreed)
+        .checked_at(checked_at)
+        .with_reference_seen(seen);
+    Amended { snapshot: Some(snapshot), evidence }
 }
 
 /// Hysteresis: a good check (`fitness` is [`Fitness::Fit`]) of an endpoint that was
