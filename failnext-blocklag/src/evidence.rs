@@ -54,7 +54,11 @@ impl Evidence {
             if *counter + ONE > COUNT_MAX {
                 (g, b) = (g / 2, b / 2);
             }
-            if good { g += ONE } else { b += ONE }
+            if good {
+                g += ONE
+            } else {
+                b += ONE
+            }
             Some(pack(stamp, g, b))
         });
     }

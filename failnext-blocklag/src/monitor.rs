@@ -161,7 +161,8 @@ impl Monitor {
             outcomes.push((ep.id().clone(), report.result));
         }
         let previous = inner.published.load();
-        let held: Vec<bool> = (0..settings.endpoints.len()).map(|i| inner.admits(previous.as_deref(), i)).collect();
+        let held: Vec<bool> =
+            (0..settings.endpoints.len()).map(|i| inner.admits(previous.as_deref(), i)).collect();
         let round = round::assemble(
             outcomes,
             settings.max_lag,
@@ -236,7 +237,6 @@ impl Monitor {
         let published = inner.published.load();
         decide(Some(i), published.as_deref(), freshness, None).is_eligible() && !inner.is_contradicted(i)
     }
-
 
     /// What this monitor learnt (from its latest snapshot), to restore after a restart; `None`
     /// until a check publishes. See [`MonitorHealth`].
@@ -352,7 +352,8 @@ pub(crate) fn penalised(latency: Duration, share: f64, timeout: Duration) -> Dur
     if share <= PENALTY_BAD_SHARE {
         return latency;
     }
-    let extra = if share >= 1.0 { PENALTY_MAX_TIMEOUTS } else { (share / (1.0 - share)).min(PENALTY_MAX_TIMEOUTS) };
+    let extra =
+        if share >= 1.0 { PENALTY_MAX_TIMEOUTS } else { (share / (1.0 - share)).min(PENALTY_MAX_TIMEOUTS) };
     latency.saturating_add(timeout.mul_f64(extra))
 }
 
@@ -367,12 +368,16 @@ impl Inner {
         if let Some(feed) = &*self.feed.load() {
             // Only the providers that answered this probe: a failed probe adds no sample.
             for (i, entry) in snapshot.entries().iter().enumerate() {
-                let (true, Some(_), Some(latency)) = (fresh.contains(i), entry.height(), entry.probe_latency())
+                let (true, Some(_), Some(latency)) =
+                    (fresh.contains(i), entry.height(), entry.probe_latency())
                 else {
                     continue;
                 };
                 let share = entry.bad_share().unwrap_or_else(|| self.counts(i).bad_share());
-                feed.observe(entry.endpoint().as_str(), penalised(latency, share, self.settings.probe_timeout));
+                feed.observe(
+                    entry.endpoint().as_str(),
+                    penalised(latency, share, self.settings.probe_timeout),
+                );
             }
         }
         let n = self.settings.endpoints.len();

@@ -257,7 +257,8 @@ pub(crate) fn amend(
     let Some(highest) = highest else { return Amended { snapshot: None, evidence } };
     for entry in entries.iter_mut().enumerate().filter(|(j, _)| *j != i).map(|(_, e)| e) {
         let Some(height) = entry.height() else { continue };
-        let fresh = within_seconds(Fitness::of_height(height, highest, max_lag), block_time, rules.max_lag_secs);
+        let fresh =
+            within_seconds(Fitness::of_height(height, highest, max_lag), block_time, rules.max_lag_secs);
         let rejudged = match (entry.fitness(), fresh) {
             (Fitness::Fit { .. }, fresh) => fresh,
             (Fitness::Readmitting { .. } | Fitness::Doubted { .. }, Fitness::Lagging { behind }) => {

@@ -601,7 +601,9 @@ impl fmt::Debug for SnapshotEntry {
                 .field("lag", &fitness.behind().unwrap_or_default())
                 .field("eligible", &fitness.is_eligible()),
             EntryState::Failed(error) => d.field("eligible", &false).field("error", error),
-            EntryState::Waiting(fitness) => d.field("eligible", &fitness.is_eligible()).field("probed", &false),
+            EntryState::Waiting(fitness) => {
+                d.field("eligible", &fitness.is_eligible()).field("probed", &false)
+            }
         };
         if let Fitness::Doubted { .. } | Fitness::Contradicted(_) = self.fitness() {
             d.field("held_out", &self.fitness());
