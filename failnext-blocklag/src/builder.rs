@@ -114,7 +114,8 @@ impl MonitorBuilder {
     /// provider's first check, and again in the check after any failed probe of it (a
     /// recovering provider may have come back elsewhere), until one verification succeeds.
     /// Checks in between send only the head call: a provider switched to another chain behind
-    /// the same URL without failing a probe is not noticed.
+    /// the same URL without failing a probe is not noticed. The probes of a
+    /// [spawned](Monitor::spawn) schedule verify it at every probe.
     ///
     /// A provider that reports another chain is ineligible for that check, with
     /// [`ProbeError::WrongChain`](crate::ProbeError::WrongChain); one whose `eth_chainId` call

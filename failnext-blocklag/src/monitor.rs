@@ -64,7 +64,7 @@ pub(crate) struct Inner {
     /// started, applied to every publication until its next probe.
     contradicted: Vec<ArcSwapOption<Observation>>,
     /// The latest spawned schedule's wake-ups, for `check_now`.
-    pub(crate) schedule: ArcSwapOption<crate::schedule::Link>,
+    pub(crate) schedule: ArcSwapOption<crate::wake::Link>,
 }
 
 impl Monitor {
@@ -512,7 +512,7 @@ impl Inner {
     /// Asks the spawned schedule to probe endpoint `i` now (see [`Link::wake`]); nothing
     /// without a schedule.
     ///
-    /// [`Link::wake`]: crate::schedule::Link::wake
+    /// [`Link::wake`]: crate::wake::Link::wake
     pub(crate) fn check_now(&self, i: usize) {
         if let Some(link) = &*self.schedule.load() {
             link.wake(i, self.now_ms(), false);
@@ -716,6 +716,19 @@ mod tests {
             );
             assert_eligible_follows_decide(&monitor);
         }
+    }
+
+    #[test]
+    fn a_provider_often_bad_is_fed_a_latency_penalised_by_probe_timeouts() {
+        use std::time::Duration;
+        let (ms, timeout) = (Duration::from_millis, Duration::from_secs(1));
+        assert_eq!(penalised(ms(10), 0.0, timeout), ms(10));
+        assert_eq!(penalised(ms(10), PENALTY_BAD_SHARE, timeout), ms(10));
+        // Half bad: one extra attempt per good answer, costed at a timeout.
+        assert_eq!(penalised(ms(10), 0.5, timeout), ms(1_010));
+        assert!(penalised(ms(10), 0.2, timeout) > ms(200), "behind a healthy 200 ms provider");
+        assert_eq!(penalised(ms(10), 1.0, timeout), ms(9_010));
+        assert_eq!(penalised(ms(10), 0.99, timeout), ms(9_010));
     }
 
     #[tokio::test(start_paused = true)]

@@ -478,6 +478,68 @@ mod tests {
         assert_eq!(s7.entry("b").unwrap().consecutive_good_checks(), 3);
     }
 
+    /// The spawned schedule's probe of endpoint `i` of "a", "b", "c", with `counts` of evidence.
+    fn amended(
+        prev: Option<&Snapshot>,
+        i: usize,
+        outcome: Result<u64, ProbeFailure>,
+        counts: Counts,
+    ) -> Amended {
+        let ids: Vec<EndpointId> = ["a", "b", "c"].into_iter().map(EndpointId::from).collect();
+        let ids: Vec<&EndpointId> = ids.iter().collect();
+        let probed =
+            Probed { position: i, outcome, measured: Measured::default(), at: Instant::now(), counts };
+        let config = Amending { max_lag: 1, rules: Rules::default(), waiting: Fitness::Unchecked };
+        amend(prev, &ids, probed, config)
+    }
+
+    #[test]
+    fn one_probe_replaces_its_entry_and_the_others_wait_fail_open() {
+        let s1 = amended(None, 1, Ok(100), Counts::default()).snapshot.unwrap();
+        assert_eq!(s1.fitness("a"), Fitness::Unchecked);
+        assert!(s1.entry("a").unwrap().checked().is_none() && s1.entry("b").unwrap().checked().is_some());
+        assert_eq!((s1.highest(), s1.fitness("b")), (100, Fitness::Fit { behind: 0 }));
+        // A failure with no height anywhere publishes nothing; the provider was admitted
+        // (fail-open), so it is bad evidence.
+        let failed = amended(None, 0, failed("a").1, Counts::default());
+        assert!(failed.snapshot.is_none());
+        assert_eq!(failed.evidence, Some(false));
+    }
+
+    #[test]
+    fn a_higher_reference_demotes_the_others_at_once_but_only_their_own_probe_promotes_them() {
+        let s1 = amended(None, 0, Ok(100), Counts::default()).snapshot.unwrap();
+        let s2 = amended(Some(&s1), 1, Ok(100), Counts::default()).snapshot.unwrap();
+        let s3 = amended(Some(&s2), 2, Ok(105), Counts::default()).snapshot.unwrap();
+        assert_eq!(s3.highest(), 105);
+        assert_eq!(s3.fitness("a"), Fitness::Lagging { behind: 5 });
+        assert_eq!(s3.fitness("b"), Fitness::Lagging { behind: 5 });
+        // c fails: the reference falls back to 100, but a and b wait for their own probes.
+        let s4 = amended(Some(&s3), 2, failed("c").1, Counts::default()).snapshot.unwrap();
+        assert_eq!(s4.highest(), 100);
+        assert_eq!(s4.fitness("a"), Fitness::Lagging { behind: 5 });
+        let s5 = amended(Some(&s4), 0, Ok(100), Counts::default()).snapshot.unwrap();
+        assert_eq!(s5.fitness("a"), Fitness::Fit { behind: 0 });
+    }
+
+    #[test]
+    fn a_held_out_provider_is_readmitted_by_a_good_probe_only_when_its_evidence_allows() {
+        let s1 = amended(None, 0, Ok(100), Counts::default()).snapshot.unwrap();
+        let out = amended(Some(&s1), 1, failed("b").1, Counts::default()).snapshot.unwrap();
+        assert_eq!(out.fitness("b"), Fitness::ProbeFailed);
+        // Half bad: 3 good, 3 bad, plus this probe's good: 3/7 > 1/4.
+        let doubted = amended(Some(&out), 1, Ok(100), Counts { good: 3.0, bad: 3.0 });
+        assert_eq!(doubted.evidence, Some(true));
+        let entry = doubted.snapshot.as_ref().unwrap().entry("b").unwrap().clone();
+        assert_eq!(entry.fitness(), Fitness::Doubted { behind: 0 });
+        assert_eq!(entry.bad_share(), Some(3.0 / 7.0));
+        // 1 bad against 2 good and this probe: exactly 1/4, re-admitted.
+        let back = amended(Some(&out), 1, Ok(100), Counts { good: 2.0, bad: 1.0 }).snapshot.unwrap();
+        assert_eq!(back.fitness("b"), Fitness::Fit { behind: 0 });
+        // A failed probe of a provider already out adds no evidence.
+        assert_eq!(amended(Some(&out), 1, failed("b").1, Counts::default()).evidence, None);
+    }
+
     #[test]
     fn lag_threshold_is_inclusive() {
         let snap = round(vec![ok("a", 100), ok("b", 97), ok("c", 96)], 3).snapshot.unwrap();
