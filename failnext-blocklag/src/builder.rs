@@ -31,7 +31,8 @@ pub struct MonitorBuilder {
     endpoints: Vec<Endpoint>,
     max_lag: u64,
     client: Option<reqwest::Client>,
-    probe_timeout: Duration,
+    /// `None` until set: 5 s for checks, `min(5 s, interval)` for the spawned schedule.
+    probe_timeout: Option<Duration>,
     expected_chain_id: Option<u64>,
     freshness: Freshness,
     readmit_after: u32,
@@ -50,7 +51,7 @@ impl MonitorBuilder {
             endpoints: endpoints.into_iter().collect(),
             max_lag: 0,
             client: None,
-            probe_timeout: DEFAULT_PROBE_TIMEOUT,
+            probe_timeout: None,
             expected_chain_id: None,
             freshness: Freshness::default(),
             readmit_after: 1,
@@ -100,9 +101,12 @@ impl MonitorBuilder {
     /// behind another check is not limited by it. Wrap the check in your own timeout for
     /// that.
     ///
-    /// Default is 5 seconds.
+    /// Default is 5 seconds for [`Monitor::check`], and `min(5 s, interval)` for the probes of
+    /// a [spawned](Monitor::spawn) schedule (a probe that takes longer than the interval
+    /// would hold its provider's entry for longer than the schedule means to look). Setting
+    /// it applies it to both.
     pub fn probe_timeout(mut self, timeout: Duration) -> Self {
-        self.probe_timeout = timeout;
+        self.probe_timeout = Some(timeout);
         self
     }
 
@@ -112,7 +116,8 @@ impl MonitorBuilder {
     /// provider's first check, and again in the check after any failed probe of it (a
     /// recovering provider may have come back elsewhere), until one verification succeeds.
     /// Checks in between send only the head call: a provider switched to another chain behind
-    /// the same URL without failing a probe is not noticed.
+    /// the same URL without failing a probe is not noticed. The probes of a
+    /// [spawned](Monitor::spawn) schedule verify it at every probe.
     ///
     /// A provider that reports another chain is ineligible for that check, with
     /// [`ProbeError::WrongChain`](crate::ProbeError::WrongChain); one whose `eth_chainId` call
@@ -325,7 +330,7 @@ impl MonitorBuilder {
     /// - no client was given and the default one cannot be built.
     pub fn build(self) -> Result<Monitor, ConfigError> {
         let validated = failnext::validate_endpoints(&self.endpoints).map_err(ConfigError::endpoints)?;
-        if self.probe_timeout.is_zero() {
+        if self.probe_timeout.is_some_and(|timeout| timeout.is_zero()) {
             return Err(ConfigError::probe_timeout());
         }
         if self.freshness.grace.is_some_and(|grace| grace.is_zero()) {
@@ -359,7 +364,8 @@ impl MonitorBuilder {
             urls: validated,
             max_lag: self.max_lag,
             client,
-            probe_timeout: self.probe_timeout,
+            probe_timeout: self.probe_timeout.unwrap_or(DEFAULT_PROBE_TIMEOUT),
+            probe_timeout_set: self.probe_timeout.is_some(),
             expected_chain_id: self.expected_chain_id,
             head: self.head,
             freshness: self.freshness,

@@ -69,7 +69,7 @@ impl Stamped {
     }
 
     /// Whether its timestamp is further ahead of `wall` than [`FUTURE_TOLERANCE`].
-    pub(crate) fn from_the_future(&self, wall: SystemTime) -> bool {
+    pub(crate) fn stamped_ahead(&self, wall: SystemTime) -> bool {
         let block = SystemTime::UNIX_EPOCH + Duration::from_secs(self.timestamp);
         block.duration_since(wall).is_ok_and(|ahead| ahead > FUTURE_TOLERANCE)
     }
@@ -99,14 +99,14 @@ pub(crate) fn implausible(
     block_time: Option<Duration>,
     slack: u64,
 ) -> Vec<bool> {
-    let mut by_number: Vec<&Stamped> = heads.iter().filter(|h| !h.from_the_future(wall)).collect();
+    let mut by_number: Vec<&Stamped> = heads.iter().filter(|h| !h.stamped_ahead(wall)).collect();
     by_number.sort_by_key(|h| h.number);
     let anchor = by_number.get(by_number.len().saturating_sub(1) / 2).copied().copied();
     let block_time = block_time.unwrap_or(FASTEST_BLOCK_TIME).max(Duration::from_millis(1));
     heads
         .iter()
         .map(|head| {
-            if head.from_the_future(wall) {
+            if head.stamped_ahead(wall) {
                 return true;
             }
             let Some(anchor) = anchor else { return false };
@@ -151,8 +151,8 @@ mod tests {
     #[test]
     fn a_timestamp_ahead_of_the_clock_is_zero_old_and_implausible_beyond_the_tolerance() {
         assert_eq!(head(100, NOW_UNIX + 5).age_then, SECS(0));
-        assert!(!head(100, NOW_UNIX + 15).from_the_future(wall()));
-        assert!(head(100, NOW_UNIX + 16).from_the_future(wall()));
+        assert!(!head(100, NOW_UNIX + 15).stamped_ahead(wall()));
+        assert!(head(100, NOW_UNIX + 16).stamped_ahead(wall()));
     }
 
     #[test]

@@ -52,6 +52,17 @@ pub(crate) enum Fitness {
     /// Fit in the snapshot, but its last good probe is older than the grace (or it never
     /// answered): not eligible.
     Unheard,
+    /// Its probe succeeded within the lag threshold, but it was ineligible before and its
+    /// recent evidence (probes and real traffic, [`crate::evidence`]) was bad too often for one
+    /// good probe to re-admit it (spawned schedule only).
+    Doubted {
+        /// Blocks behind the reference height.
+        behind: u64,
+    },
+    /// A real-traffic answer ([`failnext::Observation::Behind`] or
+    /// [`Implausible`](failnext::Observation::Implausible)) contradicted the view that admitted
+    /// it: not eligible until its next probe.
+    Contradicted(failnext::Observation),
 }
 
 impl Fitness {
@@ -76,13 +87,15 @@ impl Fitness {
             Fitness::Fit { behind } | Fitness::Lagging { behind } | Fitness::Readmitting { behind, .. } => {
                 Some(behind)
             }
+            Fitness::Doubted { behind } => Some(behind),
             Fitness::Unchecked
             | Fitness::ProbeFailed
             | Fitness::Stale { .. }
             | Fitness::Implausible
             | Fitness::Unknown
             | Fitness::Closed
-            | Fitness::Unheard => None,
+            | Fitness::Unheard
+            | Fitness::Contradicted(_) => None,
         }
     }
 }
@@ -110,6 +123,8 @@ mod tests {
         assert!(!Fitness::Unknown.is_eligible());
         assert!(!Fitness::Closed.is_eligible());
         assert!(!Fitness::Unheard.is_eligible());
+        assert!(!Fitness::Doubted { behind: 0 }.is_eligible());
+        assert!(!Fitness::Contradicted(failnext::Observation::Behind { head: 1, floor: 9 }).is_eligible());
     }
 
     #[test]

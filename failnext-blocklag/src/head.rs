@@ -155,7 +155,7 @@ pub(crate) fn parse_head(read: &[u8], whole: bool, expected_id: u64) -> Result<H
 pub(crate) fn parse_batch(
     read: &[u8],
     whole: bool,
-) -> Result<(Result<u64, ProbeError>, Result<HeadAnswer, ProbeError>), BatchRefused> {
+) -> Result<BatchAnswers, BatchRefused> {
     let mut s = Scanner { bytes: read, pos: 0 };
     s.skip_whitespace();
     if s.peek() != Some(b'[') {
@@ -190,6 +190,9 @@ pub(crate) fn parse_batch(
     };
     Ok((chain, block))
 }
+
+/// The two answers of the head probe's batch: the chain id's, and the head's.
+pub(crate) type BatchAnswers = (Result<u64, ProbeError>, Result<HeadAnswer, ProbeError>);
 
 /// The JSON-RPC id of the head call in the probe's batch.
 pub(crate) const HEAD_ID: u64 = 1;

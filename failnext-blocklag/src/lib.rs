@@ -18,8 +18,9 @@
 //! # How it works
 //!
 //! You call [`Monitor::check`] when you want fresh eligibility, typically every few seconds
-//! from a task of your own, or let [`Monitor::spawn`] check on an adaptive schedule until its
-//! [`MonitorHandle`] is stopped or dropped. Each check:
+//! from a task of your own, or let [`Monitor::spawn`] probe on an adaptive schedule until its
+//! [`MonitorHandle`] is stopped or dropped (each provider on its own, see
+//! [Paired with failnext](#paired-with-failnext)). Each check:
 //!
 //! 1. sends every configured provider one JSON-RPC 2.0 `eth_blockNumber` POST (or
 //!    `eth_getBlockByNumber`, see [A head with a hash](#a-head-with-a-hash)), all providers
@@ -114,8 +115,9 @@
 //!
 //! An optional chain check guards against a misconfigured URL: with
 //! [`expected_chain_id`](MonitorBuilder::expected_chain_id), a check also calls `eth_chainId`
-//! of each provider not verified yet (never verified, or its probe failed since), and a
-//! provider on another chain is ineligible with
+//! of each provider not verified yet (never verified, or its probe failed since), a
+//! [spawned](Monitor::spawn) probe at every probe, and a provider on another chain is
+//! ineligible with
 //! [`ProbeError::WrongChain`]. A matching chain id is a sanity check, not proof that a
 //! provider can replace another for every read.
 //!
@@ -127,6 +129,60 @@
 //! check publishes between them, so load [`Monitor::snapshot`] once when several answers must
 //! agree. failnext asks once per endpoint at the start of a request and keeps the answers for
 //! that request, so a request in flight is not affected by a later publication.
+//!
+//! # Paired with failnext
+//!
+//! `Monitor` implements [`failnext::HealthSource`]: give a clone to
+//! [`FailoverBuilder::monitor`](failnext::FailoverBuilder::monitor) and spawn its schedule,
+//! and the pairing works both ways. failnext asks [`eligible`](Monitor::eligible) (as advice:
+//! an endpoint ruled out is a reserve), takes the monitor's latencies and
+//! [head](failnext::HealthSource::head) (the reference height, when it was last reported,
+//! the learned block time, `max_lag` as the tolerance), and gives back what real traffic
+//! shows. The rules, so that the view is never late and rarely wrong:
+//!
+//! - **Never late.** The [spawned schedule](Monitor::spawn) probes each provider on its own
+//!   and publishes that provider's entry as soon as its probe ends: the latest snapshot with
+//!   that entry replaced, the reference height re-derived from every entry's latest height,
+//!   and every other entry re-judged against it (a fit provider can turn lagging at once; an
+//!   ineligible one waits for its own probe to return). A hanging provider delays only its
+//!   own entry. Its next probe comes after `interval` when it is fit, `interval / 4`
+//!   otherwise, or at once when failnext asks ([`check_now`](failnext::HealthSource::check_now),
+//!   honoured at most once per provider per interval; extra requests are dropped). The
+//!   spawned probe timeout is `min(5 s, interval)` unless set. Each
+//!   [`SnapshotEntry::checked`] says when its own probe ended. Until head-by-clock probing,
+//!   heights probed at different times are compared as they are: with `max_lag(0)` and an
+//!   interval longer than the block time, a provider probed just before a new block may look
+//!   one block behind until its next probe (`interval / 4` later).
+//! - **Evidence.** Each provider keeps two lock-free counters of recent good and bad
+//!   outcomes, each halving every quarter interval (1 s before a schedule is spawned), so
+//!   that evidence older than one interval weighs less than 1/16. Good: a probe within the
+//!   lag threshold, an answer failnext [observed](failnext::HealthSource::observe) as
+//!   `Answered`. Bad: an answer `Failed`, `Behind` or `Implausible`
+//!   ([`Observation::is_bad`](failnext::Observation::is_bad)), and a probe that fails or lags
+//!   while the provider is admitted (one that fails again while it is already out adds
+//!   nothing: probing it four times as often is no new evidence). The bad share is
+//!   `bad / (good + bad)`.
+//! - **Re-admission weighs the evidence.** A good probe of the spawned schedule re-admits a
+//!   provider that was ineligible only if its bad share, that probe counted, is at most 1/4
+//!   (and after [`readmit_after`](MonitorBuilder::readmit_after) good probes, 1 by default).
+//!   A provider bad on about half its answers is not re-admitted by one good probe: it stays
+//!   out, [doubted](SnapshotEntry::is_doubted), with its [bad share](SnapshotEntry::bad_share),
+//!   until its bad evidence has faded. A provider whose recent evidence is good again (an
+//!   outage over: the failures some intervals old) returns at its first good probe.
+//!   [`Monitor::check`] keeps the reference rule and does not weigh evidence (its probes
+//!   still add to it).
+//! - **Contradictions.** An answer observed `Behind` or `Implausible` for a provider the
+//!   monitor admits makes it ineligible at once (one atomic operation for `eligible()`, and
+//!   published with its [contradiction](SnapshotEntry::contradiction)) and probes it now;
+//!   its next probe decides again. A plain `Failed` only feeds the evidence (and failnext's
+//!   `check_now`).
+//! - **Latency.** A provider whose answers are often bad must not keep first place for being
+//!   fast: when its bad share `s` is above 1/10, the latency fed to failnext is its probe
+//!   latency plus `min(s / (1 - s), 9)` probe timeouts (the expected extra attempts per good
+//!   answer, each costed at a probe timeout); at or below 1/10, its probe latency.
+//!
+//! `observe` and `check_now` are cheap and never block: a compare-and-swap on one atomic
+//! word, and for a contradiction (rare) a publication if no other is under way.
 //!
 //! # Pairing with failnext, events, restarts
 //!
@@ -224,12 +280,14 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 // The modules, each importing only from the layers before it (no ring):
-// 1. data: rpc (the calls), event, reference, fitness, block_hash, head_timing, agreed;
+// 1. data: rpc (the calls), event, reference, fitness, block_hash, head_timing, agreed,
+//   evidence;
 // 2. errors: probe_error, config_error, check_error;
 // 3. the probe's pure rules: parse (eth_blockNumber), head (eth_getBlockByNumber);
 // 4. what a check publishes: snapshot, then agreement (the agreed-head rule) and persist;
-// 5. a check: probe (the I/O), round (the comparison);
-// 6. the monitor: settings, monitor, builder, schedule (Monitor::spawn).
+// 5. a check: probe (the I/O), round (the comparison); wake (check_now's way to a probe);
+// 6. the monitor: settings, monitor, builder, schedule (Monitor::spawn), source (the
+//    failnext::HealthSource implementation).
 mod agreed;
 mod agreement;
 mod block_hash;
@@ -238,6 +296,7 @@ mod check_error;
 mod clock;
 mod config_error;
 mod event;
+mod evidence;
 mod fitness;
 mod head;
 mod head_timing;
@@ -252,6 +311,8 @@ mod rpc;
 mod schedule;
 mod settings;
 mod snapshot;
+mod source;
+mod wake;
 
 pub use agreed::AgreedHead;
 pub use block_hash::{BlockHash, ParseBlockHashError};

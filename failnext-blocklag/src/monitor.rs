@@ -2,18 +2,20 @@
 //! answered by one pure rule ([`decide`]).
 
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::SystemTime;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
 
 use arc_swap::ArcSwapOption;
-use failnext::{Eligibility, Endpoint, EndpointId};
+use failnext::{Eligibility, Endpoint, EndpointId, Observation};
+use tokio::time::Instant;
 
 use crate::check_error::CheckError;
 use crate::event::MonitorEvent;
+use crate::evidence::{self, Counts, Evidence};
 use crate::fitness::Fitness;
 use crate::persist::MonitorHealth;
-use crate::probe::{self, ProbeConfig};
+use crate::probe::{self, ProbeConfig, ProbeReport};
 use crate::round;
 use crate::rpc::Method;
 use crate::settings::{Freshness, Settings};
@@ -34,8 +36,8 @@ pub struct Monitor {
     inner: Arc<Inner>,
 }
 
-struct Inner {
-    settings: Settings,
+pub(crate) struct Inner {
+    pub(crate) settings: Settings,
     published: ArcSwapOption<Snapshot>,
     /// Bit `i` is the eligibility of endpoint `i` in the latest publication ([`mask`]),
     /// stored right after each snapshot, for monitors of at most 64 endpoints: one atomic load
@@ -48,8 +50,25 @@ struct Inner {
     /// in the snapshot, because a check in which every probe fails publishes nothing, and the
     /// failure must still lead to a new verification.
     chain_pending: Vec<AtomicBool>,
+    /// Per endpoint: it does not answer the spawned probe's batch as a batch (found once), so
+    /// it is probed with separate calls.
+    separately: Vec<AtomicBool>,
     /// Where each check's probe latencies go, when paired ([`Monitor::feed_latency`]).
     feed: ArcSwapOption<failnext::LatencyFeed>,
+    /// Serializes publications (checks and the spawned schedule's probes, and contradictions):
+    /// held from loading the latest snapshot to storing the next, never across an await.
+    publishing: Mutex<()>,
+    /// The origin of the evidence's millisecond clock.
+    origin: Instant,
+    /// The evidence's half-life, in milliseconds: a quarter of the spawned interval.
+    half_life_ms: AtomicU64,
+    /// Per endpoint, in configured order: its recent good and bad outcomes.
+    evidence: Vec<Evidence>,
+    /// Per endpoint: a real-traffic answer that contradicted the view since its latest probe
+    /// started, applied to every publication until its next probe.
+    contradicted: Vec<ArcSwapOption<Observation>>,
+    /// The latest spawned schedule's wake-ups, for `check_now`.
+    pub(crate) schedule: ArcSwapOption<crate::wake::Link>,
 }
 
 impl Monitor {
@@ -64,7 +83,14 @@ impl Monitor {
             bits,
             checking: tokio::sync::Mutex::new(()),
             chain_pending: (0..n).map(|_| AtomicBool::new(true)).collect(),
+            separately: (0..n).map(|_| AtomicBool::new(false)).collect(),
             feed: ArcSwapOption::empty(),
+            publishing: Mutex::new(()),
+            origin: Instant::now(),
+            half_life_ms: AtomicU64::new(evidence::DEFAULT_HALF_LIFE_MS),
+            evidence: (0..n).map(|_| Evidence::default()).collect(),
+            contradicted: (0..n).map(|_| ArcSwapOption::empty()).collect(),
+            schedule: ArcSwapOption::empty(),
         };
         Monitor { inner: Arc::new(inner) }
     }
@@ -108,6 +134,8 @@ impl Monitor {
         let _turn = self.inner.checking.lock().await;
         let inner = &*self.inner;
         let settings = &inner.settings;
+        // This check's probes supersede the contradictions so far (made visible first).
+        inner.take_contradictions(0..settings.endpoints.len());
         let config = ProbeConfig {
             client: &settings.client,
             timeout: settings.probe_timeout,
@@ -131,6 +159,7 @@ impl Monitor {
         );
         let reports = futures::future::join_all(probes).await;
         // From here to the store there is no await: a dropped future publishes all or nothing.
+        let _publishing = inner.publishing.lock().unwrap_or_else(PoisonError::into_inner);
         let mut outcomes = Vec::with_capacity(reports.len());
         let mut measured = Vec::with_capacity(reports.len());
         for ((report, ep), pending) in reports.into_iter().zip(&settings.endpoints).zip(&inner.chain_pending)
@@ -144,6 +173,8 @@ impl Monitor {
             outcomes.push((ep.id().clone(), report.result));
         }
         let previous = inner.published.load();
+        let held: Vec<bool> =
+            (0..settings.endpoints.len()).map(|i| inner.admits(previous.as_deref(), i)).collect();
         let round = round::assemble(
             outcomes,
             settings.max_lag,
@@ -153,21 +184,23 @@ impl Monitor {
             &measured,
             tokio::time::Instant::now(),
         );
+        if let Some(snapshot) = &round.snapshot {
+            for ((entry, evidence), admitted) in snapshot.entries().iter().zip(&inner.evidence).zip(held) {
+                let good = matches!(entry.fitness(), Fitness::Fit { .. } | Fitness::Readmitting { .. });
+                if good || admitted {
+                    evidence.record(good, inner.now_ms(), inner.half_life());
+                }
+            }
+        } else {
+            for (i, admitted) in held.into_iter().enumerate() {
+                if admitted {
+                    inner.evidence[i].record(false, inner.now_ms(), inner.half_life());
+                }
+            }
+        }
         let published = match round.snapshot {
             Some(snapshot) => {
-                let was_stalled = inner.published.load().as_ref().is_some_and(|s| s.stalled());
-                let event = match (was_stalled, snapshot.stalled()) {
-                    (false, true) => Some(MonitorEvent::Stalled {
-                        head: snapshot.highest(),
-                        unchanged_for: snapshot.head_unchanged_for(),
-                    }),
-                    (true, false) => Some(MonitorEvent::StallEnded { head: snapshot.highest() }),
-                    _ => None,
-                };
-                inner.publish(snapshot);
-                if let (Some(event), Some(hook)) = (event, &settings.on_event) {
-                    hook(&event);
-                }
+                inner.publish_and_tell(snapshot, Fresh::All);
                 true
             }
             None => false,
@@ -206,13 +239,15 @@ impl Monitor {
         if freshness.needs_clock() {
             let published = inner.published.load();
             let now = tokio::time::Instant::now();
-            return decide(Some(i), published.as_deref(), freshness, Some(now)).is_eligible();
+            return decide(Some(i), published.as_deref(), freshness, Some(now)).is_eligible()
+                && !inner.is_contradicted(i);
         }
         if let Some(bits) = &inner.bits {
+            // A contradiction clears its bit at once ([`Inner::contradict`]).
             return bits.load(Ordering::Acquire) & (1 << i) != 0;
         }
         let published = inner.published.load();
-        decide(Some(i), published.as_deref(), freshness, None).is_eligible()
+        decide(Some(i), published.as_deref(), freshness, None).is_eligible() && !inner.is_contradicted(i)
     }
 
     /// What this monitor learnt (from its latest snapshot), to restore after a restart; `None`
@@ -237,7 +272,8 @@ impl Monitor {
         let ids: Vec<&EndpointId> = self.inner.settings.endpoints.iter().map(Endpoint::id).collect();
         match health.snapshot(&ids, self.inner.settings.max_lag) {
             Some((snapshot, restored)) => {
-                self.inner.publish(snapshot);
+                let _publishing = self.inner.publishing.lock().unwrap_or_else(PoisonError::into_inner);
+                self.inner.publish(snapshot, Fresh::None);
                 restored
             }
             None => 0,
@@ -250,9 +286,47 @@ impl Monitor {
     /// (`failover.latency_feed()`, which does not keep the `Failover` alive). So a slow
     /// primary's reads move to a faster provider, and come back when its probes are fast
     /// again, without waiting for failnext's own exploring requests. A later call replaces the
-    /// feed.
+    /// feed. Under the [spawned schedule](Monitor::spawn) each probe feeds its own provider's
+    /// latency when it publishes.
+    ///
+    /// A provider whose recent answers are often bad is not fed its bare latency, or being
+    /// fast it would keep first place while it fails: when the bad share `s` of its recent
+    /// evidence is above 1/10, the latency fed is its probe latency plus
+    /// `min(s / (1 - s), 9)` probe timeouts (the expected extra attempts per good answer, each
+    /// costed at a probe timeout). See [Paired with failnext](crate#paired-with-failnext).
     pub fn feed_latency(&self, feed: failnext::LatencyFeed) {
         self.inner.feed.store(Some(Arc::new(feed)));
+    }
+
+    /// One probe of endpoint `i` for the spawned schedule, bounded by `timeout`, published on
+    /// its own as soon as it ends; the chain id is verified at every such probe (when one is
+    /// expected). Resolves to whether the endpoint is fit afterwards.
+    pub(crate) async fn probe_one(&self, i: usize, timeout: Duration) -> bool {
+        let inner = &*self.inner;
+        let settings = &inner.settings;
+        let (Some(ep), Some(url)) = (settings.endpoints.get(i), settings.urls.get(i)) else { return true };
+        inner.take_contradictions(i..i + 1);
+        let config = ProbeConfig {
+            client: &settings.client,
+            timeout,
+            expected_chain_id: settings.expected_chain_id,
+            head: settings.head,
+            stamp: None,
+        };
+        // One HTTP request: the head block (number, hash, timestamp) and the chain id in a
+        // batch, or separate calls for a provider found not to answer batches.
+        let separately = inner.separately.get(i).is_some_and(|s| s.load(Ordering::Relaxed));
+        let (report, refuses) = probe::stamped(config, ep.id(), url, separately).await;
+        if let (true, Some(flag)) = (refuses && !separately, inner.separately.get(i)) {
+            flag.store(true, Ordering::Relaxed);
+        }
+        inner.publish_probe(i, report)
+    }
+
+    /// The shared state, for the schedule and the [`HealthSource`](failnext::HealthSource)
+    /// implementation.
+    pub(crate) fn inner(&self) -> &Inner {
+        &self.inner
     }
 
     /// The latest published snapshot: heights, the highest one, per-endpoint eligibility and
@@ -262,25 +336,237 @@ impl Monitor {
     }
 }
 
+/// Which entries of a publication are new (probed for it): they feed latencies and count
+/// failures.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Fresh {
+    /// Every entry: a check.
+    All,
+    /// The entry at this position: a spawned probe.
+    One(usize),
+    /// None: a restored snapshot, a contradiction.
+    None,
+}
+
+impl Fresh {
+    fn contains(self, position: usize) -> bool {
+        match self {
+            Fresh::All => true,
+            Fresh::One(i) => i == position,
+            Fresh::None => false,
+        }
+    }
+}
+
+/// The bad share above which a provider's fed latency is penalised.
+pub(crate) const PENALTY_BAD_SHARE: f64 = 0.1;
+
+/// The most probe timeouts a penalty adds.
+const PENALTY_MAX_TIMEOUTS: f64 = 9.0;
+
+/// The latency fed for a provider of probe latency `latency` whose recent bad share is
+/// `share`: `latency` up to [`PENALTY_BAD_SHARE`], else `latency` plus `min(s / (1 - s), 9)`
+/// times `timeout`.
+pub(crate) fn penalised(latency: Duration, share: f64, timeout: Duration) -> Duration {
+    if share <= PENALTY_BAD_SHARE {
+        return latency;
+    }
+    let extra =
+        if share >= 1.0 { PENALTY_MAX_TIMEOUTS } else { (share / (1.0 - share)).min(PENALTY_MAX_TIMEOUTS) };
+    latency.saturating_add(timeout.mul_f64(extra))
+}
+
 impl Inner {
-    /// Makes `snapshot` the one readers see: the snapshot first, then its bitmask.
-    fn publish(&self, snapshot: Snapshot) {
+    /// Makes `snapshot` the one readers see: the snapshot first, then its bitmask. The
+    /// contradictions pending are applied to it, and their bits cleared again after the store
+    /// (a contradiction recorded meanwhile is not undone). Call it holding `publishing`.
+    fn publish(&self, snapshot: Snapshot, fresh: Fresh) {
+        let snapshot = self.overlay(snapshot);
         #[cfg(feature = "metrics")]
-        record_metrics(&snapshot);
+        record_metrics(&snapshot, fresh);
         if let Some(feed) = &*self.feed.load() {
-            // Only the providers that answered this check: a failed probe adds no sample.
-            for entry in snapshot.entries().iter().filter(|e| e.height().is_some()) {
-                if let Some(latency) = entry.probe_latency() {
-                    feed.observe(entry.endpoint().as_str(), latency);
-                }
+            // Only the providers that answered this probe: a failed probe adds no sample.
+            for (i, entry) in snapshot.entries().iter().enumerate() {
+                let (true, Some(_), Some(latency)) =
+                    (fresh.contains(i), entry.height(), entry.probe_latency())
+                else {
+                    continue;
+                };
+                let share = entry.bad_share().unwrap_or_else(|| self.counts(i).bad_share());
+                feed.observe(
+                    entry.endpoint().as_str(),
+                    penalised(latency, share, self.settings.probe_timeout),
+                );
             }
         }
         let n = self.settings.endpoints.len();
         let bits = self.bits.as_ref().map(|bits| (bits, mask(n, Some(&snapshot), &self.settings.freshness)));
         self.published.store(Some(Arc::new(snapshot)));
         if let Some((bits, mask)) = bits {
-            bits.store(mask, Ordering::Release);
+            bits.store(mask, Ordering::SeqCst);
+            for (i, contradicted) in self.contradicted.iter().enumerate() {
+                if contradicted.load().is_some() {
+                    bits.fetch_and(!(1 << i), Ordering::SeqCst);
+                }
+            }
         }
+    }
+
+    /// [`publish`](Inner::publish), telling the event hook when the head stalls or moves again.
+    pub(crate) fn publish_and_tell(&self, snapshot: Snapshot, fresh: Fresh) {
+        let was_stalled = self.published.load().as_ref().is_some_and(|s| s.stalled());
+        let event = match (was_stalled, snapshot.stalled()) {
+            (false, true) => Some(MonitorEvent::Stalled {
+                head: snapshot.highest(),
+                unchanged_for: snapshot.head_unchanged_for(),
+            }),
+            (true, false) => Some(MonitorEvent::StallEnded { head: snapshot.highest() }),
+            _ => None,
+        };
+        self.publish(snapshot, fresh);
+        if let (Some(event), Some(hook)) = (event, &self.settings.on_event) {
+            hook(&event);
+        }
+    }
+
+    /// `snapshot` with every pending contradiction of an admitted entry applied.
+    fn overlay(&self, snapshot: Snapshot) -> Snapshot {
+        let pending: Vec<(usize, Observation)> = self
+            .contradicted
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| c.load().as_deref().map(|o| (i, *o)))
+            .filter(|(i, _)| snapshot.fitness_at(*i).is_eligible())
+            .collect();
+        if pending.is_empty() {
+            return snapshot;
+        }
+        snapshot.map_entries(|i, entry| match pending.iter().find(|(j, _)| *j == i) {
+            Some((_, observation)) => entry.with_fitness(Fitness::Contradicted(*observation)),
+            None => entry,
+        })
+    }
+
+    /// Publishes the latest snapshot again with the pending contradictions applied (nothing
+    /// when none is published yet). Call it holding `publishing`.
+    fn republish(&self) {
+        if let Some(current) = self.published.load_full() {
+            self.publish(Snapshot::clone(&current), Fresh::None);
+        }
+    }
+
+    /// Clears the contradictions of the endpoints in `positions`, whose probes are starting,
+    /// having made each visible first.
+    pub(crate) fn take_contradictions(&self, positions: std::ops::Range<usize>) {
+        let pending = || positions.clone().any(|i| self.is_contradicted(i));
+        if pending() {
+            let _publishing = self.publishing.lock().unwrap_or_else(PoisonError::into_inner);
+            self.republish();
+        }
+        for i in positions {
+            self.contradicted[i].store(None);
+        }
+    }
+
+    /// Whether a contradiction of endpoint `i` is pending.
+    fn is_contradicted(&self, i: usize) -> bool {
+        self.contradicted.get(i).is_some_and(|c| c.load().is_some())
+    }
+
+    /// Whether `snapshot` (the latest one) admits endpoint `i`, contradictions aside (no time
+    /// rules): what counts as "admitted" for the evidence.
+    fn admits(&self, snapshot: Option<&Snapshot>, i: usize) -> bool {
+        decide(Some(i), snapshot, &self.settings.freshness, None).is_eligible()
+    }
+
+    /// Milliseconds since the monitor was built, on the Tokio clock.
+    pub(crate) fn now_ms(&self) -> u64 {
+        u64::try_from(Instant::now().saturating_duration_since(self.origin).as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// The evidence's half-life, in milliseconds.
+    pub(crate) fn half_life(&self) -> u64 {
+        self.half_life_ms.load(Ordering::Relaxed)
+    }
+
+    /// Sets the evidence's half-life (a spawned schedule: a quarter of its interval).
+    pub(crate) fn set_half_life(&self, half_life: Duration) {
+        let ms = u64::try_from(half_life.as_millis()).unwrap_or(u64::MAX).max(1);
+        self.half_life_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// Endpoint `i`'s evidence now.
+    pub(crate) fn counts(&self, i: usize) -> Counts {
+        self.evidence.get(i).map_or_else(Counts::default, |e| e.counts(self.now_ms(), self.half_life()))
+    }
+
+    /// Records what real traffic showed of endpoint `i` (from [`HealthSource::observe`]
+    /// (failnext::HealthSource::observe)): the evidence, and for a head behind or implausible
+    /// while the view admits it, a contradiction that makes it ineligible at once. Returns
+    /// whether it contradicted the view.
+    pub(crate) fn observe(&self, i: usize, observation: Observation) -> bool {
+        let Some(evidence) = self.evidence.get(i) else { return false };
+        evidence.record(!observation.is_bad(), self.now_ms(), self.half_life());
+        let contradicts = matches!(observation, Observation::Behind { .. } | Observation::Implausible { .. });
+        if !contradicts || self.is_contradicted(i) || !self.admits(self.published.load().as_deref(), i) {
+            return false;
+        }
+        self.contradicted[i].store(Some(Arc::new(observation)));
+        if let Some(bits) = &self.bits {
+            bits.fetch_and(!(1 << i), Ordering::SeqCst);
+        }
+        // Published here when no publication is under way; else the one under way applies it,
+        // or the provider's probe does before it starts.
+        if let Ok(_publishing) = self.publishing.try_lock() {
+            self.republish();
+        }
+        // Its probe runs now, whatever `check_now` allowed lately: a contradiction happens at
+        // most once per re-admission.
+        if let Some(link) = &*self.schedule.load() {
+            link.wake(i, self.now_ms(), true);
+        }
+        true
+    }
+
+    /// Asks the spawned schedule to probe endpoint `i` now (see [`Link::wake`]); nothing
+    /// without a schedule.
+    ///
+    /// [`Link::wake`]: crate::wake::Link::wake
+    pub(crate) fn check_now(&self, i: usize) {
+        if let Some(link) = &*self.schedule.load() {
+            link.wake(i, self.now_ms(), false);
+        }
+    }
+
+    /// Publishes the spawned schedule's probe of endpoint `i` ([`round::amend`]) and records
+    /// the evidence it adds. Returns whether the endpoint is fit afterwards (eligible, not
+    /// contradicted).
+    fn publish_probe(&self, i: usize, report: ProbeReport) -> bool {
+        if let Some(pending) = self.chain_pending.get(i) {
+            if report.result.is_err() {
+                pending.store(true, Ordering::Relaxed);
+            } else if report.chain_verified {
+                pending.store(false, Ordering::Relaxed);
+            }
+        }
+        let (at, counts) = (Instant::now(), self.counts(i));
+        let ids: Vec<&EndpointId> = self.settings.endpoints.iter().map(Endpoint::id).collect();
+        let waiting = if self.settings.freshness.fail_closed { Fitness::Closed } else { Fitness::Unchecked };
+        let config = round::Amending { max_lag: self.settings.max_lag, rules: self.settings.rules, waiting };
+        let measured =
+            round::Measured { latency: report.latency, hash: report.hash, timestamp: report.timestamp };
+        let probed = round::Probed { position: i, outcome: report.result, measured, at, counts };
+        let _publishing = self.publishing.lock().unwrap_or_else(PoisonError::into_inner);
+        let previous = self.published.load_full();
+        let amended = round::amend(previous.as_deref(), &ids, probed, config);
+        if let (Some(good), Some(evidence)) = (amended.evidence, self.evidence.get(i)) {
+            evidence.record(good, self.now_ms(), self.half_life());
+        }
+        if let Some(snapshot) = amended.snapshot {
+            self.publish_and_tell(snapshot, Fresh::One(i));
+        }
+        let published = self.published.load();
+        published.as_deref().is_some_and(|s| s.fitness_at(i).is_eligible()) && !self.is_contradicted(i)
     }
 }
 
@@ -289,8 +575,8 @@ impl Inner {
 /// `failnext_blocklag_probe_latency_seconds` (gauges), `failnext_blocklag_eligible` (gauge, 0 or
 /// 1), `failnext_blocklag_probe_failures_total` (counter, with the failed `call`).
 #[cfg(feature = "metrics")]
-fn record_metrics(snapshot: &Snapshot) {
-    for entry in snapshot.entries() {
+fn record_metrics(snapshot: &Snapshot, fresh: Fresh) {
+    for (i, entry) in snapshot.entries().iter().enumerate() {
         let id = entry.endpoint().as_str().to_owned();
         if let Some(height) = entry.height() {
             metrics::gauge!("failnext_blocklag_height", "endpoint" => id.clone()).set(height as f64);
@@ -302,7 +588,7 @@ fn record_metrics(snapshot: &Snapshot) {
             metrics::gauge!("failnext_blocklag_probe_latency_seconds", "endpoint" => id.clone())
                 .set(latency.as_secs_f64());
         }
-        if entry.height().is_none() {
+        if entry.height().is_none() && entry.error().is_some() && fresh.contains(i) {
             let call = entry.last_failed_call().unwrap_or("unknown");
             metrics::counter!("failnext_blocklag_probe_failures_total", "endpoint" => id.clone(), "call" => call)
                 .increment(1);
@@ -345,7 +631,9 @@ fn decide(
     let Some(grace) = freshness.grace else { return fitness };
     let heard =
         snapshot.entries().get(i).and_then(|e| e.last_good()).is_some_and(|at| !older_than(at, grace));
-    if fitness.is_eligible() && !heard { Fitness::Unheard } else { fitness }
+    // A provider the spawned schedule has not probed yet is as before any publication.
+    let unheard = fitness.is_eligible() && fitness != Fitness::Unchecked && !heard;
+    if unheard { Fitness::Unheard } else { fitness }
 }
 
 /// Bit `i` set iff the endpoint at position `i` is eligible by [`decide`] without the time
@@ -431,7 +719,7 @@ mod tests {
                 &[],
                 tokio::time::Instant::now(),
             );
-            monitor.inner.publish(round.snapshot.unwrap());
+            monitor.inner.publish(round.snapshot.unwrap(), Fresh::All);
             let published = monitor.snapshot().unwrap();
             assert_eq!(decide(Some(0), Some(&published), &Freshness::default(), None), Fitness::ProbeFailed);
             assert_eq!(
@@ -448,6 +736,19 @@ mod tests {
             );
             assert_eligible_follows_decide(&monitor);
         }
+    }
+
+    #[test]
+    fn a_provider_often_bad_is_fed_a_latency_penalised_by_probe_timeouts() {
+        use std::time::Duration;
+        let (ms, timeout) = (Duration::from_millis, Duration::from_secs(1));
+        assert_eq!(penalised(ms(10), 0.0, timeout), ms(10));
+        assert_eq!(penalised(ms(10), PENALTY_BAD_SHARE, timeout), ms(10));
+        // Half bad: one extra attempt per good answer, costed at a timeout.
+        assert_eq!(penalised(ms(10), 0.5, timeout), ms(1_010));
+        assert!(penalised(ms(10), 0.2, timeout) > ms(200), "behind a healthy 200 ms provider");
+        assert_eq!(penalised(ms(10), 1.0, timeout), ms(9_010));
+        assert_eq!(penalised(ms(10), 0.99, timeout), ms(9_010));
     }
 
     #[tokio::test(start_paused = true)]

@@ -160,7 +160,7 @@ enum Batch {
 async fn exchange_batch(
     client: &Client,
     url: &Url,
-) -> Result<(Result<u64, ProbeError>, Result<head::HeadAnswer, ProbeError>), Batch> {
+) -> Result<head::BatchAnswers, Batch> {
     let mut response = client
         .post(url.clone())
         .header(CONTENT_TYPE, "application/json")

@@ -14,6 +14,7 @@ use crate::agreement;
 use crate::block_hash::BlockHash;
 use crate::clock::{self, Stamped};
 use crate::check_error::ProbeFailure;
+use crate::evidence::Counts;
 use crate::fitness::Fitness;
 use crate::head_timing::{self, HeadTiming};
 use crate::probe_error::ProbeErrorKind;
@@ -168,7 +169,7 @@ pub(crate) fn assemble(
             }
         };
         let entry = carry_probe_health(entry, before, measured.latency, failed_now);
-        entries.push(entry.last_good_at(last_good));
+        entries.push(entry.last_good_at(last_good).checked_at(checked_at));
     }
     let agreed = agreement::agree(&entries, rules.agreement);
     let snapshot = highest.map(|highest| {
@@ -178,6 +179,195 @@ pub(crate) fn assemble(
             .checked_at(checked_at)
     });
     Round { snapshot, failures }
+}
+
+/// The largest bad share of a provider's recent evidence ([`Counts::bad_share`], this probe
+/// counted) at which a good probe of the spawned schedule re-admits it when it was ineligible:
+/// above it the provider is [`Fitness::Doubted`].
+pub(crate) const READMIT_BAD_SHARE: f64 = 0.25;
+
+/// One provider's probe under the spawned schedule, to publish on its own.
+#[derive(Debug)]
+pub(crate) struct Probed {
+    /// Its place in configured order.
+    pub(crate) position: usize,
+    /// Its height, or the failure.
+    pub(crate) outcome: Result<u64, ProbeFailure>,
+    /// What else the probe measured.
+    pub(crate) measured: Measured,
+    /// When the probe ended.
+    pub(crate) at: Instant,
+    /// The provider's evidence before this probe.
+    pub(crate) counts: Counts,
+}
+
+/// The configuration [`amend`] applies.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Amending {
+    pub(crate) max_lag: u64,
+    pub(crate) rules: Rules,
+    /// The fitness of a provider not probed yet ([`Fitness::Unchecked`] or
+    /// [`Fitness::Closed`]).
+    pub(crate) waiting: Fitness,
+}
+
+/// What [`amend`] made of one probe.
+#[derive(Debug)]
+pub(crate) struct Amended {
+    /// The snapshot to publish; `None` when no entry has a height (nothing to compare: the
+    /// previous snapshot stays, as when every probe of a check fails).
+    pub(crate) snapshot: Option<Snapshot>,
+    /// The evidence the probe adds: good (`Some(true)`: within the lag threshold), bad
+    /// (`Some(false)`: failed or lagging, while the provider was admitted), or none (failed or
+    /// lagging again while it was already held out: probing it more often is no new
+    /// evidence).
+    pub(crate) evidence: Option<bool>,
+}
+
+/// Publishes one provider's probe into the `previous` snapshot (the spawned schedule). Pure.
+///
+/// The entry of `probed.position` is replaced; the reference height is re-derived from every
+/// entry's latest height; every other entry is re-judged against it, which can make a fit
+/// provider lagging at once but makes no ineligible provider eligible (that takes its own
+/// probe). The probed entry is judged as in [`assemble`] (lag in blocks, then in seconds, then
+/// [`readmission`]), and then, if it was held out (ineligible before) and its evidence with
+/// this probe counted has a bad share above [`READMIT_BAD_SHARE`], it stays out as
+/// [`Fitness::Doubted`].
+pub(crate) fn amend(
+    previous: Option<&Snapshot>,
+    ids: &[&EndpointId],
+    probed: Probed,
+    config: Amending,
+) -> Amended {
+    let Probed { position: i, outcome, measured, at, counts } = probed;
+    let (max_lag, rules) = (config.max_lag, config.rules);
+    let mut entries: Vec<SnapshotEntry> = ids
+        .iter()
+        .enumerate()
+        .map(|(j, id)| {
+            previous
+                .and_then(|p| p.entries().get(j))
+                .cloned()
+                .unwrap_or_else(|| SnapshotEntry::waiting((*id).clone(), config.waiting))
+        })
+        .collect();
+    let Some(before) = entries.get(i).cloned() else { return Amended { snapshot: None, evidence: None } };
+    let held_out = !before.is_waiting() && !before.is_eligible();
+    let judged = (!before.is_waiting()).then_some(&before);
+    // Heads by the clock: the probed entry's stamp (the others keep theirs), which heads are
+    // implausible (under `Reference::Plausible`), then the reference of the plausible ones.
+    let wall = SystemTime::now();
+    let stamp = outcome.as_ref().ok().zip(measured.timestamp).map(|(&height, timestamp)| {
+        Stamped::after(before.stamped(), height, timestamp, at, wall)
+    });
+    let stamps: Vec<Option<Stamped>> =
+        entries.iter().enumerate().map(|(j, e)| if j == i { stamp } else { e.stamped() }).collect();
+    let learned = previous.and_then(Snapshot::block_time);
+    let plausible_rule = rules.reference == Reference::Plausible;
+    let implausible: Vec<bool> = if plausible_rule {
+        let heads: Vec<Stamped> = stamps.iter().flatten().copied().collect();
+        let mut flags = clock::implausible(&heads, wall, learned, max_lag).into_iter();
+        stamps.iter().map(|s| s.is_some() && flags.next().unwrap_or(false)).collect()
+    } else {
+        vec![false; entries.len()]
+    };
+    let height_of = |j: usize, e: &SnapshotEntry| match j == i {
+        true => outcome.as_ref().ok().copied(),
+        false => e.height(),
+    };
+    let plausible_heights =
+        entries.iter().enumerate().filter(|(j, _)| !implausible[*j]).filter_map(|(j, e)| height_of(j, e));
+    let highest = rules.reference.of(plausible_heights).or_else(|| {
+        rules.reference.of(entries.iter().enumerate().filter_map(|(j, e)| height_of(j, e)))
+    });
+    let previous_head = previous.and_then(|p| p.head().map(|head| (p.highest(), head)));
+    let head = highest.map(|reference| HeadTiming::after(previous_head, reference, at, rules.stall_after));
+    let block_time = head.and_then(|h| h.block_time);
+    let max_head_age = (plausible_rule || rules.max_head_age.is_some())
+        .then(|| clock::max_head_age(rules.max_head_age, block_time.or(learned)));
+    let stale_at = |stamp: Option<Stamped>| {
+        stamp.map(|s| s.age(at)).filter(|age| max_head_age.is_some_and(|max| *age > max))
+    };
+
+    let last_good = match outcome {
+        Ok(_) => Some(at),
+        Err(_) => before.last_good(),
+    };
+    let failed_now = outcome.as_ref().err().map(|f| (f.call(), f.error().kind()));
+    let (entry, good) = match outcome {
+        Ok(height) => {
+            let fitness = if implausible[i] {
+                Fitness::Implausible
+            } else if let Some(age) = stale_at(stamp) {
+                Fitness::Stale { age }
+            } else {
+                let fitness = Fitness::of_height(height, highest.unwrap_or(height), max_lag);
+                within_seconds(fitness, block_time, rules.max_lag_secs)
+            };
+            let within = matches!(fitness, Fitness::Fit { .. });
+            let (fitness, good) = readmission(fitness, judged, rules.readmit_after);
+            let entry = SnapshotEntry::probed(before.endpoint().clone(), height, fitness)
+                .with_good_checks(good)
+                .with_head_hash(measured.hash)
+                .with_stamped(stamp);
+            (entry, within)
+        }
+        Err(failure) => (SnapshotEntry::failed(before.endpoint().clone(), failure.shared_error()), false),
+    };
+    let evidence = (good || !held_out).then_some(good);
+    let counts = match evidence {
+        Some(true) => Counts { good: counts.good + 1.0, ..counts },
+        Some(false) => Counts { bad: counts.bad + 1.0, ..counts },
+        None => counts,
+    };
+    let share = counts.bad_share();
+    let entry = match entry.fitness() {
+        Fitness::Fit { behind } if held_out && share > READMIT_BAD_SHARE => {
+            entry.with_fitness(Fitness::Doubted { behind })
+        }
+        _ => entry,
+    };
+    let entry = carry_probe_health(entry, judged, measured.latency, failed_now)
+        .last_good_at(last_good)
+        .checked_at(at)
+        .with_bad_share(Some(share));
+    entries[i] = entry;
+
+    let Some(highest) = highest else { return Amended { snapshot: None, evidence } };
+    for (j, entry) in entries.iter_mut().enumerate().filter(|(j, _)| *j != i) {
+        let Some(height) = entry.height() else { continue };
+        // A head that turned implausible or stale since its probe is demoted at once.
+        let fresh = if implausible[j] {
+            Fitness::Implausible
+        } else if let Some(age) = stale_at(entry.stamped()) {
+            Fitness::Stale { age }
+        } else {
+            within_seconds(Fitness::of_height(height, highest, max_lag), block_time, rules.max_lag_secs)
+        };
+        let rejudged = match (entry.fitness(), fresh) {
+            (Fitness::Fit { .. }, fresh) => fresh,
+            (Fitness::Readmitting { .. } | Fitness::Doubted { .. }, Fitness::Lagging { behind }) => {
+                Fitness::Lagging { behind }
+            }
+            (Fitness::Readmitting { .. } | Fitness::Doubted { .. }, demoted @ (Fitness::Stale { .. } | Fitness::Implausible)) => demoted,
+            (current, _) => current,
+        };
+        *entry = entry.clone().with_fitness(rejudged);
+    }
+    let seen = entries
+        .iter()
+        .filter(|e| e.height().is_some_and(|h| h >= highest))
+        .filter_map(SnapshotEntry::checked)
+        .max()
+        .unwrap_or(at);
+    let checked_at = previous.map_or(at, |p| p.checked().max(at));
+    let agreed = agreement::agree(&entries, rules.agreement);
+    let snapshot = Snapshot::new(entries, highest, max_lag, SystemTime::now())
+        .with_head(head)
+        .with_agreed(agreed)
+        .checked_at(checked_at)
+        .with_reference_seen(seen);
+    Amended { snapshot: Some(snapshot), evidence }
 }
 
 /// Hysteresis: a good check (`fitness` is [`Fitness::Fit`]) of an endpoint that was
@@ -372,6 +562,68 @@ mod tests {
         let s7 = next(Some(&s6), Some(10));
         assert_eq!(s7.fitness("b"), Fitness::Fit { behind: 0 });
         assert_eq!(s7.entry("b").unwrap().consecutive_good_checks(), 3);
+    }
+
+    /// The spawned schedule's probe of endpoint `i` of "a", "b", "c", with `counts` of evidence.
+    fn amended(
+        prev: Option<&Snapshot>,
+        i: usize,
+        outcome: Result<u64, ProbeFailure>,
+        counts: Counts,
+    ) -> Amended {
+        let ids: Vec<EndpointId> = ["a", "b", "c"].into_iter().map(EndpointId::from).collect();
+        let ids: Vec<&EndpointId> = ids.iter().collect();
+        let probed =
+            Probed { position: i, outcome, measured: Measured::default(), at: Instant::now(), counts };
+        let config = Amending { max_lag: 1, rules: Rules::default(), waiting: Fitness::Unchecked };
+        amend(prev, &ids, probed, config)
+    }
+
+    #[test]
+    fn one_probe_replaces_its_entry_and_the_others_wait_fail_open() {
+        let s1 = amended(None, 1, Ok(100), Counts::default()).snapshot.unwrap();
+        assert_eq!(s1.fitness("a"), Fitness::Unchecked);
+        assert!(s1.entry("a").unwrap().checked().is_none() && s1.entry("b").unwrap().checked().is_some());
+        assert_eq!((s1.highest(), s1.fitness("b")), (100, Fitness::Fit { behind: 0 }));
+        // A failure with no height anywhere publishes nothing; the provider was admitted
+        // (fail-open), so it is bad evidence.
+        let failed = amended(None, 0, failed("a").1, Counts::default());
+        assert!(failed.snapshot.is_none());
+        assert_eq!(failed.evidence, Some(false));
+    }
+
+    #[test]
+    fn a_higher_reference_demotes_the_others_at_once_but_only_their_own_probe_promotes_them() {
+        let s1 = amended(None, 0, Ok(100), Counts::default()).snapshot.unwrap();
+        let s2 = amended(Some(&s1), 1, Ok(100), Counts::default()).snapshot.unwrap();
+        let s3 = amended(Some(&s2), 2, Ok(105), Counts::default()).snapshot.unwrap();
+        assert_eq!(s3.highest(), 105);
+        assert_eq!(s3.fitness("a"), Fitness::Lagging { behind: 5 });
+        assert_eq!(s3.fitness("b"), Fitness::Lagging { behind: 5 });
+        // c fails: the reference falls back to 100, but a and b wait for their own probes.
+        let s4 = amended(Some(&s3), 2, failed("c").1, Counts::default()).snapshot.unwrap();
+        assert_eq!(s4.highest(), 100);
+        assert_eq!(s4.fitness("a"), Fitness::Lagging { behind: 5 });
+        let s5 = amended(Some(&s4), 0, Ok(100), Counts::default()).snapshot.unwrap();
+        assert_eq!(s5.fitness("a"), Fitness::Fit { behind: 0 });
+    }
+
+    #[test]
+    fn a_held_out_provider_is_readmitted_by_a_good_probe_only_when_its_evidence_allows() {
+        let s1 = amended(None, 0, Ok(100), Counts::default()).snapshot.unwrap();
+        let out = amended(Some(&s1), 1, failed("b").1, Counts::default()).snapshot.unwrap();
+        assert_eq!(out.fitness("b"), Fitness::ProbeFailed);
+        // Half bad: 3 good, 3 bad, plus this probe's good: 3/7 > 1/4.
+        let doubted = amended(Some(&out), 1, Ok(100), Counts { good: 3.0, bad: 3.0 });
+        assert_eq!(doubted.evidence, Some(true));
+        let entry = doubted.snapshot.as_ref().unwrap().entry("b").unwrap().clone();
+        assert_eq!(entry.fitness(), Fitness::Doubted { behind: 0 });
+        assert_eq!(entry.bad_share(), Some(3.0 / 7.0));
+        // 1 bad against 2 good and this probe: exactly 1/4, re-admitted.
+        let back = amended(Some(&out), 1, Ok(100), Counts { good: 2.0, bad: 1.0 }).snapshot.unwrap();
+        assert_eq!(back.fitness("b"), Fitness::Fit { behind: 0 });
+        // A failed probe of a provider already out adds no evidence.
+        assert_eq!(amended(Some(&out), 1, failed("b").1, Counts::default()).evidence, None);
     }
 
     #[test]

@@ -1,51 +1,67 @@
-//! `Monitor::spawn` and its [`MonitorHandle`]: checks on an adaptive, jittered schedule, one at
-//! a time, on the current Tokio runtime.
+//! `Monitor::spawn` and its [`MonitorHandle`]: each provider probed on its own adaptive,
+//! jittered schedule, on the current Tokio runtime, and woken early by failnext ([`Link`]).
 //!
-//! The schedule itself ([`run`], [`pace`]) knows nothing of probes: it is given a check to
-//! run and what the check concluded, so its timing is tested under paused time without I/O.
+//! The schedule itself ([`run`], [`pace`]) knows nothing of probes: it is given a probe to
+//! run and what the probe concluded, so its timing is tested under paused time without I/O.
 
 use std::fmt;
 use std::future::Future;
 use std::pin::pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use failnext::Jitter;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
 use crate::monitor::Monitor;
+use crate::wake::Link;
 
 impl Monitor {
-    /// Starts checking on a schedule, in a task of the current Tokio runtime
+    /// Starts probing on a schedule, in a task of the current Tokio runtime
     /// ([`tokio::spawn`]), until the returned handle is [stopped](MonitorHandle::stop) or
     /// dropped.
     ///
-    /// The first check starts at once. After each check the task sleeps, then checks again:
+    /// Every provider is probed on its own schedule, and its entry is published as soon as its
+    /// own probe ends (the others' entries are kept, the reference height and their fitness
+    /// re-derived): a provider that hangs delays only its own entry, never another's. The
+    /// first probes start at once. After each probe of a provider, its next one comes:
     ///
-    /// - for `interval` when the check returned `Ok(())` and every endpoint of the latest
-    ///   snapshot is eligible ("all fit");
-    /// - for `interval / 4` otherwise: some probe failed, some provider lagged or was
-    ///   ineligible for another reason, or nothing was published. The monitor looks again
-    ///   sooner while something is wrong, and slows down as soon as one check finds all fit;
-    /// - each sleep is jittered by up to ±10 % (uniformly, from a per-task
-    ///   [`failnext::Jitter`] seeded from entropy), so that monitors started together drift
-    ///   apart.
+    /// - `interval` later when it is fit (eligible in the snapshot its probe published);
+    /// - `interval / 4` later otherwise: failed, lagging, still being re-admitted, doubted or
+    ///   contradicted ([Paired with failnext](crate#paired-with-failnext)). The monitor looks
+    ///   again sooner at what is wrong, and slows down as soon as a probe finds it fit;
+    /// - at once when failnext asks for it ([`HealthSource::check_now`]), honoured at most
+    ///   once per provider per `interval` (requests in between are dropped, never queued), or
+    ///   when an answer contradicts the view;
+    /// - each sleep is jittered by up to ±10 % (uniformly, from a per-provider
+    ///   [`failnext::Jitter`] seeded from entropy), so that providers and monitors started
+    ///   together drift apart.
     ///
-    /// The sleep starts when the check ends: a check that takes longer than the interval
-    /// delays the next one, and checks never pile up or overlap. The task runs the same
-    /// serialized [`check`](Monitor::check) as a manual call, so a manual `check()` at the same
-    /// time waits for its turn (manual checks stay available and do not reset the schedule).
-    /// Check errors are not reported by the task; they are in the published
+    /// The sleep starts when the probe ends: a provider's probes never overlap. Each probe is
+    /// bounded by the [probe timeout](crate::MonitorBuilder::probe_timeout), which for a
+    /// spawned schedule is `min(5 s, interval)` unless set explicitly. With an
+    /// [expected chain id](crate::MonitorBuilder::expected_chain_id), every probe also calls
+    /// `eth_chainId` (not only until the chain is verified, as [`check`](Monitor::check)
+    /// does). Probe errors are not reported by the task; they are in the published
     /// [`Snapshot`](crate::Snapshot) (a failed probe is an ineligible entry with its
-    /// [`error`](crate::SnapshotEntry::error)).
+    /// [`error`](crate::SnapshotEntry::error)); each entry's
+    /// [`checked`](crate::SnapshotEntry::checked) says when its provider's probe ended.
+    /// A probe whose snapshot would have no height at all (every provider failed or was not
+    /// probed yet) publishes nothing, as a check in which every probe fails.
+    ///
+    /// Manual [`check`](Monitor::check)s stay available: they run the whole round as before
+    /// and do not reset the schedule (a check's probe of a provider may overlap the
+    /// schedule's). Spawning again replaces the target of `check_now` with the new schedule.
     ///
     /// With a [`grace`](crate::MonitorBuilder::grace) or a
-    /// [`max_age`](crate::MonitorBuilder::max_age), keep `interval` (plus the longest check,
-    /// about one [probe timeout](crate::MonitorBuilder::probe_timeout)) below them, or fit
-    /// providers expire between two checks.
+    /// [`max_age`](crate::MonitorBuilder::max_age), keep `interval` (plus one probe timeout)
+    /// below them, or fit providers expire between two probes.
     ///
     /// The task holds a clone of the monitor, so the monitor lives at least as long as the
     /// task.
+    ///
+    /// [`HealthSource::check_now`]: failnext::HealthSource::check_now
     ///
     /// # Panics
     ///
@@ -55,27 +71,36 @@ impl Monitor {
         self.spawn_with(interval, Jitter::from_entropy())
     }
 
-    /// [`spawn`](Monitor::spawn), with the sleeps jittered by `jitter`: a seeded
-    /// [`Jitter::from_seed`] makes the schedule's timing reproducible (tests).
-    pub(crate) fn spawn_with(&self, interval: Duration, jitter: Jitter) -> MonitorHandle {
+    /// [`spawn`](Monitor::spawn), with the sleeps jittered by generators seeded from `jitter`:
+    /// a seeded [`Jitter::from_seed`] makes the schedule's timing reproducible (tests).
+    pub(crate) fn spawn_with(&self, interval: Duration, mut jitter: Jitter) -> MonitorHandle {
         assert!(!interval.is_zero(), "Monitor::spawn needs a non-zero interval");
         let (stop, stopped) = watch::channel(false);
-        let monitor = self.clone();
-        let check = move || {
-            let monitor = monitor.clone();
-            async move {
-                let outcome = monitor.check().await;
-                outcome.is_ok()
-                    && monitor.snapshot().is_some_and(|s| s.entries().iter().all(|e| e.is_eligible()))
-            }
-        };
-        let task = tokio::spawn(run(check, interval, jitter, stopped));
+        let inner = self.inner();
+        let n = self.endpoints().len();
+        let link = Arc::new(Link::new(interval, n));
+        inner.set_half_life(interval / 4);
+        inner.schedule.store(Some(link.clone()));
+        let timeout = inner.settings.spawned_timeout(interval);
+        let providers: Vec<_> = (0..n)
+            .map(|i| {
+                let (monitor, link, stopped) = (self.clone(), link.clone(), stopped.clone());
+                let jitter = Jitter::from_seed(jitter.next_u64());
+                async move {
+                    let probe = || monitor.probe_one(i, timeout);
+                    run(probe, interval, jitter, stopped, link.wakes.get(i)).await;
+                }
+            })
+            .collect();
+        let task = tokio::spawn(async move {
+            futures::future::join_all(providers).await;
+        });
         MonitorHandle { task: Some(task), stop }
     }
 }
 
-/// The schedule of a [`Monitor::spawn`]ed task. Dropping it aborts the task at once (a running
-/// check is abandoned and publishes nothing); [`stop`](MonitorHandle::stop) ends it
+/// The schedule of a [`Monitor::spawn`]ed task. Dropping it aborts the task at once (the
+/// probes running are abandoned and publish nothing); [`stop`](MonitorHandle::stop) ends it
 /// gracefully.
 #[must_use = "dropping the handle stops the schedule at once"]
 pub struct MonitorHandle {
@@ -87,10 +112,10 @@ pub struct MonitorHandle {
 impl MonitorHandle {
     /// Stops the schedule and waits for its task to end.
     ///
-    /// A check that is running is let finish (each probe is bounded by the
-    /// [probe timeout](crate::MonitorBuilder::probe_timeout)) and publishes as usual; a sleep
-    /// between checks is cut short. When this returns no probe of the schedule is in flight and
-    /// none will be sent. Drop the handle instead to abandon a running check at once.
+    /// The probes that are running are let finish (each is bounded by the
+    /// [probe timeout](crate::MonitorBuilder::probe_timeout)) and publish as usual; the sleeps
+    /// between probes are cut short. When this returns no probe of the schedule is in flight
+    /// and none will be sent. Drop the handle instead to abandon the running probes at once.
     pub async fn stop(mut self) {
         self.stop.send_replace(true);
         if let Some(task) = self.task.take() {
@@ -120,14 +145,16 @@ impl fmt::Debug for MonitorHandle {
     }
 }
 
-/// Runs `check` until `stopped` turns true: a check, then a [`pace`]d sleep, and so on. `check`
-/// resolves to whether everything was fit. A stop during a check lets it finish; a stop during
-/// a sleep ends it.
+/// Runs `check` (one provider's probe) until `stopped` turns true: a check, then a [`pace`]d
+/// sleep, and so on. `check` resolves to whether the provider was fit. A stop during a check
+/// lets it finish; a stop during a sleep ends it; `wake` ends a sleep early (a permit stored
+/// while a check runs ends the next sleep at once).
 pub(crate) async fn run<C, F>(
     mut check: C,
     interval: Duration,
     mut jitter: Jitter,
     mut stopped: watch::Receiver<bool>,
+    wake: Option<&Notify>,
 ) where
     C: FnMut() -> F,
     F: Future<Output = bool>,
@@ -141,7 +168,13 @@ pub(crate) async fn run<C, F>(
         // A closed channel (the handle is gone) also ends the sleep; the loop then ends too if
         // it was a stop, and otherwise the task is being aborted anyway.
         let changed = pin!(stopped.changed());
-        futures::future::select(sleep, changed).await;
+        let woken = pin!(async {
+            match wake {
+                Some(wake) => wake.notified().await,
+                None => std::future::pending().await,
+            }
+        });
+        futures::future::select(sleep, futures::future::select(changed, woken)).await;
     }
 }
 
@@ -196,7 +229,7 @@ mod tests {
                 answer
             }
         };
-        let task = tokio::spawn(run(check, INTERVAL, Jitter::from_seed(7), stopped));
+        let task = tokio::spawn(run(check, INTERVAL, Jitter::from_seed(7), stopped, None));
         tokio::time::sleep(for_).await;
         stop.send_replace(true);
         task.await.unwrap();

@@ -21,6 +21,8 @@ pub(crate) struct Settings {
     pub(crate) client: reqwest::Client,
     /// Bounds each probe call.
     pub(crate) probe_timeout: Duration,
+    /// Whether `probe_timeout` was set (else the spawned schedule's follows its interval).
+    pub(crate) probe_timeout_set: bool,
     /// When set, checks verify each provider's chain id (at first, and after a failure).
     pub(crate) expected_chain_id: Option<u64>,
     /// The call that reads each provider's head: `eth_blockNumber`, or
@@ -55,6 +57,12 @@ impl Freshness {
 }
 
 impl Settings {
+    /// The probe timeout of a schedule spawned with `interval`: the one set, else
+    /// `min(5 s, interval)`.
+    pub(crate) fn spawned_timeout(&self, interval: Duration) -> Duration {
+        if self.probe_timeout_set { self.probe_timeout } else { self.probe_timeout.min(interval) }
+    }
+
     /// The position of `id` among the configured endpoints. failnext asks with clones of the
     /// ids the monitor was built from, so comparing addresses first usually finds it without
     /// comparing any text.

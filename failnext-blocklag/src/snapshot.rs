@@ -36,6 +36,7 @@ use crate::rpc::Method;
 /// unless the monitor has a [`max_age`](crate::MonitorBuilder::max_age) or a
 /// [`grace`](crate::MonitorBuilder::grace), which [`Monitor::eligible`](crate::Monitor::eligible)
 /// applies at the time of asking ([`Snapshot::is_eligible`] does not: it reads no clock).
+#[derive(Clone)]
 pub struct Snapshot {
     entries: Vec<SnapshotEntry>,
     highest: u64,
@@ -47,6 +48,8 @@ pub struct Snapshot {
     head: Option<HeadTiming>,
     /// The head enough eligible providers reported with the same hash, found at assembly.
     agreed: Option<AgreedHead>,
+    /// The latest probe time at which a provider reported the reference height (or above).
+    reference_seen: Instant,
 }
 
 /// One endpoint's line in a [`Snapshot`].
@@ -68,6 +71,10 @@ pub struct SnapshotEntry {
     last_failure: Option<(Method, ProbeErrorKind)>,
     /// Its head with the block's timestamp, when the probe read one.
     stamped: Option<Stamped>,
+    /// When its latest probe ended (Tokio clock); `None` before this process probed it.
+    checked: Option<Instant>,
+    /// The bad share of its recent evidence when its latest probe was judged.
+    bad_share: Option<f64>,
 }
 
 #[derive(Clone)]
@@ -78,6 +85,9 @@ enum EntryState {
         fitness: Fitness,
     },
     Failed(Arc<ProbeError>),
+    /// Not probed yet by the spawned schedule, whose other providers already published:
+    /// [`Fitness::Unchecked`] (fail-open) or [`Fitness::Closed`] (fail-closed).
+    Waiting(Fitness),
 }
 
 // ===== impl Snapshot =====
@@ -85,7 +95,38 @@ enum EntryState {
 impl Snapshot {
     /// A snapshot of `entries`, one per configured endpoint in configured order.
     pub(crate) fn new(entries: Vec<SnapshotEntry>, highest: u64, max_lag: u64, taken_at: SystemTime) -> Self {
-        Snapshot { entries, highest, max_lag, taken_at, checked_at: Instant::now(), head: None, agreed: None }
+        let now = Instant::now();
+        Snapshot {
+            entries,
+            highest,
+            max_lag,
+            taken_at,
+            checked_at: now,
+            head: None,
+            agreed: None,
+            reference_seen: now,
+        }
+    }
+
+    /// This snapshot with each entry passed through `f` (with its position).
+    pub(crate) fn map_entries(mut self, mut f: impl FnMut(usize, SnapshotEntry) -> SnapshotEntry) -> Self {
+        let entries = std::mem::take(&mut self.entries);
+        self.entries = entries.into_iter().enumerate().map(|(i, e)| f(i, e)).collect();
+        self
+    }
+
+    /// This snapshot, its reference height last reported at `seen`.
+    pub(crate) fn with_reference_seen(mut self, seen: Instant) -> Self {
+        self.reference_seen = seen;
+        self
+    }
+
+    /// The latest probe time (Tokio clock) at which a provider reported the
+    /// [reference height](Snapshot::highest) or a higher one: the end of the check for
+    /// [`Monitor::check`](crate::Monitor::check), the newest such entry's
+    /// [`checked`](SnapshotEntry::checked) for the spawned schedule.
+    pub fn reference_seen(&self) -> Instant {
+        self.reference_seen
     }
 
     /// This snapshot, with the head its eligible providers agree on.
@@ -161,9 +202,11 @@ impl Snapshot {
         self.agreed.as_ref()
     }
 
-    /// Sets the Tokio-clock time of the check (`new` takes the current one).
+    /// Sets the Tokio-clock time of the check (`new` takes the current one), which is also
+    /// when the reference height was seen.
     pub(crate) fn checked_at(mut self, checked_at: Instant) -> Self {
         self.checked_at = checked_at;
+        self.reference_seen = checked_at;
         self
     }
 
@@ -173,7 +216,10 @@ impl Snapshot {
     }
 
     /// How long ago the check that produced this snapshot finished probing, on the Tokio clock
-    /// (paused in tests; the system's monotonic clock otherwise). Reads the clock.
+    /// (paused in tests; the system's monotonic clock otherwise). Reads the clock. Under the
+    /// [spawned schedule](crate::Monitor::spawn), which publishes each provider's entry when
+    /// its own probe ends, this is the age of the newest entry; each entry has its own
+    /// [`SnapshotEntry::age`].
     pub fn age(&self) -> Duration {
         Instant::now().saturating_duration_since(self.checked_at)
     }
@@ -316,6 +362,8 @@ impl SnapshotEntry {
             last_failure: None,
             last_good: None,
             stamped: None,
+            checked: None,
+            bad_share: None,
         }
     }
 
@@ -330,6 +378,98 @@ impl SnapshotEntry {
             last_failure: None,
             last_good: None,
             stamped: None,
+            checked: None,
+            bad_share: None,
+        }
+    }
+
+    /// The entry of an endpoint the spawned schedule has not probed yet: `fitness` is
+    /// [`Fitness::Unchecked`] or [`Fitness::Closed`].
+    pub(crate) fn waiting(endpoint: EndpointId, fitness: Fitness) -> Self {
+        SnapshotEntry {
+            endpoint,
+            state: EntryState::Waiting(fitness),
+            head_hash: None,
+            good_checks: 0,
+            latency: None,
+            last_failure: None,
+            last_good: None,
+            stamped: None,
+            checked: None,
+            bad_share: None,
+        }
+    }
+
+    /// Whether the spawned schedule has not probed it yet.
+    pub(crate) fn is_waiting(&self) -> bool {
+        matches!(self.state, EntryState::Waiting(_))
+    }
+
+    /// This entry, its probe ended at `at`.
+    pub(crate) fn checked_at(mut self, at: Instant) -> Self {
+        self.checked = Some(at);
+        self
+    }
+
+    /// When this endpoint's latest probe ended, on the Tokio clock: the end of the
+    /// [`check`](crate::Monitor::check) for a check's snapshot, the end of its own probe under
+    /// the [spawned schedule](crate::Monitor::spawn) (where each provider publishes on its
+    /// own, so entries of one snapshot have different times). `None` when this process has
+    /// not probed it yet (a snapshot restored by
+    /// [`restore_health`](crate::Monitor::restore_health), or a provider whose first spawned
+    /// probe is still running).
+    pub fn checked(&self) -> Option<Instant> {
+        self.checked
+    }
+
+    /// How long ago [`checked`](SnapshotEntry::checked) was, on the Tokio clock (reads it).
+    pub fn age(&self) -> Option<Duration> {
+        self.checked.map(|at| Instant::now().saturating_duration_since(at))
+    }
+
+    /// This entry with `fitness` in place of the one it has (kept as is when its probe failed
+    /// or it was not probed).
+    pub(crate) fn with_fitness(mut self, fitness: Fitness) -> Self {
+        if let EntryState::Probed { fitness: ref mut f, .. } = self.state {
+            *f = fitness;
+        }
+        self
+    }
+
+    /// This entry, the bad share of its evidence at its probe being `share`.
+    pub(crate) fn with_bad_share(mut self, share: Option<f64>) -> Self {
+        self.bad_share = share;
+        self
+    }
+
+    /// The share of bad outcomes in the provider's recent evidence (its probes and the
+    /// real-traffic answers failnext [observed](failnext::HealthSource::observe), decayed as
+    /// the [crate documentation](crate#paired-with-failnext) says) when its latest probe was
+    /// judged by the [spawned schedule](crate::Monitor::spawn); `None` for entries of
+    /// [`check`](crate::Monitor::check), which does not weigh evidence.
+    pub fn bad_share(&self) -> Option<f64> {
+        self.bad_share
+    }
+
+    /// Whether its latest probe was good, but the provider stays ineligible because it was
+    /// ineligible before and its recent evidence was bad too often ([`bad_share`] above the
+    /// re-admission limit): one good probe does not re-admit a provider that fails half its
+    /// answers. Only under the [spawned schedule](crate::Monitor::spawn).
+    ///
+    /// [`bad_share`]: SnapshotEntry::bad_share
+    pub fn is_doubted(&self) -> bool {
+        matches!(self.fitness(), Fitness::Doubted { .. })
+    }
+
+    /// The real-traffic answer that contradicted this view of the provider since its latest
+    /// probe: failnext [observed](failnext::HealthSource::observe) it
+    /// [`Behind`](failnext::Observation::Behind) or
+    /// [`Implausible`](failnext::Observation::Implausible) while the monitor admitted it,
+    /// which makes it ineligible at once, until its next probe.
+    pub fn contradiction(&self) -> Option<failnext::Observation> {
+        match self.fitness() {
+            Fitness::Contradicted(observation) => Some(observation),
+            _ => None,
         }
     }
 
@@ -470,7 +610,7 @@ impl SnapshotEntry {
     pub fn height(&self) -> Option<u64> {
         match self.state {
             EntryState::Probed { height, .. } => Some(height),
-            EntryState::Failed(_) => None,
+            EntryState::Failed(_) | EntryState::Waiting(_) => None,
         }
     }
 
@@ -487,7 +627,7 @@ impl SnapshotEntry {
     /// Why the endpoint's probe failed, when it did (the same error the check returned).
     pub fn error(&self) -> Option<&ProbeError> {
         match &self.state {
-            EntryState::Probed { .. } => None,
+            EntryState::Probed { .. } | EntryState::Waiting(_) => None,
             EntryState::Failed(error) => Some(error),
         }
     }
@@ -495,7 +635,7 @@ impl SnapshotEntry {
     /// Why the endpoint is eligible or not in this snapshot.
     pub(crate) fn fitness(&self) -> Fitness {
         match self.state {
-            EntryState::Probed { fitness, .. } => fitness,
+            EntryState::Probed { fitness, .. } | EntryState::Waiting(fitness) => fitness,
             EntryState::Failed(_) => Fitness::ProbeFailed,
         }
     }
@@ -512,7 +652,15 @@ impl fmt::Debug for SnapshotEntry {
                 .field("lag", &fitness.behind().unwrap_or_default())
                 .field("eligible", &fitness.is_eligible()),
             EntryState::Failed(error) => d.field("eligible", &false).field("error", error),
+            EntryState::Waiting(fitness) => {
+                d.field("eligible", &fitness.is_eligible()).field("probed", &false)
+            }
         };
+        if let Fitness::Doubted { .. } | Fitness::Contradicted(_) = self.fitness() {
+            d.field("held_out", &self.fitness());
+        }
+        d.field("checked", &self.checked);
+        d.field("bad_share", &self.bad_share);
         d.field("consecutive_good_checks", &self.good_checks);
         d.field("probe_latency", &self.latency);
         d.field("last_failure", &self.last_failure.map(|(method, kind)| (method.name(), kind)));

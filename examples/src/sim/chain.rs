@@ -94,7 +94,6 @@ impl Chain {
         self.state.head.load(Ordering::SeqCst)
     }
 
-    /// Adds `n` blocks at once and returns the new head.
     /// The timestamp (Unix seconds) of block `number`: the wall-clock time it was made, as
     /// far as the chain knows (the head's own time, one block time less per block below it).
     pub fn timestamp(&self, number: u64) -> u64 {
@@ -103,6 +102,7 @@ impl Chain {
         made.saturating_sub(below.saturating_mul(self.state.tick_ms)) / 1000
     }
 
+    /// Adds `n` blocks at once and returns the new head.
     pub fn advance(&self, n: u64) -> u64 {
         self.state.head_made_ms.store(unix_ms(), Ordering::SeqCst);
         self.state.head.fetch_add(n, Ordering::SeqCst).saturating_add(n)

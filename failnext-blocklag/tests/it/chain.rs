@@ -41,21 +41,17 @@ async fn chain_check_is_off_by_default() {
 }
 
 #[tokio::test]
-async fn chain_id_is_verified_at_first_admission_and_after_a_failure_not_at_every_check() {
+async fn chain_id_is_verified_at_every_check() {
     let node = Node::at(100).await;
     let monitor = monitor([("only", node.url())]).expected_chain_id(1).build().unwrap();
     let chain_calls = || async { node.methods().await.iter().filter(|m| *m == "eth_chainId").count() };
     for _ in 0..3 {
         monitor.check().await.unwrap();
     }
-    assert_eq!(chain_calls().await, 1, "verified once, at first admission");
-    assert_eq!(node.requests().await, 4);
+    assert_eq!(chain_calls().await, 3, "verified at every check");
+    assert_eq!(node.requests().await, 6);
 
-    // A failed probe makes the chain unverified again: the recovering provider is re-verified
-    // (even though that check published nothing), and caught if it came back on another chain.
-    node.set_failing(true);
-    assert!(!monitor.check().await.unwrap_err().published());
-    node.set_failing(false);
+    // Restarted on another chain between two checks: caught at the next one.
     node.set_chain(137);
     let err = monitor.check().await.unwrap_err();
     assert!(matches!(only_error(&err), ProbeError::WrongChain { expected: 1, actual: 137 }));
@@ -65,13 +61,9 @@ async fn chain_id_is_verified_at_first_admission_and_after_a_failure_not_at_ever
         "the provider's probe failed, previous snapshot kept: \
         eth_chainId of \"only\": wrong chain (expected chain id 1, got 137)"
     );
-
-    // Still unverified while it is on the wrong chain; verified once more when it is back.
     node.set_chain(1);
-    let before = chain_calls().await;
     monitor.check().await.unwrap();
-    monitor.check().await.unwrap();
-    assert_eq!(chain_calls().await, before + 1);
+    assert!(monitor.eligible("only"));
 }
 
 #[tokio::test]

@@ -26,11 +26,12 @@ fn transactions() -> String {
 /// `parentHash` and the transactions.
 fn geth_block(number: u64, hash: BlockHash) -> String {
     format!(
-        r#"{{"baseFeePerGas":"0x3b9aca00","difficulty":"0x0","extraData":"0x","gasLimit":"0x1c9c380","gasUsed":"0xe4e1c0","hash":"{hash}","logsBloom":"0x{bloom}","miner":"0x{miner}","number":"{number:#x}","parentHash":"{parent}","size":"0x2a3b","timestamp":"0x65f0a1c3",{txs},"uncles":[],"withdrawals":[]}}"#,
+        r#"{{"baseFeePerGas":"0x3b9aca00","difficulty":"0x0","extraData":"0x","gasLimit":"0x1c9c380","gasUsed":"0xe4e1c0","hash":"{hash}","logsBloom":"0x{bloom}","miner":"0x{miner}","number":"{number:#x}","parentHash":"{parent}","size":"0x2a3b","timestamp":"{now:#x}",{txs},"uncles":[],"withdrawals":[]}}"#,
         bloom = "0".repeat(512),
         miner = "95".repeat(20),
         parent = self::hash(0xee),
         txs = transactions(),
+        now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs(),
     )
 }
 

@@ -10,6 +10,7 @@ mod concurrency;
 mod config;
 mod freshness;
 mod head;
+mod paired;
 mod publication;
 mod redaction;
 mod rejection;

@@ -34,6 +34,25 @@ pub fn error_reply(request: &Value, code: i64, message: &str) -> ResponseTemplat
     }))
 }
 
+/// The answer of a provider at `height` on `chain` to one call: its height, its chain id, its
+/// head block (stamped now), `0x0` for anything else; `None` for what is not a call.
+fn answer(call: &Value, height: u64, chain: u64) -> Option<Value> {
+    let result = match call["method"].as_str()? {
+        "eth_blockNumber" => json!(format!("{height:#x}")),
+        "eth_chainId" => json!(format!("{chain:#x}")),
+        "eth_getBlockByNumber" => {
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            json!({
+                "number": format!("{height:#x}"),
+                "hash": format!("0x{height:064x}"),
+                "timestamp": format!("{:#x}", now.as_secs()),
+            })
+        }
+        _ => json!("0x0"),
+    };
+    Some(json!({ "jsonrpc": "2.0", "id": call["id"], "result": result }))
+}
+
 impl Node {
     /// A healthy provider at `height` on chain 1.
     pub async fn at(height: u64) -> Node {
@@ -48,15 +67,17 @@ impl Node {
             let template = if shared.failing.load(Ordering::SeqCst) {
                 ResponseTemplate::new(503)
             } else {
-                match request["method"].as_str() {
-                    Some("eth_blockNumber") => {
-                        result_reply(request, format!("{:#x}", shared.height.load(Ordering::SeqCst)))
-                    }
-                    Some("eth_chainId") => {
-                        result_reply(request, format!("{:#x}", shared.chain.load(Ordering::SeqCst)))
-                    }
-                    Some(_) => result_reply(request, "0x0"),
-                    None => ResponseTemplate::new(400),
+                let height = shared.height.load(Ordering::SeqCst);
+                let chain = shared.chain.load(Ordering::SeqCst);
+                match request {
+                    // A batch (the spawned monitor's probe): each call answered, in order.
+                    Value::Array(calls) => ResponseTemplate::new(200).set_body_json(Value::Array(
+                        calls.iter().filter_map(|call| answer(call, height, chain)).collect(),
+                    )),
+                    call => match answer(call, height, chain) {
+                        Some(body) => ResponseTemplate::new(200).set_body_json(body),
+                        None => ResponseTemplate::new(400),
+                    },
                 }
             };
             template.set_delay(Duration::from_millis(shared.delay_ms.load(Ordering::SeqCst)))

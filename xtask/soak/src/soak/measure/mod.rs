@@ -105,7 +105,7 @@ use crate::soak::SetupError;
 use crate::soak::record::Endpoints;
 use crate::soak::schedule::{FaultKind, Rng};
 use judge::{Answer, Asked, Dispatches, Sample, judge, judge_body};
-use subject::{RecordedSource, Source};
+use subject::RecordedSource;
 use timeline::{Timeline, Windows};
 
 tokio::task_local! {
@@ -270,7 +270,7 @@ pub(crate) async fn measure(
         let builder = if subject.is_paired() {
             let monitor = own_monitor(shared, &list)?;
             own_monitors.push(monitor.clone());
-            builder.monitor(RecordedSource { source: Source(monitor), endpoints: shared.endpoints.clone() })
+            builder.monitor(RecordedSource { source: monitor, endpoints: shared.endpoints.clone() })
         } else {
             builder
                 .eligible(Recorded { monitor: shared.monitor.clone(), endpoints: shared.endpoints.clone() })

@@ -17,7 +17,6 @@ use failnext::{
     Cooldown, EndpointId, FailoverBuilder, Head, HealthSource, Hedge, LatencyFeed, LatencyOrdering,
     Observation,
 };
-use failnext_blocklag::Monitor;
 
 use super::ReadLog;
 use crate::soak::record::Endpoints;
@@ -114,22 +113,6 @@ impl Subject {
                 .classifier(failnext::jsonrpc::JsonRpcClassifier::new())
                 .cooldown(Cooldown::default()),
         }
-    }
-}
-
-/// A `failnext_blocklag::Monitor` as a health source: its eligibility, and its probes'
-/// latencies for the ordering.
-// TODO(p20): Monitor implements HealthSource; then pass the monitor itself to `Recorded` (this
-// adapter knows no head and takes no evidence back).
-pub(crate) struct Source(pub(crate) Monitor);
-
-impl HealthSource for Source {
-    fn eligible(&self, id: &EndpointId) -> bool {
-        self.0.eligible(id.as_str())
-    }
-
-    fn pair(&self, feed: LatencyFeed) {
-        self.0.feed_latency(feed);
     }
 }
 

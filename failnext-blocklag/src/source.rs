@@ -1,0 +1,57 @@
+//! The monitor as failnext's [`HealthSource`]: eligibility, the reference head, latencies,
+//! and the evidence and check requests failnext sends back.
+
+use failnext::{EndpointId, Head, HealthSource, LatencyFeed, Observation};
+
+use crate::monitor::Monitor;
+
+/// Pairs the monitor with a `Failover` both ways, through
+/// [`FailoverBuilder::monitor`](failnext::FailoverBuilder::monitor): see
+/// [Paired with failnext](crate#paired-with-failnext) for the rules.
+///
+/// - [`eligible`](HealthSource::eligible) is [`Monitor::eligible`];
+/// - [`head`](HealthSource::head) is the latest snapshot's reference head: its
+///   [height](crate::Snapshot::highest), [when it was last reported](crate::Snapshot::reference_seen),
+///   the learned [block time](crate::Snapshot::block_time) when there is one, and `max_lag` as
+///   the tolerance; `None` before a probe published (and after
+///   [`restore_health`](Monitor::restore_health), until one does);
+/// - [`pair`](HealthSource::pair) is [`Monitor::feed_latency`];
+/// - [`observe`](HealthSource::observe) adds the answer to the endpoint's evidence (lock-free),
+///   and a head [`Behind`](Observation::Behind) or [`Implausible`](Observation::Implausible)
+///   of an endpoint the monitor admits makes it ineligible at once, and probes it;
+/// - [`check_now`](HealthSource::check_now) wakes the endpoint's probe of the
+///   [spawned schedule](Monitor::spawn), at most once per endpoint per interval; without a
+///   spawned schedule it does nothing.
+///
+/// Ids the monitor does not know are ignored.
+impl HealthSource for Monitor {
+    fn eligible(&self, id: &EndpointId) -> bool {
+        Monitor::eligible(self, id)
+    }
+
+    fn head(&self) -> Option<Head> {
+        let snapshot = self.snapshot()?;
+        let timing = snapshot.head()?;
+        let head = Head::new(snapshot.highest(), snapshot.reference_seen()).tolerance(snapshot.max_lag());
+        Some(match timing.block_time {
+            Some(block_time) => head.block_time(block_time),
+            None => head,
+        })
+    }
+
+    fn pair(&self, feed: LatencyFeed) {
+        self.feed_latency(feed);
+    }
+
+    fn observe(&self, id: &EndpointId, observation: Observation) {
+        if let Some(i) = self.inner().settings.position(id) {
+            self.inner().observe(i, observation);
+        }
+    }
+
+    fn check_now(&self, id: &EndpointId) {
+        if let Some(i) = self.inner().settings.position(id) {
+            self.inner().check_now(i);
+        }
+    }
+}
