@@ -158,14 +158,24 @@ mod tests {
     #[test]
     fn a_thousand_blocks_ahead_with_a_current_timestamp_is_implausible_and_honest_heads_are_not() {
         let bt = Some(Duration::from_millis(250));
-        let heads = [head(1_000, NOW_UNIX), head(999, NOW_UNIX), head(2_000, NOW_UNIX), head(900, NOW_UNIX - 25)];
+        let heads =
+            [head(1_000, NOW_UNIX), head(999, NOW_UNIX), head(2_000, NOW_UNIX), head(900, NOW_UNIX - 25)];
         assert_eq!(implausible(&heads, wall(), bt, 3), [false, false, true, false]);
         // Alone, or with one honest peer, the liar is still out: the anchor is the lower median.
-        assert_eq!(implausible(&[head(1_000, NOW_UNIX), head(2_000, NOW_UNIX)], wall(), bt, 3), [false, true]);
+        assert_eq!(
+            implausible(&[head(1_000, NOW_UNIX), head(2_000, NOW_UNIX)], wall(), bt, 3),
+            [false, true]
+        );
         assert_eq!(implausible(&[head(2_000, NOW_UNIX)], wall(), bt, 3), [false]);
         // Without a learned block time, only what no chain could make.
-        assert_eq!(implausible(&[head(1_000, NOW_UNIX), head(1_020, NOW_UNIX)], wall(), None, 3), [false, false]);
-        assert_eq!(implausible(&[head(1_000, NOW_UNIX), head(1_100, NOW_UNIX)], wall(), None, 3), [false, true]);
+        assert_eq!(
+            implausible(&[head(1_000, NOW_UNIX), head(1_020, NOW_UNIX)], wall(), None, 3),
+            [false, false]
+        );
+        assert_eq!(
+            implausible(&[head(1_000, NOW_UNIX), head(1_100, NOW_UNIX)], wall(), None, 3),
+            [false, true]
+        );
     }
 
     #[test]

@@ -152,10 +152,7 @@ pub(crate) fn parse_head(read: &[u8], whole: bool, expected_id: u64) -> Result<H
 /// batch answer the probe can read this way (not an array, answers in another order, cut
 /// before the block). The chain id's answer is parsed by the `eth_chainId` rules
 /// ([`parse_response`](crate::parse_response)), the block's by the head rules.
-pub(crate) fn parse_batch(
-    read: &[u8],
-    whole: bool,
-) -> Result<BatchAnswers, BatchRefused> {
+pub(crate) fn parse_batch(read: &[u8], whole: bool) -> Result<BatchAnswers, BatchRefused> {
     let mut s = Scanner { bytes: read, pos: 0 };
     s.skip_whitespace();
     if s.peek() != Some(b'[') {
@@ -630,7 +627,8 @@ mod tests {
 
     #[test]
     fn a_batch_cut_inside_the_block_still_gives_its_head() {
-        let txs = format!(r#","transactions":[{}]"#, vec![format!("\"0x{}\"", "ab".repeat(32)); 200].join(","));
+        let txs =
+            format!(r#","transactions":[{}]"#, vec![format!("\"0x{}\"", "ab".repeat(32)); 200].join(","));
         let body = format!("[{CHAIN},{}]", stamped_block(7, &txs));
         assert!(body.len() > MAX_BODY);
         let (chain, head) = parse_batch(&body.as_bytes()[..MAX_BODY], false).unwrap();
@@ -640,7 +638,8 @@ mod tests {
     #[test]
     fn what_is_not_a_readable_batch_answer_is_a_refused_batch() {
         let refused = [
-            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batch not supported"}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batch not supported"}}"#
+                .to_owned(),
             format!("[{}, {CHAIN}]", stamped_block(100, "")),
             format!("[{CHAIN}]"),
             "[".to_owned(),

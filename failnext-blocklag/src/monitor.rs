@@ -169,7 +169,11 @@ impl Monitor {
             } else if report.chain_verified {
                 pending.store(false, Ordering::Relaxed);
             }
-            measured.push(round::Measured { latency: report.latency, hash: report.hash, timestamp: report.timestamp });
+            measured.push(round::Measured {
+                latency: report.latency,
+                hash: report.hash,
+                timestamp: report.timestamp,
+            });
             outcomes.push((ep.id().clone(), report.result));
         }
         let previous = inner.published.load();

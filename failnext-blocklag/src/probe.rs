@@ -140,7 +140,11 @@ pub(crate) async fn stamped(
 
 /// [`endpoint`] with the head block's timestamp: separate calls, for a provider that does
 /// not answer batches.
-pub(crate) async fn endpoint_stamped(config: ProbeConfig<'_>, id: &failnext::EndpointId, url: &Url) -> ProbeReport {
+pub(crate) async fn endpoint_stamped(
+    config: ProbeConfig<'_>,
+    id: &failnext::EndpointId,
+    url: &Url,
+) -> ProbeReport {
     let timestamp = std::sync::Mutex::new(None);
     let config = ProbeConfig { stamp: Some(&timestamp), ..config };
     let report = endpoint(config, id, url).await;
@@ -157,10 +161,7 @@ enum Batch {
 }
 
 /// One batch exchange: the chain id's answer and the head's.
-async fn exchange_batch(
-    client: &Client,
-    url: &Url,
-) -> Result<head::BatchAnswers, Batch> {
+async fn exchange_batch(client: &Client, url: &Url) -> Result<head::BatchAnswers, Batch> {
     let mut response = client
         .post(url.clone())
         .header(CONTENT_TYPE, "application/json")

@@ -12,8 +12,8 @@ use failnext::EndpointId;
 
 use crate::agreement;
 use crate::block_hash::BlockHash;
-use crate::clock::{self, Stamped};
 use crate::check_error::ProbeFailure;
+use crate::clock::{self, Stamped};
 use crate::evidence::Counts;
 use crate::fitness::Fitness;
 use crate::head_timing::{self, HeadTiming};
@@ -257,9 +257,11 @@ pub(crate) fn amend(
     // Heads by the clock: the probed entry's stamp (the others keep theirs), which heads are
     // implausible (under `Reference::Plausible`), then the reference of the plausible ones.
     let wall = SystemTime::now();
-    let stamp = outcome.as_ref().ok().zip(measured.timestamp).map(|(&height, timestamp)| {
-        Stamped::after(before.stamped(), height, timestamp, at, wall)
-    });
+    let stamp = outcome
+        .as_ref()
+        .ok()
+        .zip(measured.timestamp)
+        .map(|(&height, timestamp)| Stamped::after(before.stamped(), height, timestamp, at, wall));
     let stamps: Vec<Option<Stamped>> =
         entries.iter().enumerate().map(|(j, e)| if j == i { stamp } else { e.stamped() }).collect();
     let learned = previous.and_then(Snapshot::block_time);
@@ -277,9 +279,10 @@ pub(crate) fn amend(
     };
     let plausible_heights =
         entries.iter().enumerate().filter(|(j, _)| !implausible[*j]).filter_map(|(j, e)| height_of(j, e));
-    let highest = rules.reference.of(plausible_heights).or_else(|| {
-        rules.reference.of(entries.iter().enumerate().filter_map(|(j, e)| height_of(j, e)))
-    });
+    let highest = rules
+        .reference
+        .of(plausible_heights)
+        .or_else(|| rules.reference.of(entries.iter().enumerate().filter_map(|(j, e)| height_of(j, e))));
     let previous_head = previous.and_then(|p| p.head().map(|head| (p.highest(), head)));
     let head = highest.map(|reference| HeadTiming::after(previous_head, reference, at, rules.stall_after));
     let block_time = head.and_then(|h| h.block_time);
@@ -349,7 +352,10 @@ pub(crate) fn amend(
             (Fitness::Readmitting { .. } | Fitness::Doubted { .. }, Fitness::Lagging { behind }) => {
                 Fitness::Lagging { behind }
             }
-            (Fitness::Readmitting { .. } | Fitness::Doubted { .. }, demoted @ (Fitness::Stale { .. } | Fitness::Implausible)) => demoted,
+            (
+                Fitness::Readmitting { .. } | Fitness::Doubted { .. },
+                demoted @ (Fitness::Stale { .. } | Fitness::Implausible),
+            ) => demoted,
             (current, _) => current,
         };
         *entry = entry.clone().with_fitness(rejudged);

@@ -168,40 +168,90 @@ impl Race<'_> {
         let hedge_turn = turn_of(shared, session, j);
         let mut hedge_ext = Extensions::new();
         let second = Box::pin(judged_attempt(shared, hedge_turn, req, host, &mut hedge_ext, sender));
+        let racing = Racing { host, sender, held };
         match select(first, second).await {
             Either::Left((won, second)) => {
-                self.settle_race(session, (turn, won), (hedge_turn, second), false, held).await
+                self.settle_race(session, (turn, won), (hedge_turn, second), false, racing).await
             }
             Either::Right((won, first)) => {
-                self.settle_race(session, (hedge_turn, won), (turn, first), true, held).await
+                self.settle_race(session, (hedge_turn, won), (turn, first), true, racing).await
             }
         }
     }
 
-    /// After the race: an answer to return abandons the other attempt; anything else waits
-    /// for the other attempt too (`other_is_first`: it is the first attempt).
-    async fn settle_race<F>(
+    /// After the race: an answer to return abandons the other attempt. Anything else (the
+    /// winner failed, or was kept for want of better) does not wait the other attempt out:
+    /// the next candidate is sent at once beside it, a hedge of its own, and so on while the
+    /// session has candidates (and the budget tokens); only then is the attempt still in
+    /// flight awaited. So a hung attempt is never waited out while another endpoint could
+    /// answer. `other_is_first`: the attempt still in flight is the first one.
+    async fn settle_race<'f, F, S: Sender>(
         &self,
         session: &mut Session<'_>,
-        won: (Turn<'_>, Judged),
-        other: (Turn<'_>, Pin<Box<F>>),
+        won: (Turn<'f>, Judged),
+        other: (Turn<'f>, Pin<Box<F>>),
         other_is_first: bool,
-        held: Option<Permit<'_>>,
+        racing: Racing<'_, '_, S>,
     ) -> Option<Outcome>
     where
-        F: Future<Output = Judged>,
+        F: Future<Output = Judged> + Send + 'f,
     {
-        let ((won_turn, won), (other_turn, other)) = (won, other);
+        let shared = self.shared;
+        let ((won_turn, won), (mut other_turn, other)) = (won, other);
+        let Racing { host, sender, held } = racing;
         if matches!(won.0, Attempted::Return(_)) {
-            abandon(self.shared, session, other_turn, other, other_is_first);
+            abandon(shared, session, other_turn, other, other_is_first);
             drop(held);
             return settle(session, won_turn, won);
         }
         let _ = settle(session, won_turn, won);
-        let out = other.await;
-        drop(held);
-        settle(session, other_turn, out)
+        // The extensions of the racers sent from here on, one each (made on this path only).
+        let mut spare: Vec<Extensions> = (0..shared.slots.len()).map(|_| Extensions::new()).collect();
+        let mut spare = spare.iter_mut();
+        let mut other: Pin<Box<dyn Future<Output = Judged> + Send + '_>> = other;
+        let mut other_is_first = other_is_first;
+        loop {
+            let next = match spare.len() {
+                0 => Partner::None,
+                _ => session.partner(self.first, self.after),
+            };
+            let (j, req, ext) = match (next, spare.next()) {
+                (Partner::Send(j, req), Some(ext)) => (j, req, ext),
+                _ => {
+                    let out = other.await;
+                    drop(held);
+                    return settle(session, other_turn, out);
+                }
+            };
+            let next_turn = turn_of(shared, session, j);
+            let next = Box::pin(judged_attempt(shared, next_turn, req, host, ext, sender));
+            let (won_turn, won, rest_turn, rest, rest_is_first): (
+                _,
+                _,
+                _,
+                Pin<Box<dyn Future<Output = Judged> + Send + '_>>,
+                _,
+            ) = match select(other, next).await {
+                Either::Left((won, next)) => (other_turn, won, next_turn, next, false),
+                Either::Right((won, other)) => (next_turn, won, other_turn, other, other_is_first),
+            };
+            if matches!(won.0, Attempted::Return(_)) {
+                abandon(shared, session, rest_turn, rest, rest_is_first);
+                drop(held);
+                return settle(session, won_turn, won);
+            }
+            let _ = settle(session, won_turn, won);
+            (other, other_turn, other_is_first) = (rest, rest_turn, rest_is_first);
+        }
     }
+}
+
+/// What a race's later racers are sent with: the request's host rule, the sender, and the
+/// first attempt's trial permit, held until the race ends.
+struct Racing<'p, 's, S> {
+    host: crate::destination::HostRule,
+    sender: &'s S,
+    held: Option<Permit<'p>>,
 }
 
 /// Gives up the attempt `turn` that lost a hedge's race (its future `loser`), once the other
@@ -217,8 +267,13 @@ impl Race<'_> {
 /// (`first`) leaves the time it had run as a sample of its endpoint's recent latencies and of
 /// its latency average (a lower bound), so that the slow tail a hedge cuts off is not
 /// forgotten.
-fn abandon<F>(shared: &Shared, session: &mut Session<'_>, turn: Turn<'_>, mut loser: Pin<Box<F>>, first: bool)
-where
+fn abandon<F: ?Sized>(
+    shared: &Shared,
+    session: &mut Session<'_>,
+    turn: Turn<'_>,
+    mut loser: Pin<Box<F>>,
+    first: bool,
+) where
     F: Future<Output = Judged>,
 {
     match (&mut loser).now_or_never() {

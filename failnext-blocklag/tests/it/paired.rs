@@ -371,7 +371,11 @@ async fn one_spawned_round_of_128_providers_sends_one_http_request_each() {
     let counts = |log: Vec<Received>| {
         let mut counts: HashMap<String, usize> = HashMap::new();
         for req in log {
-            let calls: Vec<String> = req.json().as_array().into_iter().flatten()
+            let calls: Vec<String> = req
+                .json()
+                .as_array()
+                .into_iter()
+                .flatten()
                 .map(|c| c["method"].as_str().unwrap_or_default().to_owned())
                 .collect();
             assert_eq!(calls, ["eth_chainId", "eth_getBlockByNumber"], "one batch of both");
@@ -408,10 +412,8 @@ async fn a_provider_that_refuses_batches_is_probed_with_separate_calls_found_onc
         Action::Reply(Reply::new(200).json(reply).closing())
     }))
     .await;
-    let monitor = Monitor::builder([Endpoint::new("single", server.url("/rpc"))])
-        .expected_chain_id(1)
-        .build()
-        .unwrap();
+    let monitor =
+        Monitor::builder([Endpoint::new("single", server.url("/rpc"))]).expected_chain_id(1).build().unwrap();
     let handle = monitor.spawn(SECS(10));
     sleep(SECS(1)).await;
     let batches = |log: &[Received]| log.iter().filter(|r| r.json().is_array()).count();

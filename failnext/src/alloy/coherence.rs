@@ -152,7 +152,9 @@ impl Coherence {
             };
             let behind: Vec<(EndpointId, u64)> = endpoints
                 .iter()
-                .filter_map(|id| heads.of(id).filter(|h| h.saturating_add(tolerance) < floor).map(|h| (id.clone(), h)))
+                .filter_map(|id| {
+                    heads.of(id).filter(|h| h.saturating_add(tolerance) < floor).map(|h| (id.clone(), h))
+                })
                 .collect();
             let before = unfit.len();
             for (id, h) in &behind {

@@ -150,9 +150,14 @@ impl<'a> Session<'a> {
         opts: &RequestOptions<'_>,
         scope: Option<&'a dyn Scope>,
     ) -> Result<Self, reqwest_middleware::Error> {
-        let mut plan =
-            select::plan(&shared.slots, opts, shared.eligible.as_deref(), shared.advice(), shared.ordering.as_ref())
-                .map_err(|unknown| mw(Error::unknown(unknown)))?;
+        let mut plan = select::plan(
+            &shared.slots,
+            opts,
+            shared.eligible.as_deref(),
+            shared.advice(),
+            shared.ordering.as_ref(),
+        )
+        .map_err(|unknown| mw(Error::unknown(unknown)))?;
         // What the request's scope rules out: allocation-free when it rules out nothing.
         let unfit = scope.map(|scope| rule_out(shared, scope, &mut plan)).unwrap_or_default();
         if let Some(budget) = &shared.budget {

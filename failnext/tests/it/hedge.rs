@@ -477,3 +477,29 @@ async fn a_losing_attempt_still_waiting_for_its_headers_is_dropped_with_its_conn
     assert_eq!(primary.abandoned(), 3, "every outrun first attempt was cancelled");
     assert_eq!(primary.connections(), 3, "and its connection closed with it");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_hedge_that_fails_is_replaced_at_once_by_the_next_candidate_while_the_first_hangs() {
+    // The primary answers after 10 s (as good as hung), the backup fails at once, the third
+    // answers in 30 ms: the read takes the hedge delay and the third's latency, not 10 s.
+    let (primary, third) = (after(10_000).await, after(30).await);
+    let backup = delayed_status(0, 503).await.0;
+    let failover =
+        builder([("primary", primary.url("/")), ("backup", backup.url("/")), ("third", third.url("/"))])
+            .no_attempt_timeout()
+            .hedge(Hedge::after(Duration::from_millis(20)))
+            .build()
+            .unwrap();
+    let started = Instant::now();
+    let resp = client(failover).get("http://127.0.0.1:9/").allow_failover().trace().send().await.unwrap();
+    let took = started.elapsed();
+    let trace = resp.extensions().get::<Trace>().unwrap().clone();
+    assert_eq!(served(&resp), "third", "{trace}");
+    assert!(took <= Duration::from_millis(60), "{took:?}");
+    let trace = resp.extensions().get::<Trace>().unwrap();
+    assert_eq!(trace.entry("third").unwrap().steps()[0], TraceStep::Hedged, "{trace}");
+    assert!(
+        matches!(trace.entry("primary").unwrap().steps().last(), Some(TraceStep::Cancelled { .. })),
+        "{trace}"
+    );
+}

@@ -16,9 +16,9 @@ mod host;
 #[cfg(feature = "jsonrpc")]
 mod jsonrpc;
 mod judging;
+mod latency;
 #[cfg(feature = "jsonrpc")]
 mod paired;
-mod latency;
 mod permission;
 mod persist;
 mod redaction;

@@ -83,7 +83,10 @@ fn paired(servers: &[(&str, &MockServer)], source: Arc<Fake>) -> ClientWithMiddl
     reqwest_middleware::ClientBuilder::new(http).with(failover).build()
 }
 
-async fn call(client: &ClientWithMiddleware, method: &str) -> Result<reqwest::Response, reqwest_middleware::Error> {
+async fn call(
+    client: &ClientWithMiddleware,
+    method: &str,
+) -> Result<reqwest::Response, reqwest_middleware::Error> {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": []});
     client
         .post("http://127.0.0.1:9/")
@@ -105,7 +108,10 @@ async fn an_endpoint_the_monitor_rules_out_is_tried_once_every_admitted_one_has_
     let client = paired(&[("a", &a), ("b", &b), ("c", &c)], source.clone());
     let resp = call(&client, "eth_call").await.unwrap();
     assert_eq!(served_by(&resp), "b", "the reserve answers after a and c failed");
-    assert_eq!((a.received_requests().await.unwrap().len(), c.received_requests().await.unwrap().len()), (1, 1));
+    assert_eq!(
+        (a.received_requests().await.unwrap().len(), c.received_requests().await.unwrap().len()),
+        (1, 1)
+    );
     let told: Vec<(String, bool)> = source.observed().into_iter().map(|(id, o)| (id, o.is_bad())).collect();
     assert_eq!(told, [("a".into(), true), ("c".into(), true), ("b".into(), false)]);
 }
@@ -123,7 +129,8 @@ async fn a_write_reaches_one_provider_even_through_the_reserve() {
     let (a, b) = (provider(503, json!({})).await, at_block(7).await);
     let client = paired(&[("a", &a), ("b", &b)], Fake::ruling_out(&["b"]));
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "eth_sendRawTransaction", "params": ["0x00"]});
-    let resp = client.post("http://127.0.0.1:9/").body(body.to_string()).deny_failover().send().await.unwrap();
+    let resp =
+        client.post("http://127.0.0.1:9/").body(body.to_string()).deny_failover().send().await.unwrap();
     assert_eq!(resp.status(), 503);
     assert_eq!(b.received_requests().await.unwrap().len(), 0);
 }

@@ -55,6 +55,8 @@ pub(super) struct Sample {
     pub(super) answer: Answer,
     pub(super) asked: Asked,
     pub(super) dispatched: Dispatches,
+    /// How many of the attempts were hedges.
+    pub(super) hedges: u32,
 }
 
 /// Why an answerable read was not answered correctly.
@@ -135,6 +137,12 @@ pub struct Figures {
     /// How the answerable reads that were not answered correctly ended: how many, and how many
     /// of them were counted.
     pub(crate) misses: BTreeMap<Miss, (u64, u64)>,
+    /// Where the attempts beyond the first went: by what the first attempt's provider was
+    /// doing when it was sent (a diagnosis of the requests per read).
+    pub(crate) extra: BTreeMap<String, u64>,
+    /// The correct reads slower than 100 ms: by the first attempt's provider's behaviour and
+    /// the attempts made.
+    pub(crate) slow: BTreeMap<String, u64>,
 }
 
 impl Figures {
@@ -219,9 +227,28 @@ pub(super) fn judge(samples: &[Sample], timeline: &Timeline, providers: usize) -
             s.dispatched.iter().filter(|(p, at)| p.is_some_and(|p| timeline.refused_at(p, *at))).count()
                 as u64;
         let verdict = verdict(s, timeline);
+        let first = s.dispatched.first().map(|(p, at)| {
+            p.and_then(|p| timeline.kind_at(p, *at)).map_or_else(|| "unknown".to_owned(), |k| k.to_string())
+        });
+        let first = first.unwrap_or_else(|| "nothing sent".to_owned());
+        if s.dispatched.len() > 1 {
+            let hedges = u64::from(s.hedges);
+            let failovers = (s.dispatched.len() as u64 - 1).saturating_sub(hedges);
+            if hedges > 0 {
+                *f.extra.entry(format!("first to {first}: hedges")).or_default() += hedges;
+            }
+            if failovers > 0 {
+                *f.extra.entry(format!("first to {first}: failovers")).or_default() += failovers;
+            }
+        }
         if verdict.is_ok() {
             f.correct_all += 1;
-            latencies.push(s.end.saturating_duration_since(s.start));
+            let took = s.end.saturating_duration_since(s.start);
+            latencies.push(took);
+            if took > Duration::from_millis(100) {
+                let key = format!("first to {first}, {} attempts", s.dispatched.len());
+                *f.slow.entry(key).or_default() += 1;
+            }
         }
         let answerable = (0..providers).any(|p| timeline.healthy_throughout(p, s.start, s.end));
         let counted = s.asked.iter().any(|(p, eligible)| {
@@ -299,6 +326,7 @@ mod tests {
             answer,
             asked,
             dispatched,
+            hedges: 0,
         }
     }
 

@@ -170,9 +170,16 @@ pub struct MeasureSettings {
 #[derive(Debug, Default)]
 struct ReadLog {
     inner: Mutex<(Asked, Dispatches)>,
+    /// Hedges failnext sent (its `Event::Hedge`s).
+    hedges: std::sync::atomic::AtomicU32,
 }
 
 impl ReadLog {
+    /// The read in scope sent a hedge.
+    fn hedged() {
+        let _ = READ.try_with(|log| log.hedges.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    }
+
     fn with(f: impl FnOnce(&mut (Asked, Dispatches))) {
         let _ = READ.try_with(|log| f(&mut log.inner.lock().unwrap_or_else(|p| p.into_inner())));
     }
@@ -266,7 +273,11 @@ pub(crate) async fn measure(
     let mut clients = Vec::new();
     let mut own_monitors = Vec::new();
     for subject in &settings.subjects {
-        let builder = Failover::builder(list.clone()).attempt_timeout(shared.attempt_timeout);
+        let builder = Failover::builder(list.clone()).attempt_timeout(shared.attempt_timeout).on_event(|e| {
+            if let failnext::Event::Hedge { .. } = e {
+                ReadLog::hedged();
+            }
+        });
         let builder = if subject.is_paired() {
             let monitor = own_monitor(shared, &list)?;
             own_monitors.push(monitor.clone());
@@ -441,7 +452,8 @@ async fn read(
     let end = Instant::now();
     let head_end = chain.head();
     let (asked, dispatched) = std::mem::take(&mut *log.inner.lock().unwrap_or_else(|p| p.into_inner()));
-    Sample { start, end, head_start, head_end, answer, asked, dispatched }
+    let hedges = log.hedges.load(std::sync::atomic::Ordering::Relaxed);
+    Sample { start, end, head_start, head_end, answer, asked, dispatched, hedges }
 }
 
 /// `99.50% (398/400)`, or `n/a (0/0)` of nothing.
@@ -512,6 +524,18 @@ impl fmt::Display for MeasureReport {
             }
             for (why, (n, counted)) in &fig.misses {
                 writeln!(f, "    {:<46} {n:>10} {:>12}", why.to_string(), format!("({counted})"))?;
+            }
+            if !fig.extra.is_empty() {
+                writeln!(f, "    attempts beyond the first, by the first attempt's provider:")?;
+                for (why, n) in &fig.extra {
+                    writeln!(f, "      {why:<44} {n:>10}")?;
+                }
+            }
+            if !fig.slow.is_empty() {
+                writeln!(f, "    correct reads over 100 ms:")?;
+                for (why, n) in &fig.slow {
+                    writeln!(f, "      {why:<44} {n:>10}")?;
+                }
             }
         }
         if self.elapsed < Duration::from_secs(60) && matches!(self.run.scenario, Scenario::Flapping { .. }) {

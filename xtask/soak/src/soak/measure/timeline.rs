@@ -39,6 +39,12 @@ impl Timeline {
         s[i].kind == FaultKind::Healthy && s[i].done <= from && s.get(i + 1).is_none_or(|n| n.began > to)
     }
 
+    /// The behaviour provider `p` was switched to last before `at` (`None` before any).
+    pub(crate) fn kind_at(&self, p: usize, at: Instant) -> Option<FaultKind> {
+        let s = self.switches(p);
+        s.iter().rposition(|w| w.began <= at).map(|i| s[i].kind)
+    }
+
     /// Provider `p` was certainly refusing connections at `at`: its switch to `Down` had
     /// returned (listener closed) and the next switch had not begun.
     pub(crate) fn refused_at(&self, p: usize, at: Instant) -> bool {
