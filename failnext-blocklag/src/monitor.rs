@@ -511,7 +511,10 @@ impl Inner {
     pub(crate) fn observe(&self, i: usize, observation: Observation) -> bool {
         let Some(evidence) = self.evidence.get(i) else { return false };
         evidence.record(!observation.is_bad(), self.now_ms(), self.half_life());
-        let contradicts = matches!(observation, Observation::Behind { .. } | Observation::Implausible { .. });
+        let contradicts = matches!(
+            observation,
+            Observation::Behind { .. } | Observation::Implausible { .. } | Observation::Outrun { .. }
+        );
         if !contradicts || self.is_contradicted(i) || !self.admits(self.published.load().as_deref(), i) {
             return false;
         }

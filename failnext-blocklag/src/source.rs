@@ -29,6 +29,17 @@ impl HealthSource for Monitor {
         Monitor::eligible(self, id)
     }
 
+    /// An endpoint whose latest probe found it on another chain
+    /// ([`ProbeError::WrongChain`](crate::ProbeError::WrongChain)) serves nothing: not even
+    /// failnext's reserve.
+    fn never(&self, id: &EndpointId) -> bool {
+        let Some(snapshot) = self.snapshot() else { return false };
+        snapshot
+            .entry(id)
+            .and_then(|e| e.error())
+            .is_some_and(|e| e.kind() == crate::ProbeErrorKind::WrongChain)
+    }
+
     fn head(&self) -> Option<Head> {
         let snapshot = self.snapshot()?;
         let timing = snapshot.head()?;

@@ -93,7 +93,9 @@ impl FailoverBuilder {
     ///   observed, like any other. [`eligible`](FailoverBuilder::eligible), when also set, still
     ///   rules endpoints out entirely.
     /// - Its probe latencies feed [latency-aware ordering](FailoverBuilder::latency_ordering)
-    ///   (given a [`LatencyFeed`](crate::LatencyFeed) once, at build).
+    ///   (given a [`LatencyFeed`](crate::LatencyFeed) once, at build), which then does not
+    ///   explore (send reads first to slower endpoints to measure them) unless
+    ///   [`explore_every`](crate::LatencyOrdering::explore_every) is set.
     /// - **Heads are judged**: with the [JSON-RPC classifier](crate::jsonrpc) (which reads an
     ///   answer's quantity in place), a single `eth_blockNumber` answer more than the head's
     ///   tolerance below the best known head (the source's, or the highest plausible one this
@@ -331,7 +333,7 @@ impl FailoverBuilder {
             budget: self.budget.map(crate::budget::Tokens::new),
             trace_all: self.trace_all,
             hedge: self.hedge,
-            ordering: self.ordering.map(crate::latency::Ordered::new),
+            ordering: self.ordering.map(|rule| crate::latency::Ordered::new(rule, self.source.is_some())),
             events: Emitter::new(self.hook),
             paired,
         });

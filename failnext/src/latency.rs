@@ -20,8 +20,10 @@ use std::time::Duration;
 /// An endpoint that gets no traffic (displaced, or never tried yet) would never be measured:
 /// one request in [`explore_every`](LatencyOrdering::explore_every) (default 16) is sent
 /// first to each usable endpoint in turn, which refreshes every average. Paired with a
-/// monitor, feed its probe latencies with `observe_latency` and the primary gets its reads
-/// back as soon as its probes are fast again. The ordering applies to every request, a write
+/// monitor ([`FailoverBuilder::monitor`](crate::FailoverBuilder::monitor)), its probes
+/// measure every endpoint, so the ordering does not explore unless `explore_every` is set:
+/// no read is sent first to a slower endpoint just to measure it, and the primary gets its
+/// reads back as soon as its probes are fast again. The ordering applies to every request, a write
 /// included: a write still reaches at most one provider, the first of its order.
 ///
 /// ```
@@ -40,21 +42,24 @@ use std::time::Duration;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LatencyOrdering {
     pub(crate) margin: Duration,
-    pub(crate) explore_every: u32,
+    /// `None`: the default, 16, or 0 when a monitor is paired.
+    pub(crate) explore_every: Option<u32>,
 }
 
 impl LatencyOrdering {
     /// Moves an endpoint ahead only when its average is lower by more than `margin`.
     pub fn new(margin: Duration) -> LatencyOrdering {
-        LatencyOrdering { margin, explore_every: 16 }
+        LatencyOrdering { margin, explore_every: None }
     }
 
     /// One request in `n` explores: it is sent first to the next usable endpoint in turn, so
-    /// that every average is refreshed by real requests (default 16). `0` never explores: then
-    /// only [`Failover::observe_latency`](crate::Failover::observe_latency) refreshes them.
+    /// that every average is refreshed by real requests (default 16, or 0 with a paired
+    /// monitor). `0` never explores: then only
+    /// [`Failover::observe_latency`](crate::Failover::observe_latency) (and a paired monitor's
+    /// probes) refresh them.
     #[must_use]
     pub fn explore_every(mut self, n: u32) -> LatencyOrdering {
-        self.explore_every = n;
+        self.explore_every = Some(n);
         self
     }
 }
@@ -63,18 +68,25 @@ impl LatencyOrdering {
 #[derive(Debug)]
 pub(crate) struct Ordered {
     pub(crate) rule: LatencyOrdering,
+    /// One request in this many explores (0: none).
+    explore_every: u32,
     requests: AtomicU32,
 }
 
+/// The default of [`LatencyOrdering::explore_every`] without a paired monitor.
+const EXPLORE_EVERY: u32 = 16;
+
 impl Ordered {
-    pub(crate) fn new(rule: LatencyOrdering) -> Ordered {
-        Ordered { rule, requests: AtomicU32::new(0) }
+    /// `paired`: a monitor measures every endpoint, so by default nothing explores.
+    pub(crate) fn new(rule: LatencyOrdering, paired: bool) -> Ordered {
+        let explore_every = rule.explore_every.unwrap_or(if paired { 0 } else { EXPLORE_EVERY });
+        Ordered { rule, explore_every, requests: AtomicU32::new(0) }
     }
 
     /// When this request explores: which of the usable endpoints (by rank) it tries first, in
     /// turn, so that every endpoint's average is refreshed by real requests.
     pub(crate) fn explores(&self) -> Option<u32> {
-        let n = self.rule.explore_every;
+        let n = self.explore_every;
         let k = self.requests.fetch_add(1, Ordering::Relaxed);
         (n != 0 && k % n == 0).then(|| k / n)
     }

@@ -92,11 +92,12 @@ async fn rest<S: Sender>(
 /// The attempt `session` is about to send to endpoint `i`.
 #[inline]
 fn turn_of<'s>(shared: &Shared, session: &Session<'s>, i: usize) -> Turn<'s> {
-    // Timed only when someone looks: an event hook, latency-aware ordering, metrics, a
-    // percentile hedge (which keeps the endpoint's recent latencies).
+    // Timed only when someone looks: an event hook, latency-aware ordering, metrics, a paired
+    // monitor, a percentile hedge (which keeps the endpoint's recent latencies).
     let timed = shared.events.is_active()
         || shared.ordering.is_some()
         || cfg!(feature = "metrics")
+        || shared.paired.is_some()
         || shared.slots[i].recent.is_some();
     let (limit, by_deadline) = session.limit();
     Turn {
@@ -267,14 +268,9 @@ struct Racing<'p, 's, S> {
 /// (`first`) leaves the time it had run as a sample of its endpoint's recent latencies and of
 /// its latency average (a lower bound), so that the slow tail a hedge cuts off is not
 /// forgotten.
-fn abandon<F: ?Sized>(
-    shared: &Shared,
-    session: &mut Session<'_>,
-    turn: Turn<'_>,
-    mut loser: Pin<Box<F>>,
-    first: bool,
-) where
-    F: Future<Output = Judged>,
+fn abandon<F>(shared: &Shared, session: &mut Session<'_>, turn: Turn<'_>, mut loser: Pin<Box<F>>, first: bool)
+where
+    F: Future<Output = Judged> + ?Sized,
 {
     match (&mut loser).now_or_never() {
         Some((attempted, class, overruled)) => {
@@ -286,6 +282,13 @@ fn abandon<F: ?Sized>(
         None => {
             drop(loser);
             session.cancelled(turn.i, turn.number);
+            if let (Some(paired), Some(started)) = (&shared.paired, turn.started) {
+                // Evidence for the paired source: it did not answer while another did.
+                let endpoint = shared.slots[turn.i].id();
+                let after = started.elapsed();
+                paired.source.observe(endpoint, crate::source::Observation::Outrun { after });
+                paired.source.check_now(endpoint);
+            }
             if let (true, Some(started)) = (first, turn.started) {
                 let slot = &shared.slots[turn.i];
                 if let Some(recent) = &slot.recent {

@@ -81,9 +81,14 @@ fn skip_at_start(
             return Some(Skip::Ineligible);
         }
     }
-    let advised = advice?.eligible(id);
+    let advice = advice?;
+    let advised = advice.eligible(id);
     slot.health.saw_eligibility(advised);
-    (!advised).then_some(Skip::Reserve)
+    match advised {
+        true => None,
+        false if advice.never(id) => Some(Skip::Ineligible),
+        false => Some(Skip::Reserve),
+    }
 }
 
 /// Whether a candidate whose turn has come may be sent to now (with a trial permit when it is

@@ -23,7 +23,8 @@ use crate::feed::LatencyFeed;
 /// - **eligibility, as advice**: [`eligible`](HealthSource::eligible) is asked once per
 ///   endpoint at a request's start, like an [`Eligibility`](crate::Eligibility) hook; an
 ///   endpoint it rules out is not dropped but kept in reserve, tried only once every endpoint
-///   it admits has been tried (or none is admitted). The plain
+///   it admits has been tried (or none is admitted), unless the source says it can
+///   [never](HealthSource::never) serve (another chain). The plain
 ///   [`eligible`](crate::FailoverBuilder::eligible) hook keeps the reference rule: an
 ///   ineligible endpoint is never tried;
 /// - **latency**: [`pair`](HealthSource::pair) hands the source a [`LatencyFeed`] once, when
@@ -42,6 +43,15 @@ pub trait HealthSource: Send + Sync + 'static {
     /// Whether the source admits endpoint `id` now. Asked once per non-excluded endpoint at
     /// the start of each request, in configured order; the answers hold for the request.
     fn eligible(&self, id: &EndpointId) -> bool;
+
+    /// Whether endpoint `id`, which [`eligible`](HealthSource::eligible) just ruled out, can
+    /// serve no request at all (it is on another chain, say): then it is not even kept in
+    /// reserve. Asked only of endpoints `eligible` ruled out. Default: `false` (every ruled
+    /// out endpoint is a reserve).
+    fn never(&self, id: &EndpointId) -> bool {
+        let _ = id;
+        false
+    }
 
     /// The best head the source knows (its reference head), if any.
     fn head(&self) -> Option<Head> {
@@ -70,6 +80,9 @@ pub trait HealthSource: Send + Sync + 'static {
 impl<T: HealthSource + ?Sized> HealthSource for std::sync::Arc<T> {
     fn eligible(&self, id: &EndpointId) -> bool {
         (**self).eligible(id)
+    }
+    fn never(&self, id: &EndpointId) -> bool {
+        (**self).never(id)
     }
     fn head(&self) -> Option<Head> {
         (**self).head()
@@ -179,6 +192,13 @@ pub enum Observation {
         /// The best known head less its tolerance.
         floor: u64,
     },
+    /// An attempt given up because another endpoint's answer came first (a hedge's race),
+    /// after it had run this long without an answer: it was slower than the request could
+    /// wait for, and may be hanging.
+    Outrun {
+        /// How long it had run.
+        after: Duration,
+    },
     /// A head above anything plausible (`limit`): implausible, failed over.
     Implausible {
         /// The head the answer reported.
@@ -189,7 +209,7 @@ pub enum Observation {
 }
 
 impl Observation {
-    /// Whether it speaks against the endpoint (failed, behind, implausible).
+    /// Whether it speaks against the endpoint (failed, outrun, behind, implausible).
     pub fn is_bad(&self) -> bool {
         !matches!(self, Observation::Answered { .. })
     }
@@ -199,7 +219,7 @@ impl Observation {
         match *self {
             Observation::Answered { head } => head,
             Observation::Behind { head, .. } | Observation::Implausible { head, .. } => Some(head),
-            Observation::Failed => None,
+            Observation::Failed | Observation::Outrun { .. } => None,
         }
     }
 }

@@ -205,4 +205,7 @@ async fn the_chain_id_is_verified_at_every_check() {
     providers.set(1, Head { chain: 5, ..current(100) });
     monitor.check().await.unwrap_err();
     assert_eq!(eligible(&monitor), [true, false]);
+    // As failnext's health source: on another chain, it serves nothing, not even a reserve.
+    use failnext::HealthSource;
+    assert!(monitor.never(&"p1".into()) && !monitor.never(&"p0".into()));
 }

@@ -285,6 +285,30 @@ async fn a_behind_observation_makes_an_admitted_provider_ineligible_at_once() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_outrun_attempt_makes_an_admitted_provider_ineligible_until_its_probe_answers() {
+    // failnext's hedge answered first while the attempt at a had run 80 ms without an answer.
+    let (a, b) = (Provider::new(100, Mode::Healthy).await, Provider::new(100, Mode::Healthy).await);
+    let monitor = builder(&[("a", &a), ("b", &b)]).max_lag(2).build().unwrap();
+    let handle = monitor.spawn(SECS(10));
+    sleep(MS(100)).await;
+    for _ in 0..10 {
+        monitor.observe(&id("a"), Observation::Answered { head: Some(100) });
+    }
+    monitor.observe(&id("a"), Observation::Outrun { after: MS(80) });
+    assert!(!monitor.eligible("a"), "ruled out at once");
+    // Its probe runs now and answers: re-admitted.
+    sleep(MS(100)).await;
+    assert_eq!(a.requests(), 2);
+    assert!(monitor.eligible("a"));
+    // Hanging now: an outrun attempt, then its probe times out, and it stays out.
+    a.set(Mode::Hanging);
+    monitor.observe(&id("a"), Observation::Outrun { after: MS(80) });
+    sleep(SECS(6)).await;
+    assert!(!monitor.eligible("a"));
+    within(handle.stop()).await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_provider_bad_on_half_its_answers_is_not_readmitted_by_one_good_probe() {
     let (a, p) = (Provider::new(100, Mode::Healthy).await, Provider::new(100, Mode::Alternating).await);
     let monitor = builder(&[("a", &a), ("p", &p)]).build().unwrap();

@@ -19,6 +19,7 @@ use crate::support::*;
 #[derive(Default)]
 struct Fake {
     ruled_out: Mutex<Vec<&'static str>>,
+    never: Mutex<Vec<&'static str>>,
     head: Mutex<Option<Head>>,
     observed: Mutex<Vec<(String, Observation)>>,
     checks: Mutex<Vec<String>>,
@@ -28,6 +29,9 @@ struct Fake {
 impl HealthSource for Fake {
     fn eligible(&self, id: &EndpointId) -> bool {
         !self.ruled_out.lock().unwrap().contains(&id.as_str())
+    }
+    fn never(&self, id: &EndpointId) -> bool {
+        self.never.lock().unwrap().contains(&id.as_str())
     }
     fn head(&self) -> Option<Head> {
         *self.head.lock().unwrap()
@@ -227,4 +231,75 @@ async fn pairing_hands_the_source_a_latency_feed_of_the_failover() {
     assert!(feed.observe("a", Duration::from_millis(5)));
     drop(failover);
     assert!(!feed.observe("a", Duration::from_millis(5)), "the feed does not keep the failover alive");
+}
+
+#[tokio::test]
+async fn an_endpoint_the_monitor_says_can_never_serve_is_not_even_a_reserve() {
+    let (a, other_chain) = (provider(503, json!({})).await, at_block(7).await);
+    let source = Fake::ruling_out(&["other_chain"]);
+    *source.never.lock().unwrap() = vec!["other_chain"];
+    let client = paired(&[("a", &a), ("other_chain", &other_chain)], source);
+    let resp = call(&client, "eth_call").await.unwrap();
+    assert_eq!(resp.status(), 503, "nothing better than the failure: the other chain is never asked");
+    assert_eq!(other_chain.received_requests().await.unwrap().len(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_first_attempt_outrun_by_its_hedge_is_told_to_the_monitor_and_checked() {
+    let (slow, fast) = (MockServer::start().await, at_block(7).await);
+    Mock::given(any())
+        .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(5)))
+        .mount(&slow)
+        .await;
+    let source = Fake::ruling_out(&[]);
+    let failover =
+        builder([("slow", format!("{}/rpc", slow.uri())), ("fast", format!("{}/rpc", fast.uri()))])
+            .no_attempt_timeout()
+            .hedge(failnext::Hedge::after(Duration::from_millis(20)))
+            .monitor(source.clone())
+            .build()
+            .unwrap();
+    let http = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+    let client = reqwest_middleware::ClientBuilder::new(http).with(failover).build();
+    let resp = call(&client, "eth_call").await.unwrap();
+    assert_eq!(served_by(&resp), "fast");
+    let observed = source.observed();
+    assert!(
+        observed.iter().any(|(id, o)| id == "slow" && matches!(o, Observation::Outrun { .. }) && o.is_bad()),
+        "{observed:?}"
+    );
+    assert!(source.checks().contains(&"slow".to_owned()));
+}
+
+#[tokio::test]
+async fn paired_latency_ordering_does_not_explore_unless_asked() {
+    let (fast, slow) = (at_block(1).await, MockServer::start().await);
+    Mock::given(any())
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"jsonrpc": "2.0", "id": 1, "result": "0x1"}))
+                .set_delay(Duration::from_millis(30)),
+        )
+        .mount(&slow)
+        .await;
+    let source = Fake::ruling_out(&[]);
+    let failover =
+        builder([("slow", format!("{}/rpc", slow.uri())), ("fast", format!("{}/rpc", fast.uri()))])
+            .latency_ordering(failnext::LatencyOrdering::new(Duration::from_millis(5)))
+            .monitor(source.clone())
+            .build()
+            .unwrap();
+    // The monitor's probes measured both: the fast one is first for every read.
+    let feed = source.paired.lock().unwrap().clone().unwrap();
+    feed.observe("slow", Duration::from_millis(30));
+    feed.observe("fast", Duration::from_millis(1));
+    let client = client(failover);
+    for _ in 0..40 {
+        assert_eq!(served_by(&call(&client, "eth_call").await.unwrap()), "fast");
+    }
+    assert_eq!(
+        slow.received_requests().await.unwrap().len(),
+        0,
+        "no read sent first to the slow one to measure it"
+    );
 }

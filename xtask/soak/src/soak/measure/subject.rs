@@ -131,6 +131,10 @@ impl<S: HealthSource> HealthSource for RecordedSource<S> {
         answer
     }
 
+    fn never(&self, id: &EndpointId) -> bool {
+        self.source.never(id)
+    }
+
     fn head(&self) -> Option<Head> {
         self.source.head()
     }
