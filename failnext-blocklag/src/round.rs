@@ -367,7 +367,22 @@ pub(crate) fn amend(
         .max()
         .unwrap_or(at);
     let checked_at = previous.map_or(at, |p| p.checked().max(at));
-    let agreed = agreement::agree(&entries, rules.agreement);
+    // Providers probed at different instants often report different heads: the agreed head
+    // is carried until a newer one is agreed, while the providers that reported it are still
+    // eligible at or above it (they still have that block).
+    let carried = previous.and_then(Snapshot::agreed).filter(|agreed| {
+        let still = |id: &EndpointId| {
+            entries.iter().any(|e| {
+                e.endpoint() == id && e.is_eligible() && e.height().is_some_and(|h| h >= agreed.number())
+            })
+        };
+        agreed.providers().iter().all(still)
+    });
+    let agreed = match (agreement::agree(&entries, rules.agreement), carried) {
+        (Some(new), Some(old)) if old.number() > new.number() => Some(old.clone()),
+        (Some(new), _) => Some(new),
+        (None, old) => old.cloned(),
+    };
     let snapshot = Snapshot::new(entries, highest, max_lag, SystemTime::now())
         .with_head(head)
         .with_agreed(agreed)
