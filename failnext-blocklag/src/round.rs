@@ -446,6 +446,7 @@ fn carry_probe_health(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agreed::AgreedHead;
     use crate::probe_error::ProbeError;
 
     fn ok(id: &str, height: u64) -> (EndpointId, Result<u64, ProbeFailure>) {
@@ -645,6 +646,41 @@ mod tests {
         assert_eq!(back.fitness("b"), Fitness::Fit { behind: 0 });
         // A failed probe of a provider already out adds no evidence.
         assert_eq!(amended(Some(&out), 1, failed("b").1, Counts::default()).evidence, None);
+    }
+
+    /// [`amended`] with a head hash (the block number's).
+    fn amended_with_hash(prev: Option<&Snapshot>, i: usize, height: u64) -> Snapshot {
+        let ids: Vec<EndpointId> = ["a", "b", "c"].into_iter().map(EndpointId::from).collect();
+        let ids: Vec<&EndpointId> = ids.iter().collect();
+        let mut bytes = [0u8; 32];
+        bytes[24..].copy_from_slice(&height.to_be_bytes());
+        let measured = Measured { hash: Some(BlockHash::new(bytes)), ..Measured::default() };
+        let probed = Probed {
+            position: i,
+            outcome: Ok(height),
+            measured,
+            at: Instant::now(),
+            counts: Counts::default(),
+        };
+        let rules = Rules { agreement: 2, ..Rules::default() };
+        let config = Amending { max_lag: 1, rules, waiting: Fitness::Unchecked };
+        amend(prev, &ids, probed, config).snapshot.unwrap()
+    }
+
+    #[test]
+    fn the_agreed_head_is_carried_until_a_newer_one_is_agreed_while_its_providers_have_it() {
+        let s1 = amended_with_hash(None, 0, 100);
+        let s2 = amended_with_hash(Some(&s1), 1, 100);
+        assert_eq!(s2.agreed().map(AgreedHead::number), Some(100));
+        // a moves on alone: 101 is not agreed yet, 100 still is (b has it, a is past it).
+        let s3 = amended_with_hash(Some(&s2), 0, 101);
+        assert_eq!(s3.agreed().map(AgreedHead::number), Some(100));
+        // b reaches 101 too: the newer head is agreed.
+        let s4 = amended_with_hash(Some(&s3), 1, 101);
+        assert_eq!(s4.agreed().map(AgreedHead::number), Some(101));
+        // A provider that reported the carried head falls behind it: not carried any more.
+        let s5 = amended_with_hash(Some(&s3), 1, 99);
+        assert_ne!(s5.agreed().map(AgreedHead::number), Some(100));
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! they share around it: the attempt timeout, the dispatch recorder, and the monitor: the
 //! shared one as eligibility (`FailoverBuilder::eligible`, a wall), or, for a
 //! [paired](Subject::is_paired) configuration, a monitor of its own as its health source
-//! (`FailoverBuilder::monitor`, advice both ways; see [`Source`]).
+//! (`FailoverBuilder::monitor`, advice both ways: the `Monitor` itself, through
+//! `RecordedSource`, which records its eligibility answers).
 //!
 //! To add a configuration: a variant, its row in [`Subject::ALL`], its [`name`](Subject::name)
 //! and its [`configure`](Subject::configure) arm.
