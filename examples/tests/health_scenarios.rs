@@ -148,7 +148,7 @@ async fn a_stalled_head_is_reported_once_as_an_event_and_evicts_no_one() {
     let seen = events.clone();
     let monitor = Monitor::builder(nodes.iter().map(Provider::endpoint))
         .stall_after(3)
-        .on_event(move |e: &MonitorEvent| seen.lock().unwrap().push(*e))
+        .on_event(move |e: &MonitorEvent| seen.lock().unwrap().push(e.clone()))
         .build()
         .unwrap();
     for _ in 0..4 {

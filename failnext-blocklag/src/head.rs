@@ -156,19 +156,24 @@ pub(crate) fn parse_batch(read: &[u8], whole: bool) -> Result<BatchAnswers, Batc
     let mut s = Scanner { bytes: read, pos: 0 };
     s.skip_whitespace();
     if s.peek() != Some(b'[') {
-        return Err(BatchRefused);
+        // A provider that refuses batches answers with one JSON object (an error); anything
+        // else that is not a batch is a broken answer, not a refusal.
+        let object = whole && s.peek() == Some(b'{') && serde_json::from_slice::<Value>(read).is_ok();
+        return Err(if object { BatchRefused::Refused } else { BatchRefused::Broken });
     }
     s.pos += 1;
     s.skip_whitespace();
-    let first = s.value().map_err(|_| BatchRefused)?;
+    // A whole body that does not scan is broken; a cut one may just be long.
+    let unreadable = || if whole { BatchRefused::Broken } else { BatchRefused::Refused };
+    let first = s.value().map_err(|_| unreadable())?;
     let chain = read.get(first).unwrap_or_default();
     if !chain.starts_with(b"{") || !id_is(chain, CHAIN_ID) {
-        return Err(BatchRefused);
+        return Err(BatchRefused::Refused);
     }
     let chain = crate::parse::parse_response(chain, CHAIN_ID);
     s.skip_whitespace();
     if s.peek() != Some(b',') {
-        return Err(BatchRefused);
+        return Err(BatchRefused::Refused);
     }
     s.pos += 1;
     s.skip_whitespace();
@@ -176,10 +181,10 @@ pub(crate) fn parse_batch(read: &[u8], whole: bool) -> Result<BatchAnswers, Batc
     let block = if whole {
         // The block's answer, then the closing bracket.
         let mut t = Scanner { bytes: rest, pos: 0 };
-        let span = t.value().map_err(|_| BatchRefused)?;
+        let span = t.value().map_err(|_| unreadable())?;
         t.skip_whitespace();
         if t.peek() != Some(b']') {
-            return Err(BatchRefused);
+            return Err(unreadable());
         }
         parse_head(rest.get(span).unwrap_or_default(), true, HEAD_ID)
     } else {
@@ -196,10 +201,16 @@ pub(crate) const HEAD_ID: u64 = 1;
 /// The JSON-RPC id of the chain-id call in the probe's batch.
 pub(crate) const CHAIN_ID: u64 = 2;
 
-/// The body was not a batch answer the head probe can read (the provider is then probed with
-/// separate calls).
+/// Why the body was not a batch answer the head probe can read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct BatchRefused;
+pub(crate) enum BatchRefused {
+    /// The provider answers batches otherwise (one JSON object, answers in another order):
+    /// it is then probed with separate calls.
+    Refused,
+    /// Not JSON at all (a malformed or cut body): the probe failed
+    /// ([`ProbeError::InvalidJson`]).
+    Broken,
+}
 
 /// Whether the whole JSON object `object` has the number `id` as its `id`.
 fn id_is(object: &[u8], id: u64) -> bool {
@@ -636,17 +647,20 @@ mod tests {
     }
 
     #[test]
-    fn what_is_not_a_readable_batch_answer_is_a_refused_batch() {
+    fn an_object_or_answers_out_of_order_refuse_the_batch_and_what_is_not_json_is_broken() {
         let refused = [
             r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batch not supported"}}"#
                 .to_owned(),
             format!("[{}, {CHAIN}]", stamped_block(100, "")),
             format!("[{CHAIN}]"),
-            "[".to_owned(),
-            String::new(),
         ];
         for body in refused {
-            assert_eq!(parse_batch(body.as_bytes(), true).map(|_| ()), Err(BatchRefused), "{body}");
+            assert_eq!(parse_batch(body.as_bytes(), true).map(|_| ()), Err(BatchRefused::Refused), "{body}");
+        }
+        // What is not JSON (a malformed or truncated body) is a broken answer, not a refusal.
+        let half = format!("[{CHAIN}, {}]", stamped_block(100, ""));
+        for body in ["[".to_owned(), String::new(), "<html>".to_owned(), half[..half.len() / 2].to_owned()] {
+            assert_eq!(parse_batch(body.as_bytes(), true).map(|_| ()), Err(BatchRefused::Broken), "{body}");
         }
         // A well-formed batch whose answers are errors is an answer, not a refusal.
         let errors = r#"[{"jsonrpc":"2.0","id":2,"error":{"code":-32000,"message":"x"}},{"jsonrpc":"2.0","id":1,"result":null}]"#;

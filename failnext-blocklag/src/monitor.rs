@@ -19,7 +19,7 @@ use crate::probe::{self, ProbeConfig, ProbeReport};
 use crate::round;
 use crate::rpc::Method;
 use crate::settings::{Freshness, Settings};
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Snapshot, SnapshotEntry};
 
 /// Watches the block heights of a fixed set of providers and says which ones are close enough
 /// to the highest to be used.
@@ -418,18 +418,35 @@ impl Inner {
 
     /// [`publish`](Inner::publish), telling the event hook when the head stalls or moves again.
     pub(crate) fn publish_and_tell(&self, snapshot: Snapshot, fresh: Fresh) {
-        let was_stalled = self.published.load().as_ref().is_some_and(|s| s.stalled());
-        let event = match (was_stalled, snapshot.stalled()) {
-            (false, true) => Some(MonitorEvent::Stalled {
+        let Some(hook) = &self.settings.on_event else {
+            self.publish(snapshot, fresh);
+            return;
+        };
+        let before = self.published.load_full();
+        let was_stalled = before.as_ref().is_some_and(|s| s.stalled());
+        let mut events = Vec::new();
+        match (was_stalled, snapshot.stalled()) {
+            (false, true) => events.push(MonitorEvent::Stalled {
                 head: snapshot.highest(),
                 unchanged_for: snapshot.head_unchanged_for(),
             }),
-            (true, false) => Some(MonitorEvent::StallEnded { head: snapshot.highest() }),
-            _ => None,
-        };
+            (true, false) => events.push(MonitorEvent::StallEnded { head: snapshot.highest() }),
+            _ => {}
+        }
+        // Heads that turned stale or implausible with this publication.
+        for (i, entry) in snapshot.entries().iter().enumerate() {
+            let was = before.as_ref().and_then(|b| b.entries().get(i));
+            let (Some(head), endpoint) = (entry.height(), entry.endpoint().clone()) else { continue };
+            if entry.is_stale() && !was.is_some_and(SnapshotEntry::is_stale) {
+                let age = entry.head_age().unwrap_or_default();
+                events.push(MonitorEvent::HeadStale { endpoint, head, age });
+            } else if entry.is_implausible() && !was.is_some_and(SnapshotEntry::is_implausible) {
+                events.push(MonitorEvent::HeadImplausible { endpoint, head });
+            }
+        }
         self.publish(snapshot, fresh);
-        if let (Some(event), Some(hook)) = (event, &self.settings.on_event) {
-            hook(&event);
+        for event in &events {
+            hook(event);
         }
     }
 

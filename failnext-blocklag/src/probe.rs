@@ -181,7 +181,10 @@ async fn exchange_batch(client: &Client, url: &Url) -> Result<head::BatchAnswers
     let body = read_prefix(&mut response).await.map_err(Batch::Failed)?;
     let whole = body.len() <= MAX_BODY;
     let read = body.get(..MAX_BODY).unwrap_or(&body);
-    let answers = head::parse_batch(read, whole).map_err(|_| Batch::Refused)?;
+    let answers = head::parse_batch(read, whole).map_err(|why| match why {
+        head::BatchRefused::Refused => Batch::Refused,
+        head::BatchRefused::Broken => Batch::Failed(ProbeError::InvalidJson),
+    })?;
     if !whole {
         drain_rest(response);
     }

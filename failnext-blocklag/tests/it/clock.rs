@@ -209,3 +209,45 @@ async fn the_chain_id_is_verified_at_every_check() {
     use failnext::HealthSource;
     assert!(monitor.never(&"p1".into()) && !monitor.never(&"p0".into()));
 }
+
+#[tokio::test(start_paused = true)]
+async fn stale_and_implausible_heads_are_told_as_events_once() {
+    let providers = Providers::start(&[current(100), current(100), current(1_100)]).await;
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let seen = events.clone();
+    let monitor = providers
+        .monitor()
+        .max_head_age(Duration::from_secs(30))
+        .on_event(move |e| seen.lock().unwrap().push(e.clone()))
+        .build()
+        .unwrap();
+    monitor.check().await.unwrap();
+    monitor.check().await.unwrap();
+    let implausible: Vec<_> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| matches!(e, failnext_blocklag::MonitorEvent::HeadImplausible { .. }))
+        .cloned()
+        .collect();
+    assert_eq!(
+        implausible,
+        [failnext_blocklag::MonitorEvent::HeadImplausible { endpoint: "p2".into(), head: 1_100 }],
+        "once, by the check that saw it"
+    );
+    tokio::time::advance(Duration::from_secs(31)).await;
+    providers.set(1, current(101));
+    monitor.check().await.unwrap();
+    let stale: Vec<_> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            failnext_blocklag::MonitorEvent::HeadStale { endpoint, head, .. } => {
+                Some((endpoint.to_string(), *head))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(stale, [("p0".to_owned(), 100)]);
+}

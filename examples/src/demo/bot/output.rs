@@ -211,6 +211,21 @@ fn yes(b: bool) -> &'static str {
 pub(super) fn why(snapshot: Option<&Snapshot>, id: &str) -> String {
     let Some(snapshot) = snapshot else { return "not checked yet, fail-open".to_owned() };
     let Some(entry) = snapshot.entry(id) else { return "not checked".to_owned() };
+    if entry.is_implausible() {
+        let head = entry.height().unwrap_or_default();
+        return format!("implausible head {head}: more than the chain could have made, never the reference");
+    }
+    if entry.is_stale() {
+        let age = entry.head_age().unwrap_or_default().as_secs_f64();
+        return format!("stale head, {age:.1} s old by its timestamp");
+    }
+    if let Some(observation) = entry.contradiction() {
+        return format!("contradicted by real traffic ({observation:?}), probed again");
+    }
+    if entry.is_doubted() {
+        let share = entry.bad_share().unwrap_or_default() * 100.0;
+        return format!("doubted: {share:.0} % of its recent answers bad");
+    }
     match (entry.error(), entry.lag()) {
         (Some(error), _) => error.to_string(),
         (None, Some(lag)) if entry.is_eligible() => format!("{lag} behind, max {}", snapshot.max_lag()),
