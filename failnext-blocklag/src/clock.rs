@@ -120,6 +120,24 @@ pub(crate) fn implausible(
         .collect()
 }
 
+/// [`implausible`] over one stamp per entry (`None`: no timestamp, never implausible), when
+/// the rule applies (`on`: under [`Reference::Plausible`](crate::Reference::Plausible));
+/// otherwise none is.
+pub(crate) fn implausible_entries(
+    stamps: &[Option<Stamped>],
+    on: bool,
+    wall: SystemTime,
+    block_time: Option<Duration>,
+    slack: u64,
+) -> Vec<bool> {
+    if !on {
+        return vec![false; stamps.len()];
+    }
+    let heads: Vec<Stamped> = stamps.iter().flatten().copied().collect();
+    let mut flags = implausible(&heads, wall, block_time, slack).into_iter();
+    stamps.iter().map(|s| s.is_some() && flags.next().unwrap_or(false)).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

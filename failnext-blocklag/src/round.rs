@@ -110,13 +110,7 @@ pub(crate) fn assemble(
         .collect();
     let learned = previous.and_then(Snapshot::block_time);
     let plausible_rule = rules.reference == Reference::Plausible;
-    let implausible: Vec<bool> = if plausible_rule {
-        let heads: Vec<Stamped> = stamped.iter().flatten().copied().collect();
-        let mut flags = clock::implausible(&heads, taken_at, learned, max_lag).into_iter();
-        stamped.iter().map(|s| s.is_some() && flags.next().unwrap_or(false)).collect()
-    } else {
-        vec![false; outcomes.len()]
-    };
+    let implausible = clock::implausible_entries(&stamped, plausible_rule, taken_at, learned, max_lag);
     let heights = |all: bool| {
         outcomes
             .iter()
@@ -266,13 +260,7 @@ pub(crate) fn amend(
         entries.iter().enumerate().map(|(j, e)| if j == i { stamp } else { e.stamped() }).collect();
     let learned = previous.and_then(Snapshot::block_time);
     let plausible_rule = rules.reference == Reference::Plausible;
-    let implausible: Vec<bool> = if plausible_rule {
-        let heads: Vec<Stamped> = stamps.iter().flatten().copied().collect();
-        let mut flags = clock::implausible(&heads, wall, learned, max_lag).into_iter();
-        stamps.iter().map(|s| s.is_some() && flags.next().unwrap_or(false)).collect()
-    } else {
-        vec![false; entries.len()]
-    };
+    let implausible = clock::implausible_entries(&stamps, plausible_rule, wall, learned, max_lag);
     let height_of = |j: usize, e: &SnapshotEntry| match j == i {
         true => outcome.as_ref().ok().copied(),
         false => e.height(),

@@ -353,9 +353,14 @@ impl fmt::Debug for Snapshot {
 impl SnapshotEntry {
     /// The entry of an endpoint whose probe succeeded, judged by [`Fitness::of_height`].
     pub(crate) fn probed(endpoint: EndpointId, height: u64, fitness: Fitness) -> Self {
+        SnapshotEntry::of(endpoint, EntryState::Probed { height, fitness })
+    }
+
+    /// A new entry of `endpoint` in `state`, with nothing carried yet.
+    fn of(endpoint: EndpointId, state: EntryState) -> Self {
         SnapshotEntry {
             endpoint,
-            state: EntryState::Probed { height, fitness },
+            state,
             head_hash: None,
             good_checks: 0,
             latency: None,
@@ -369,35 +374,13 @@ impl SnapshotEntry {
 
     /// The entry of an endpoint whose probe failed with `error`.
     pub(crate) fn failed(endpoint: EndpointId, error: Arc<ProbeError>) -> Self {
-        SnapshotEntry {
-            endpoint,
-            state: EntryState::Failed(error),
-            head_hash: None,
-            good_checks: 0,
-            latency: None,
-            last_failure: None,
-            last_good: None,
-            stamped: None,
-            checked: None,
-            bad_share: None,
-        }
+        SnapshotEntry::of(endpoint, EntryState::Failed(error))
     }
 
     /// The entry of an endpoint the spawned schedule has not probed yet: `fitness` is
     /// [`Fitness::Unchecked`] or [`Fitness::Closed`].
     pub(crate) fn waiting(endpoint: EndpointId, fitness: Fitness) -> Self {
-        SnapshotEntry {
-            endpoint,
-            state: EntryState::Waiting(fitness),
-            head_hash: None,
-            good_checks: 0,
-            latency: None,
-            last_failure: None,
-            last_good: None,
-            stamped: None,
-            checked: None,
-            bad_share: None,
-        }
+        SnapshotEntry::of(endpoint, EntryState::Waiting(fitness))
     }
 
     /// Whether the spawned schedule has not probed it yet.
