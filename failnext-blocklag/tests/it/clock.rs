@@ -251,3 +251,39 @@ async fn stale_and_implausible_heads_are_told_as_events_once() {
         .collect();
     assert_eq!(stale, [("p0".to_owned(), 100)]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_provider_switching_chains_serves_no_read_after_its_first_wrong_answer_and_one_probe() {
+    use failnext::RequestBuilderExt;
+    let providers = Providers::start(&[current(100), current(100)]).await;
+    let ids = ["p0", "p1"];
+    let client = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+    let endpoints: Vec<failnext::Endpoint> =
+        ids.iter().zip(&providers.urls).map(|(id, url)| failnext::Endpoint::new(*id, url.clone())).collect();
+    let monitor = Monitor::builder(endpoints.clone()).client(client).expected_chain_id(1).build().unwrap();
+    let handle = monitor.spawn(Duration::from_secs(10));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let failover =
+        failnext::Failover::builder(endpoints).no_attempt_timeout().monitor(monitor.clone()).build().unwrap();
+    let http = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+    let reads = reqwest_middleware::ClientBuilder::new(http).with(failover).build();
+    let read = || async {
+        let body = r#"{"jsonrpc":"2.0","id":7,"method":"eth_getBalance","params":["0x0","latest"]}"#;
+        let resp = reads.post("http://127.0.0.1:9/").body(body).allow_failover().send().await.unwrap();
+        resp.extensions().get::<failnext::ServedBy>().unwrap().0.to_string()
+    };
+    assert_eq!(read().await, "p0");
+    // p0 restarts on another chain: its first answer cannot be told from a good one...
+    providers.set(0, Head { chain: 5, ..current(100) });
+    assert_eq!(read().await, "p0", "the first wrong answer");
+    // ... until its next probe, which the schedule runs (here: check_now, as a contradiction would).
+    failnext::HealthSource::check_now(&monitor, &"p0".into());
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!monitor.eligible("p0"));
+    // From then on no read reaches it, not even as failnext's reserve: it is on another chain.
+    assert!(failnext::HealthSource::never(&monitor, &"p0".into()));
+    for _ in 0..5 {
+        assert_eq!(read().await, "p1");
+    }
+    handle.stop().await;
+}
