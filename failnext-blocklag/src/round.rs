@@ -333,7 +333,15 @@ pub(crate) fn amend(
         } else if let Some(age) = stale_at(entry.stamped()) {
             Fitness::Stale { age }
         } else {
-            within_seconds(Fitness::of_height(height, highest, max_lag), block_time, rules.max_lag_secs)
+            // Its height is as old as its probe: credited with the blocks the chain made since
+            // (by the learned block time), so that a newer probe of another provider does not
+            // make it lag by the time between the two probes.
+            let since = entry.checked().map(|c| at.saturating_duration_since(c));
+            let credit = since.zip(block_time).map_or(0, |(since, bt)| {
+                (since.as_nanos() / bt.max(clock::FASTEST_BLOCK_TIME).as_nanos()) as u64
+            });
+            let fitness = Fitness::of_height(height.saturating_add(credit), highest, max_lag);
+            within_seconds(fitness, block_time, rules.max_lag_secs)
         };
         let rejudged = match (entry.fitness(), fresh) {
             (Fitness::Fit { .. }, fresh) => fresh,
