@@ -679,6 +679,23 @@ mod tests {
         assert_ne!(s5.agreed().map(AgreedHead::number), Some(100));
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn an_entry_probed_earlier_is_credited_with_the_blocks_made_since_but_its_own_probe_judges_it() {
+        let second = || tokio::time::advance(std::time::Duration::from_secs(1));
+        let s1 = amended(None, 0, Ok(100), Counts::default()).snapshot.unwrap();
+        let mut s = amended(Some(&s1), 1, Ok(100), Counts::default()).snapshot.unwrap();
+        // a moves a block a second; b is not probed again for 3 s.
+        for height in 101..=103 {
+            second().await;
+            s = amended(Some(&s), 0, Ok(height), Counts::default()).snapshot.unwrap();
+        }
+        assert_eq!(s.block_time(), Some(std::time::Duration::from_secs(1)));
+        assert_eq!(s.fitness("b"), Fitness::Fit { behind: 0 }, "100, probed 3 s (3 blocks) ago");
+        // Its own probe still at 100: 3 behind, beyond max_lag 1.
+        let s = amended(Some(&s), 1, Ok(100), Counts::default()).snapshot.unwrap();
+        assert_eq!(s.fitness("b"), Fitness::Lagging { behind: 3 });
+    }
+
     #[test]
     fn lag_threshold_is_inclusive() {
         let snap = round(vec![ok("a", 100), ok("b", 97), ok("c", 96)], 3).snapshot.unwrap();
