@@ -3,7 +3,7 @@
 //! `replay` and `judge`.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use http::Extensions;
@@ -146,7 +146,8 @@ impl Failover {
     /// the `Failover` (which holds the monitor as its eligibility) and the monitor do not keep
     /// each other forever. See [`LatencyFeed`](crate::LatencyFeed).
     pub fn latency_feed(&self) -> crate::LatencyFeed {
-        crate::LatencyFeed(Arc::downgrade(&self.shared))
+        let shared: Weak<Shared> = Arc::downgrade(&self.shared);
+        crate::LatencyFeed(shared)
     }
 
     /// Adds a latency sample for endpoint `id` to its average (see [`LatencyOrdering`]): a
@@ -155,6 +156,6 @@ impl Failover {
     ///
     /// [`LatencyOrdering`]: crate::LatencyOrdering
     pub fn observe_latency(&self, id: &str, latency: Duration) {
-        self.shared.observe_latency(id, latency);
+        crate::feed::LatencySink::observe_latency(&*self.shared, id, latency);
     }
 }

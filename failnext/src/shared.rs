@@ -49,13 +49,6 @@ impl Shared {
         self.paired.as_ref().map(|p| &*p.source)
     }
 
-    /// Adds a latency sample to endpoint `id`'s average, with latency-aware ordering only.
-    pub(crate) fn observe_latency(&self, id: &str, latency: Duration) {
-        if let (Some(_), Some(i)) = (&self.ordering, crate::slot::position(&self.slots, id)) {
-            self.slots[i].latency.observe(latency);
-        }
-    }
-
     /// Emits the event `event` builds, building it only when someone listens: the metrics
     /// (feature `metrics`), `tracing` (feature `tracing`) and the application's hook, in that
     /// order. The one place every decision of a request is told.
@@ -69,6 +62,15 @@ impl Shared {
                 slot.or_else(|| self.slots.iter().find(|s| s.id() == id)).map(|s| &s.keys)
             });
             self.events.emit(&event);
+        }
+    }
+}
+
+impl crate::feed::LatencySink for Shared {
+    /// Adds a latency sample to endpoint `id`'s average, with latency-aware ordering only.
+    fn observe_latency(&self, id: &str, latency: Duration) {
+        if let (Some(_), Some(i)) = (&self.ordering, crate::slot::position(&self.slots, id)) {
+            self.slots[i].latency.observe(latency);
         }
     }
 }
