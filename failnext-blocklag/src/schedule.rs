@@ -95,7 +95,7 @@ impl Monitor {
         let task = tokio::spawn(async move {
             futures::future::join_all(providers).await;
         });
-        MonitorHandle { task: Some(task), stop }
+        MonitorHandle { task: Some(task), stop, monitor: self.clone() }
     }
 }
 
@@ -107,6 +107,9 @@ pub struct MonitorHandle {
     /// `None` only once `stop` took it.
     task: Option<JoinHandle<()>>,
     stop: watch::Sender<bool>,
+    /// The monitor the schedule runs: the handle is a [`HealthSource`](failnext::HealthSource)
+    /// too, so a transport that owns it keeps the schedule running.
+    pub(crate) monitor: Monitor,
 }
 
 impl MonitorHandle {
@@ -123,6 +126,11 @@ impl MonitorHandle {
             // better to go: the schedule is over either way.
             let _ = task.await;
         }
+    }
+
+    /// The monitor whose schedule this is.
+    pub fn monitor(&self) -> &Monitor {
+        &self.monitor
     }
 
     /// Whether the task has ended (after [`stop`](MonitorHandle::stop) or a panic in a check).

@@ -4,6 +4,7 @@
 use failnext::{EndpointId, Head, HealthSource, LatencyFeed, Observation};
 
 use crate::monitor::Monitor;
+use crate::schedule::MonitorHandle;
 
 /// Pairs the monitor with a `Failover` both ways, through
 /// [`FailoverBuilder::monitor`](failnext::FailoverBuilder::monitor): see
@@ -50,6 +51,12 @@ impl HealthSource for Monitor {
         })
     }
 
+    /// The endpoint's height in the latest snapshot (credited with the blocks made since its
+    /// probe when another provider's newer probe raised the reference).
+    fn head_of(&self, id: &EndpointId) -> Option<u64> {
+        self.snapshot()?.height(id)
+    }
+
     fn pair(&self, feed: LatencyFeed) {
         self.feed_latency(feed);
     }
@@ -64,5 +71,49 @@ impl HealthSource for Monitor {
         if let Some(i) = self.inner().settings.position(id) {
             self.inner().check_now(i);
         }
+    }
+}
+
+/// A [spawned](Monitor::spawn) schedule's handle is its monitor as a [`HealthSource`], so that
+/// whoever pairs with it owns the schedule too: give the handle to
+/// [`FailoverBuilder::monitor`](failnext::FailoverBuilder::monitor) (or the alloy transport's
+/// `monitor`) and the probes run as long as the `Failover` does; dropping the last clone of
+/// the `Failover` drops the handle, which stops the schedule.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use failnext::{Endpoint, Failover};
+/// use failnext_blocklag::Monitor;
+///
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// let endpoints = [
+///     Endpoint::new("primary", "http://127.0.0.1:8545"),
+///     Endpoint::new("backup", "http://127.0.0.1:8546"),
+/// ];
+/// let monitor = Monitor::builder(endpoints.clone()).build()?;
+/// let failover = Failover::builder(endpoints).monitor(monitor.spawn(Duration::from_secs(2))).build()?;
+/// # drop(failover); Ok(()) }
+/// ```
+impl HealthSource for MonitorHandle {
+    fn eligible(&self, id: &EndpointId) -> bool {
+        self.monitor.eligible(id)
+    }
+    fn never(&self, id: &EndpointId) -> bool {
+        HealthSource::never(&self.monitor, id)
+    }
+    fn head(&self) -> Option<Head> {
+        HealthSource::head(&self.monitor)
+    }
+    fn head_of(&self, id: &EndpointId) -> Option<u64> {
+        HealthSource::head_of(&self.monitor, id)
+    }
+    fn pair(&self, feed: LatencyFeed) {
+        self.monitor.feed_latency(feed);
+    }
+    fn observe(&self, id: &EndpointId, observation: Observation) {
+        HealthSource::observe(&self.monitor, id, observation);
+    }
+    fn check_now(&self, id: &EndpointId) {
+        HealthSource::check_now(&self.monitor, id);
     }
 }

@@ -38,20 +38,20 @@ pub struct Budget {
 impl Budget {
     /// Failover attempts may be up to `ratio` of the requests (0.2: one per five requests).
     /// Defaults: a floor of 10 per second, a balance of at most 100 tokens.
-    pub fn new(ratio: f64) -> Budget {
+    pub const fn new(ratio: f64) -> Budget {
         Budget { ratio, min_per_sec: 10, max_balance: 100 }
     }
 
     /// Tokens added each second whatever the traffic (default 10).
     #[must_use]
-    pub fn min_per_sec(mut self, n: u32) -> Budget {
+    pub const fn min_per_sec(mut self, n: u32) -> Budget {
         self.min_per_sec = n;
         self
     }
 
     /// The most tokens the budget holds (default 100).
     #[must_use]
-    pub fn max_balance(mut self, n: u32) -> Budget {
+    pub const fn max_balance(mut self, n: u32) -> Budget {
         self.max_balance = n;
         self
     }

@@ -53,6 +53,8 @@ pub(crate) enum ConfigErrorKind {
     HedgeBounds,
     #[error("no endpoint has the id {id:?}")]
     UnknownEndpoint { id: EndpointId },
+    #[error("endpoint {id:?} is named by broadcast_to but not by writes_to: writes only ever reach the writes_to endpoints")]
+    BroadcastOutsideWrites { id: EndpointId },
 }
 
 impl ConfigError {
@@ -62,12 +64,19 @@ impl ConfigError {
         ConfigErrorKind::UnknownEndpoint { id }.into()
     }
 
+    /// A fan-out endpoint that is not a write endpoint.
+    #[cfg_attr(not(feature = "alloy"), allow(dead_code, reason = "used by the alloy transport"))]
+    pub(crate) fn broadcast_outside_writes(id: EndpointId) -> ConfigError {
+        ConfigErrorKind::BroadcastOutsideWrites { id }.into()
+    }
+
     /// The id of the endpoint the error is about, when it has a non-empty id.
     pub fn endpoint_id(&self) -> Option<&EndpointId> {
         match &self.kind {
             ConfigErrorKind::DuplicateId { id, .. }
             | ConfigErrorKind::Url { id, .. }
-            | ConfigErrorKind::UnknownEndpoint { id } => Some(id),
+            | ConfigErrorKind::UnknownEndpoint { id }
+            | ConfigErrorKind::BroadcastOutsideWrites { id } => Some(id),
             _ => None,
         }
     }

@@ -69,7 +69,7 @@ enum Delay {
 
 impl Hedge {
     /// Starts the next candidate when the first attempt has not finished after `delay`.
-    pub fn after(delay: Duration) -> Hedge {
+    pub const fn after(delay: Duration) -> Hedge {
         Hedge::with(Delay::Fixed(delay))
     }
 
@@ -123,7 +123,7 @@ impl Hedge {
     /// ```
     ///
     /// [`FailoverBuilder::build`]: crate::FailoverBuilder::build
-    pub fn percentile(q: f64) -> Hedge {
+    pub const fn percentile(q: f64) -> Hedge {
         Hedge::with(Delay::Percentile { q, fallback: None })
     }
 
@@ -144,7 +144,7 @@ impl Hedge {
     ///
     /// Default is zero.
     #[must_use]
-    pub fn at_least(mut self, floor: Duration) -> Hedge {
+    pub const fn at_least(mut self, floor: Duration) -> Hedge {
         self.floor = floor;
         self
     }
@@ -153,12 +153,12 @@ impl Hedge {
     ///
     /// Default is no ceiling.
     #[must_use]
-    pub fn at_most(mut self, ceiling: Duration) -> Hedge {
+    pub const fn at_most(mut self, ceiling: Duration) -> Hedge {
         self.ceiling = ceiling;
         self
     }
 
-    fn with(delay: Delay) -> Hedge {
+    const fn with(delay: Delay) -> Hedge {
         Hedge { delay, floor: Duration::ZERO, ceiling: Duration::MAX }
     }
 

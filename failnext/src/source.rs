@@ -58,6 +58,14 @@ pub trait HealthSource: Send + Sync + 'static {
         None
     }
 
+    /// The head endpoint `id` is known to be at now, if the source knows it: the floor of
+    /// the alloy transport's monotonic reads and the block its bundles start from. Default:
+    /// `None` (unknown).
+    fn head_of(&self, id: &EndpointId) -> Option<u64> {
+        let _ = id;
+        None
+    }
+
     /// Called once, when the paired `Failover` is built: `feed` takes latency samples for its
     /// latency-aware ordering (it does not keep the `Failover` alive).
     fn pair(&self, feed: LatencyFeed) {
@@ -86,6 +94,9 @@ impl<T: HealthSource + ?Sized> HealthSource for std::sync::Arc<T> {
     }
     fn head(&self) -> Option<Head> {
         (**self).head()
+    }
+    fn head_of(&self, id: &EndpointId) -> Option<u64> {
+        (**self).head_of(id)
     }
     fn pair(&self, feed: LatencyFeed) {
         (**self).pair(feed);

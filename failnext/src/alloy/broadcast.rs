@@ -2,6 +2,7 @@
 //! ways a broadcast can end without an answer.
 
 use std::fmt;
+use std::sync::Arc;
 
 use alloy_consensus::transaction::SignerRecoverable;
 use alloy_eips::eip2718::Decodable2718;
@@ -58,12 +59,40 @@ impl RawTx {
 ///
 /// The transport returns it as the custom error of alloy's `TransportErrorKind`, so alloy's
 /// retry layers do not retry it; find it with [`PossiblySubmitted::find`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct PossiblySubmitted {
     pub(crate) hashes: Vec<B256>,
     pub(crate) endpoint: Option<EndpointId>,
     pub(crate) why: String,
+    /// The error that lost the answer, when there was one (a body that broke off has none).
+    pub(crate) cause: Option<Cause>,
 }
+
+/// What lost or stopped a broadcast: the request's error (failnext's, with its attempts, or
+/// the transport's own), shared so that the typed errors stay cheap to clone.
+pub(crate) type Cause = Arc<reqwest_middleware::Error>;
+
+/// failnext's own error inside a cause.
+fn failnext_error(cause: Option<&Cause>) -> Option<&crate::Error> {
+    crate::Error::from_middleware(cause?)
+}
+
+/// A cause as an error source: failnext's error when there is one, else the transport's.
+fn source_of(cause: Option<&Cause>) -> Option<&(dyn std::error::Error + 'static)> {
+    match failnext_error(cause) {
+        Some(e) => Some(e),
+        None => cause.map(|c| &**c as &(dyn std::error::Error + 'static)),
+    }
+}
+
+/// Equal when they say the same (the cause is not compared).
+impl PartialEq for PossiblySubmitted {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.hashes, &self.endpoint, &self.why) == (&other.hashes, &other.endpoint, &other.why)
+    }
+}
+
+impl Eq for PossiblySubmitted {}
 
 impl PossiblySubmitted {
     /// The hash of the broadcast transaction, computed locally from the raw bytes; `None` for
@@ -80,6 +109,12 @@ impl PossiblySubmitted {
     /// The endpoint the broadcast went to, when known.
     pub fn endpoint(&self) -> Option<&EndpointId> {
         self.endpoint.as_ref()
+    }
+
+    /// failnext's error of the request, with every attempt (the one whose answer was lost
+    /// last), when the request loop ended with one.
+    pub fn error(&self) -> Option<&crate::Error> {
+        failnext_error(self.cause.as_ref())
     }
 
     /// This error inside an alloy `TransportError`, if it is one.
@@ -107,20 +142,46 @@ impl fmt::Display for PossiblySubmitted {
     }
 }
 
-impl std::error::Error for PossiblySubmitted {}
+impl std::error::Error for PossiblySubmitted {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        source_of(self.cause.as_ref())
+    }
+}
 
 /// A broadcast that provably never left: no provider accepted a connection for it (every
 /// attempt was refused, or no endpoint was usable). Safe to send again, as it is.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct NeverSent {
     pub(crate) hashes: Vec<B256>,
     pub(crate) why: String,
+    /// The error that stopped it (refused connections, no usable endpoint), when there was one.
+    pub(crate) cause: Option<Cause>,
 }
+
+/// Equal when they say the same (the cause is not compared).
+impl PartialEq for NeverSent {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.hashes, &self.why) == (&other.hashes, &other.why)
+    }
+}
+
+impl Eq for NeverSent {}
 
 impl NeverSent {
     /// The hash of the transaction that was not sent (see [`PossiblySubmitted::hash`]).
     pub fn hash(&self) -> Option<B256> {
         self.hashes.first().copied()
+    }
+
+    /// Every raw transaction's hash, for a batch of broadcasts.
+    pub fn hashes(&self) -> &[B256] {
+        &self.hashes
+    }
+
+    /// failnext's error of the request (its attempts, each refused), when the request loop
+    /// ended with one.
+    pub fn error(&self) -> Option<&crate::Error> {
+        failnext_error(self.cause.as_ref())
     }
 
     /// This error inside an alloy `TransportError`, if it is one.
@@ -143,7 +204,11 @@ impl fmt::Display for NeverSent {
     }
 }
 
-impl std::error::Error for NeverSent {}
+impl std::error::Error for NeverSent {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        source_of(self.cause.as_ref())
+    }
+}
 
 fn custom(err: &TransportError) -> Option<&(dyn std::error::Error + Send + Sync + 'static)> {
     err.as_transport_err()?.as_custom()
@@ -189,7 +254,7 @@ mod tests {
     fn the_errors_say_what_to_do() {
         let h = B256::repeat_byte(0xab);
         let lost =
-            PossiblySubmitted { hashes: vec![h], endpoint: Some("primary".into()), why: "timed out".into() };
+            PossiblySubmitted { hashes: vec![h], endpoint: Some("primary".into()), why: "timed out".into(), cause: None };
         let text = lost.to_string();
         assert!(
             text.contains("primary") && text.contains(&h.to_string()) && text.contains("do not sign again")
@@ -198,7 +263,7 @@ mod tests {
         assert_eq!(PossiblySubmitted::find(&err), Some(&lost));
         let kind = err.as_transport_err().expect("a transport error");
         assert!(!kind.is_retry_err(), "alloy's retry layers leave it alone");
-        let never = NeverSent { hashes: vec![h], why: "connection refused".into() };
+        let never = NeverSent { hashes: vec![h], why: "connection refused".into(), cause: None };
         assert!(never.to_string().contains("safe to send again"));
         assert_eq!(NeverSent::find(&never.clone().into_transport()), Some(&never));
     }

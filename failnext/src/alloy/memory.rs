@@ -57,6 +57,8 @@ struct State {
     txs: Bounded<B256, (EndpointId, Instant)>,
     /// Sender → the endpoint of its latest broadcast, and when.
     senders: Bounded<Address, (EndpointId, Instant)>,
+    /// Transaction hash → how its latest fan-out went, endpoint by endpoint.
+    fanouts: Bounded<B256, super::fanout::Broadcast>,
 }
 
 /// The transport's memory, shared by its clones.
@@ -69,7 +71,12 @@ pub(crate) struct Memory {
 
 impl Memory {
     pub(crate) fn new(remember_for: Duration) -> Memory {
-        let state = State { filters: Bounded::new(), txs: Bounded::new(), senders: Bounded::new() };
+        let state = State {
+            filters: Bounded::new(),
+            txs: Bounded::new(),
+            senders: Bounded::new(),
+            fanouts: Bounded::new(),
+        };
         Memory { state: Mutex::new(state), remember_for }
     }
 
@@ -103,6 +110,16 @@ impl Memory {
     pub(crate) fn tx_endpoint(&self, hash: &B256) -> Option<EndpointId> {
         let state = self.lock();
         state.txs.get(hash).filter(|(_, at)| at.elapsed() < self.remember_for).map(|(e, _)| e.clone())
+    }
+
+    /// The fan-out of `hash` ended as `outcome`.
+    pub(crate) fn fanned_out(&self, hash: B256, outcome: super::fanout::Broadcast) {
+        self.lock().fanouts.insert(hash, outcome);
+    }
+
+    /// How the latest fan-out of `hash` went, when it is still remembered.
+    pub(crate) fn fanout(&self, hash: &B256) -> Option<super::fanout::Broadcast> {
+        self.lock().fanouts.get(hash).cloned()
     }
 
     /// Where `sender`'s latest broadcast went, if that was less than `remember_for` ago.

@@ -219,10 +219,13 @@
 
 mod block;
 mod broadcast;
+mod builder;
 mod bundle;
 mod call;
 mod capability;
 mod coherence;
+mod failure;
+mod fanout;
 mod memory;
 mod methods;
 mod monotonic;
@@ -233,9 +236,14 @@ mod scope;
 mod transport;
 
 pub use broadcast::{NeverSent, PossiblySubmitted};
+pub use builder::{
+    DEFAULT_BUDGET, DEFAULT_DEADLINE, DEFAULT_HEDGE, DEFAULT_LATENCY_MARGIN, FailoverTransportBuilder,
+};
 pub use bundle::{Bundle, BundleRefused};
 pub use call::{CallExt, ServedByCell, TraceCell};
 pub use capability::Capability;
+pub use failure::Failure;
+pub use fanout::{Broadcast, Delivery};
 pub use methods::{Access, MethodTable};
 pub use monotonic::BelowFloor;
 pub use plan::FilterPinned;

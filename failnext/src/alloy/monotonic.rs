@@ -25,7 +25,7 @@ impl Head {
 }
 
 /// A provider's current head by endpoint id, `None` when unknown.
-type HeadOf = dyn Fn(&str) -> Option<u64> + Send + Sync;
+type HeadOf = dyn Fn(&EndpointId) -> Option<u64> + Send + Sync;
 
 /// The application's view of each provider's current head (a block-height monitor's
 /// snapshot), by endpoint id.
@@ -33,8 +33,18 @@ type HeadOf = dyn Fn(&str) -> Option<u64> + Send + Sync;
 pub(crate) struct Heads(pub(crate) Arc<HeadOf>);
 
 impl Heads {
+    /// The heads an application function gives, by endpoint id.
+    pub(crate) fn of_fn(heads: impl Fn(&str) -> Option<u64> + Send + Sync + 'static) -> Heads {
+        Heads(Arc::new(move |id: &EndpointId| heads(id.as_str())))
+    }
+
+    /// The heads a paired health source knows.
+    pub(crate) fn of_source(source: Arc<dyn crate::HealthSource>) -> Heads {
+        Heads(Arc::new(move |id: &EndpointId| source.head_of(id)))
+    }
+
     pub(crate) fn of(&self, endpoint: &EndpointId) -> Option<u64> {
-        (self.0)(endpoint.as_str())
+        (self.0)(endpoint)
     }
 }
 

@@ -85,10 +85,17 @@ impl<'p> Plan<'p> {
                     _,
                     "eth_sendRawTransaction"
                     | "eth_sendRawTransactionSync"
-                    | "eth_sendRawTransactionConditional",
+                    | "eth_sendRawTransactionConditional"
+                    | "eth_sendPrivateRawTransaction",
                 ) => {
                     call.raw = first_param::<String>(req)
                         .and_then(|hex| hex::decode(hex).ok())
+                        .map(|b| RawTx::of(&b));
+                }
+                (_, "eth_sendPrivateTransaction") => {
+                    // Flashbots' form: `[{"tx": "0x..", "maxBlockNumber": .., "preferences": ..}]`.
+                    call.raw = first_param::<PrivateTx>(req)
+                        .and_then(|p| hex::decode(p.tx).ok())
                         .map(|b| RawTx::of(&b));
                 }
                 (_, "eth_sendTransaction" | "eth_sendTransactionSync") => {
@@ -146,6 +153,15 @@ impl<'p> Plan<'p> {
         }
     }
 
+    /// The hash of the raw transaction a single-call packet broadcasts, when it is one (what
+    /// a fan-out sends).
+    pub(crate) fn raw_broadcast(&self, packet: &RequestPacket) -> Option<B256> {
+        match (packet, self.calls.as_slice()) {
+            (RequestPacket::Single(_), [call]) if call.access == Access::Write => call.raw.map(|r| r.hash),
+            _ => None,
+        }
+    }
+
     pub(crate) fn writes(&self) -> bool {
         self.calls.iter().any(|c| c.access == Access::Write)
     }
@@ -156,6 +172,7 @@ impl<'p> Plan<'p> {
 
     /// The error for a packet whose request failed (no response at all).
     pub(crate) fn send_failed(&self, err: reqwest_middleware::Error) -> TransportError {
+        let err = err.without_url();
         let failnext = Error::from_middleware(&err);
         if let (Some((endpoint, filter)), Some(e)) = (&self.pinned, failnext) {
             if e.is_no_usable_endpoint() {
@@ -168,33 +185,30 @@ impl<'p> Plan<'p> {
             }
         }
         if !self.writes() {
-            return TransportErrorKind::custom(err.without_url());
+            return TransportErrorKind::custom(err);
         }
         let hashes = self.hashes();
-        match failnext {
+        let (never, why, endpoint) = match failnext {
             Some(e) if e.is_no_usable_endpoint() => {
-                NeverSent { hashes, why: "no endpoint was usable, nothing was sent".to_owned() }
-                    .into_transport()
+                (true, "no endpoint was usable, nothing was sent".to_owned(), None)
             }
             Some(e) if !e.attempts().is_empty() && e.attempts().iter().all(|a| is_connect(a.error())) => {
-                NeverSent { hashes, why: format!("no provider accepted the connection ({e})") }
-                    .into_transport()
+                (true, format!("no provider accepted the connection ({e})"), None)
             }
-            Some(e) => {
-                let endpoint = e.attempts().last().map(|a| a.endpoint().clone());
-                PossiblySubmitted { hashes, endpoint, why: e.to_string() }.into_transport()
-            }
-            None if is_connect(&err) => {
-                NeverSent { hashes, why: format!("the connection was refused ({})", err.without_url()) }
-                    .into_transport()
-            }
-            None => PossiblySubmitted { hashes, endpoint: None, why: err.without_url().to_string() }
-                .into_transport(),
+            Some(e) => (false, e.to_string(), e.attempts().last().map(|a| a.endpoint().clone())),
+            None if is_connect(&err) => (true, format!("the connection was refused ({})", err), None),
+            None => (false, err.to_string(), None),
+        };
+        let cause = Some(std::sync::Arc::new(err));
+        if never {
+            NeverSent { hashes, why, cause }.into_transport()
+        } else {
+            PossiblySubmitted { hashes, endpoint, why, cause }.into_transport()
         }
     }
 
     pub(crate) fn lost(&self, endpoint: Option<EndpointId>, why: String) -> TransportError {
-        PossiblySubmitted { hashes: self.hashes(), endpoint, why }.into_transport()
+        PossiblySubmitted { hashes: self.hashes(), endpoint, why, cause: None }.into_transport()
     }
 
     /// After an answer from `served`: remembers created filters and accepted broadcasts, and
@@ -221,8 +235,12 @@ impl<'p> Plan<'p> {
                     }
                 }
                 (ResponsePayload::Success(result), Access::Write) => {
-                    let hash =
-                        call.raw.map(|r| r.hash).or_else(|| serde_json::from_str::<B256>(result.get()).ok());
+                    // A hash, or the receipt a `Sync` variant answers with.
+                    let hash = call.raw.map(|r| r.hash).or_else(|| {
+                        serde_json::from_str::<B256>(result.get())
+                            .ok()
+                            .or_else(|| serde_json::from_str::<Receipt>(result.get()).ok().map(|r| r.transaction_hash))
+                    });
                     let sender = call.raw.and_then(|r| r.sender).or(call.from);
                     if let Some(hash) = hash {
                         memory.broadcast(hash, sender, served);
@@ -280,6 +298,19 @@ impl std::error::Error for FilterPinned {}
 #[derive(Deserialize)]
 struct From {
     from: Address,
+}
+
+/// The first parameter of `eth_sendPrivateTransaction`.
+#[derive(Deserialize)]
+struct PrivateTx {
+    tx: String,
+}
+
+/// The part of a receipt (`eth_sendTransactionSync`'s answer) that names its transaction.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Receipt {
+    transaction_hash: B256,
 }
 
 /// The call's first parameter, parsed as `T`.

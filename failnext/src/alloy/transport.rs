@@ -40,7 +40,7 @@ fn address() -> Option<url::Url> {
 
 /// How long a broadcast's endpoint is preferred for lookups of its hash and its sender's
 /// pending nonce, by default.
-const REMEMBER_BROADCASTS: Duration = Duration::from_secs(120);
+pub(crate) const REMEMBER_BROADCASTS: Duration = Duration::from_secs(120);
 
 /// An alloy transport (a `tower::Service<RequestPacket>`) that sends every JSON-RPC packet
 /// through a [`Failover`]: reads fail over, writes never do, filters stay on the provider that
@@ -68,12 +68,29 @@ const REMEMBER_BROADCASTS: Duration = Duration::from_secs(120);
 #[derive(Clone, Debug)]
 pub struct FailoverTransport {
     route: Route,
+    failover: Failover,
     endpoints: Arc<[EndpointId]>,
     table: MethodTable,
     memory: Arc<Memory>,
     local: bool,
     coherence: Arc<Coherence>,
     rules: Rules,
+    /// The paired health source, when there is one.
+    source: Option<Source>,
+    /// The only endpoints writes reach, when the user named them.
+    writes: Option<Arc<[EndpointId]>>,
+    /// The endpoints a raw transaction fans out to, when the user named them.
+    fanout: Option<Arc<[EndpointId]>>,
+}
+
+/// A paired health source, shown as such in `Debug`.
+#[derive(Clone)]
+struct Source(Arc<dyn crate::HealthSource>);
+
+impl std::fmt::Debug for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<source>")
+    }
 }
 
 impl FailoverTransport {
@@ -125,8 +142,7 @@ impl FailoverTransport {
         client: reqwest::Client,
     ) -> Result<FailoverTransport, ConfigError> {
         let failover = builder.judging_packets().build()?;
-        let route = Route::Direct { client, failover: failover.clone() };
-        Ok(FailoverTransport::on(route, &failover))
+        Ok(FailoverTransport::on(Route::Direct { client }, &failover))
     }
 
     /// A transport over your own client chain, which must carry `failover` (middlewares
@@ -141,13 +157,52 @@ impl FailoverTransport {
         let local = failover.endpoints().iter().all(|e| is_loopback(e.url()));
         FailoverTransport {
             route,
+            failover: failover.clone(),
             endpoints,
             table: MethodTable::new(),
             memory: Arc::new(Memory::new(REMEMBER_BROADCASTS)),
             local,
             coherence: Arc::new(Coherence::default()),
             rules: Rules::default(),
+            source: None,
+            writes: None,
+            fanout: None,
         }
+    }
+
+    /// What the builder adds once the rest is set: the heads of monotonic reads, the paired
+    /// source, the write endpoints and the fan-out (ids checked by the builder).
+    pub(crate) fn routed(
+        mut self,
+        heads: Option<Heads>,
+        source: Option<Arc<dyn crate::HealthSource>>,
+        writes: Option<Vec<EndpointId>>,
+        fanout: Option<Vec<EndpointId>>,
+    ) -> FailoverTransport {
+        self.rules.heads = heads;
+        self.source = source.map(Source);
+        self.writes = writes.map(Into::into);
+        self.fanout = fanout.map(Into::into);
+        self
+    }
+
+    /// The `Failover` under the transport: endpoint health ([`Failover::health`]), breaker
+    /// state, [`restore_health`](Failover::restore_health), the latency feed. Clones share it.
+    pub fn failover(&self) -> &Failover {
+        &self.failover
+    }
+
+    /// How the latest [fan-out](super::FailoverTransportBuilder::broadcast_to) of `hash` went,
+    /// endpoint by endpoint, while it is remembered (the last 4096 fan-outs).
+    pub fn broadcast_outcome(&self, hash: &alloy_primitives::B256) -> Option<super::Broadcast> {
+        self.memory.fanout(hash)
+    }
+
+    /// The highest block every provider the paired source admits is known to have (`None`
+    /// without a source, or when it knows no head of an admitted provider).
+    pub(crate) fn agreed_head(&self) -> Option<u64> {
+        let source = &self.source.as_ref()?.0;
+        self.endpoints.iter().filter(|id| source.eligible(id)).filter_map(|id| source.head_of(id)).min()
     }
 
     /// Uses `table` to decide which methods may fail over.
@@ -232,7 +287,7 @@ impl FailoverTransport {
         mut self,
         heads: impl Fn(&str) -> Option<u64> + Send + Sync + 'static,
     ) -> FailoverTransport {
-        self.rules.heads = Some(Heads(Arc::new(heads)));
+        self.rules.heads = Some(Heads::of_fn(heads));
         self
     }
 
@@ -246,6 +301,40 @@ impl FailoverTransport {
     /// bundle references, [`observe_head`](FailoverTransport::observe_head); `None` before any.
     pub fn head(&self) -> Option<u64> {
         Some(self.coherence.head.get()).filter(|n| *n > 0)
+    }
+
+    /// A [`Bundle`](super::Bundle) at the head: the highest block every provider the paired
+    /// [monitor](super::FailoverTransportBuilder::monitor) admits is known to have (so no
+    /// admitted provider is asked for a block it has not seen yet), or, without a monitor
+    /// (or before it knows a head), the `latest` block of the provider that answers. The
+    /// block is read by number through the transport (`eth_getBlockByNumber`, a read that
+    /// fails over) and pinned by the hash it answered.
+    ///
+    /// # Errors
+    ///
+    /// The read's failure (see [`Failure`](super::Failure)); an answer without that block
+    /// (`null`) or one that is not a block is a deserialization error.
+    pub async fn bundle_at_head(&self) -> TransportResult<super::Bundle> {
+        #[derive(serde::Deserialize)]
+        struct Header {
+            number: alloy_primitives::U64,
+            hash: alloy_primitives::B256,
+        }
+        let tag = self.agreed_head().map_or_else(|| "latest".to_owned(), |n| format!("0x{n:x}"));
+        let request = alloy_json_rpc::Request::new("eth_getBlockByNumber", alloy_json_rpc::Id::Number(0), (tag, false))
+            .serialize()
+            .map_err(TransportError::ser_err)?;
+        let answer = self.send_in(RequestPacket::Single(request), None).await?;
+        let ResponsePacket::Single(response) = answer else {
+            return Err(TransportErrorKind::custom_str("eth_getBlockByNumber was answered with a batch"));
+        };
+        let result = match response.payload {
+            alloy_json_rpc::ResponsePayload::Success(result) => result,
+            alloy_json_rpc::ResponsePayload::Failure(payload) => return Err(alloy_json_rpc::RpcError::ErrorResp(payload)),
+        };
+        let header: Header =
+            serde_json::from_str(result.get()).map_err(|err| TransportError::deser_err(err, result.get()))?;
+        Ok(self.bundle(super::BlockRef::new(header.number.to::<u64>(), header.hash)))
     }
 
     /// How `method` is sent, as the table says.
@@ -268,9 +357,15 @@ impl FailoverTransport {
         packet: RequestPacket,
         bundle: Option<&Arc<BundleState>>,
     ) -> TransportResult<ResponsePacket> {
-        let plan = Plan::of(&packet, &self.table, &self.memory, &self.endpoints)?;
+        let mut plan = Plan::of(&packet, &self.table, &self.memory, &self.endpoints)?;
         let reads = plan.calls.is_empty();
-        let body = serde_json::to_vec(&packet).map_err(TransportError::ser_err)?;
+        // Writes go only where the user routed them; a raw transaction to every fan-out
+        // endpoint at once.
+        let fanout = self.fanout.as_deref().zip(plan.raw_broadcast(&packet));
+        if let Some(writes) = self.writes.as_deref().filter(|_| plan.writes()) {
+            plan.excluded.extend(self.endpoints.iter().filter(|id| !writes.contains(id)).cloned());
+        }
+        let body = bytes::Bytes::from(serde_json::to_vec(&packet).map_err(TransportError::ser_err)?);
         let view = Packet::new(&packet, bundle.map(|b| &**b), reads).sized(body.len());
         let unfit = match plan.pinned {
             None => self.coherence.unfit(&self.rules, &view, &self.endpoints, &plan.excluded)?,
@@ -291,15 +386,23 @@ impl FailoverTransport {
             behind: Mutex::default(),
         };
         let (outcome, behind) = match &self.route {
-            Route::Direct { client, failover } => {
+            Route::Direct { client } => {
                 let scope = scope.with(&packet);
-                let outcome = self.direct(client, failover, &packet, body, &plan, &scope).await;
+                let send = |only| self.direct(client, &packet, body.clone(), &plan, &scope, only);
+                let outcome = match fanout {
+                    Some((targets, hash)) => self.fan_out(targets, hash, &plan, send).await,
+                    None => send(None).await,
+                };
                 (outcome, scope.behind())
             }
             Route::Chain(client) => {
                 // Down a chain the scope rides in the request's extensions: it owns its packet.
                 let scope = Arc::new(scope.with(Arc::new(packet.clone())));
-                let outcome = self.chain(client, &packet, body, &plan, &scope).await;
+                let send = |only| self.chain(client, &packet, body.clone(), &plan, &scope, only);
+                let outcome = match fanout {
+                    Some((targets, hash)) => self.fan_out(targets, hash, &plan, send).await,
+                    None => send(None).await,
+                };
                 (outcome, scope.behind())
             }
         };
@@ -329,13 +432,15 @@ impl FailoverTransport {
     async fn direct(
         &self,
         client: &reqwest::Client,
-        failover: &Failover,
         packet: &RequestPacket,
-        body: Vec<u8>,
+        body: bytes::Bytes,
         plan: &Plan<'_>,
         scope: &dyn crate::Scope,
+        only: Option<&EndpointId>,
     ) -> TransportResult<(ResponsePacket, Option<EndpointId>)> {
+        let failover = &self.failover;
         let permission = if plan.may_fail_over { Permission::Allow } else { Permission::Deny };
+        let (excluded, preferred) = self.aimed(plan, only);
         // Addressed to the first endpoint: its attempt needs no other URL.
         let request = match failover.first_url().cloned().or_else(address) {
             Some(url) => client.post(url),
@@ -349,8 +454,8 @@ impl FailoverTransport {
             .map_err(|e| TransportErrorKind::custom(e.without_url()))?;
         let opts = RequestOptions {
             permission: Some(permission),
-            excluded: &plan.excluded,
-            preferred: plan.preferred.as_ref(),
+            excluded: &excluded,
+            preferred,
             deadline: None,
             trace: !plan.traces.is_empty(),
         };
@@ -371,11 +476,13 @@ impl FailoverTransport {
         &self,
         client: &ClientWithMiddleware,
         packet: &RequestPacket,
-        body: Vec<u8>,
+        body: bytes::Bytes,
         plan: &Plan<'_>,
         scope: &Arc<PacketScope<Arc<RequestPacket>>>,
+        only: Option<&EndpointId>,
     ) -> TransportResult<(ResponsePacket, Option<EndpointId>)> {
         let permission = if plan.may_fail_over { Permission::Allow } else { Permission::Deny };
+        let (excluded, preferred) = self.aimed(plan, only);
         let request = match address() {
             Some(url) => client.post(url),
             None => client.post(ADDRESS),
@@ -387,10 +494,10 @@ impl FailoverTransport {
             .body(body)
             .with_extension(permission)
             .with_extension(RequestScope(scope));
-        if !plan.excluded.is_empty() {
-            request = request.with_extension(ExcludedEndpoints(plan.excluded.clone()));
+        if !excluded.is_empty() {
+            request = request.with_extension(ExcludedEndpoints(excluded.into_owned()));
         }
-        if let Some(id) = &plan.preferred {
+        if let Some(id) = preferred {
             request = request.with_extension(PreferredEndpoint(id.clone()));
         }
         if !plan.traces.is_empty() {
@@ -406,6 +513,76 @@ impl FailoverTransport {
                 plan.record_trace(Error::from_middleware(&err).and_then(Error::trace));
                 Err(plan.send_failed(err))
             }
+        }
+    }
+
+    /// The endpoints a send of `plan`'s packet leaves out, and the one it prefers: the plan's,
+    /// or, for one endpoint of a fan-out (`only`), every other.
+    fn aimed<'s>(
+        &'s self,
+        plan: &'s Plan<'_>,
+        only: Option<&'s EndpointId>,
+    ) -> (std::borrow::Cow<'s, [EndpointId]>, Option<&'s EndpointId>) {
+        match only {
+            None => (std::borrow::Cow::Borrowed(&plan.excluded), plan.preferred.as_ref()),
+            Some(only) => {
+                let others = self.endpoints.iter().filter(|id| *id != only).cloned().collect();
+                (std::borrow::Cow::Owned(others), None)
+            }
+        }
+    }
+
+    /// Sends a raw transaction to each of `targets` at once (the same bytes; each send may
+    /// reach only its endpoint) and merges what they did into one [`Broadcast`](super::Broadcast):
+    /// the first acceptance is the answer; with none, the first refusal, unless an answer
+    /// may have been lost or nothing reached any endpoint, which is the error.
+    async fn fan_out<'a, F, Fut>(
+        &self,
+        targets: &'a [EndpointId],
+        hash: alloy_primitives::B256,
+        plan: &Plan<'_>,
+        send: F,
+    ) -> TransportResult<(ResponsePacket, Option<EndpointId>)>
+    where
+        F: Fn(Option<&'a EndpointId>) -> Fut,
+        Fut: std::future::Future<Output = TransportResult<(ResponsePacket, Option<EndpointId>)>>,
+    {
+        use super::fanout::{Broadcast, Delivery};
+        let targets: Vec<&EndpointId> = targets.iter().filter(|id| !plan.excluded.contains(id)).collect();
+        let results = futures_util::future::join_all(targets.iter().map(|id| send(Some(*id)))).await;
+        let mut deliveries = Vec::with_capacity(targets.len());
+        let (mut accepted, mut refused) = (None, None);
+        for (id, result) in targets.into_iter().zip(results) {
+            let delivery = match result {
+                Ok((answer, served)) => match first_error(&answer) {
+                    None => {
+                        accepted.get_or_insert((answer, served));
+                        Delivery::Accepted
+                    }
+                    Some((code, message)) => {
+                        refused.get_or_insert((answer, served));
+                        Delivery::Refused { code, message }
+                    }
+                },
+                Err(err) => match super::Failure::find(&err) {
+                    Some(super::Failure::NeverSent(never)) => Delivery::NeverSent { why: never.why.clone() },
+                    Some(super::Failure::PossiblySubmitted(lost)) => {
+                        Delivery::PossiblySubmitted { why: lost.why.clone() }
+                    }
+                    Some(super::Failure::Status(http)) => {
+                        Delivery::Refused { code: i64::from(http.status), message: format!("HTTP {}", http.status) }
+                    }
+                    _ => Delivery::PossiblySubmitted { why: err.to_string() },
+                },
+            };
+            deliveries.push((id.clone(), delivery));
+        }
+        let outcome = Broadcast { hash, deliveries };
+        self.memory.fanned_out(hash, outcome.clone());
+        match (accepted, refused) {
+            (Some(answer), _) => Ok(answer),
+            (None, Some(answer)) if !outcome.possibly_submitted() => Ok(answer),
+            _ => Err(TransportErrorKind::custom(outcome)),
         }
     }
 
@@ -483,9 +660,21 @@ impl TransportConnect for FailoverTransport {
 enum Route {
     /// It owns its client: failnext's attempt loop runs on it directly, without a middleware
     /// chain or options in extensions (the healthy path costs less).
-    Direct { client: reqwest::Client, failover: Failover },
+    Direct { client: reqwest::Client },
     /// The caller's chain, which carries `Failover`.
     Chain(ClientWithMiddleware),
+}
+
+/// The code and message of the first JSON-RPC error in `answer`, if any.
+fn first_error(answer: &ResponsePacket) -> Option<(i64, String)> {
+    let responses: &[alloy_json_rpc::Response] = match answer {
+        ResponsePacket::Single(r) => std::slice::from_ref(r),
+        ResponsePacket::Batch(rs) => rs,
+    };
+    responses.iter().find_map(|r| match &r.payload {
+        alloy_json_rpc::ResponsePayload::Failure(e) => Some((e.code, e.message.to_string())),
+        alloy_json_rpc::ResponsePayload::Success(_) => None,
+    })
 }
 
 /// A non-2xx body that is a JSON-RPC error response, as alloy's `Http` returns it.

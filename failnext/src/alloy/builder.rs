@@ -1,0 +1,441 @@
+//! [`FailoverTransportBuilder`]: every setting of a `Failover` and of the transport in one
+//! builder, with the defaults a bot should get.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::StatusCode;
+
+use super::capability::Capability;
+use super::monotonic::Heads;
+use super::transport::{FailoverTransport, REMEMBER_BROADCASTS};
+use super::methods::MethodTable;
+use crate::{
+    Budget, Classifier, ConfigError, Cooldown, Eligibility, Endpoint, EndpointId, Event, Failover, FailoverBuilder,
+    HealthSource, Hedge, LatencyOrdering,
+};
+
+/// The hedge reads get unless told otherwise: after the 95th percentile of the first
+/// endpoint's recent latencies (no hedge until it has 16 samples), never before 10 ms.
+pub const DEFAULT_HEDGE: Hedge = Hedge::percentile(0.95).at_least(Duration::from_millis(10));
+
+/// The failover budget unless told otherwise: up to one failover attempt (or hedge) per
+/// request on average, plus 10 a second, at most 100 banked.
+pub const DEFAULT_BUDGET: Budget = Budget::new(1.0).min_per_sec(10).max_balance(100);
+
+/// The request deadline unless told otherwise.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
+
+/// The latency ordering's margin when a monitor is paired and no ordering is set.
+pub const DEFAULT_LATENCY_MARGIN: Duration = Duration::from_millis(10);
+
+/// A setting with a default: the default, the caller's value, or turned off.
+#[derive(Clone, Debug)]
+enum Setting<T> {
+    Default,
+    Set(T),
+    Off,
+}
+
+impl<T> Setting<T> {
+    fn or(self, default: Option<T>) -> Option<T> {
+        match self {
+            Setting::Default => default,
+            Setting::Set(value) => Some(value),
+            Setting::Off => None,
+        }
+    }
+}
+
+/// Configures a [`FailoverTransport`]: every [`FailoverBuilder`] setting and the transport's
+/// own, in one builder. Made by [`FailoverTransport::builder`]; nothing is checked until
+/// [`build`](FailoverTransportBuilder::build).
+///
+/// # Defaults, and why
+///
+/// The transport is for bots and services that read a lot and write a little, so its
+/// defaults differ from the [reqwest middleware](crate::FailoverBuilder)'s conservative ones
+/// (which keep 0.1's rules: no hedge, no budget, no deadline, no judging unless asked):
+///
+/// | setting | default | why | off |
+/// | --- | --- | --- | --- |
+/// | judging | the [JSON-RPC classifier](crate::jsonrpc::JsonRpcClassifier) | a rate limit or an internal error arrives as HTTP 200, a truncated body as a broken one: they fail over | [`classifier`](Self::classifier) (yours; its verdicts win) |
+/// | [hedge](Self::hedge) | [`DEFAULT_HEDGE`]: after the p95 of the first endpoint's recent latency, not before 10 ms | a slow answer is raced by the next provider at a cost of about 1 read in 20; writes are never hedged | [`no_hedge`](Self::no_hedge) |
+/// | [failover budget](Self::failover_budget) | [`DEFAULT_BUDGET`]: one failover attempt per request on average, plus 10/s | an outage of every provider does not multiply the load by the number of providers; generous enough that a flapping provider is still failed over from (the soak measures it) | [`no_failover_budget`](Self::no_failover_budget) |
+/// | [deadline](Self::deadline) | [`DEFAULT_DEADLINE`]: 30 s for the whole request | alloy's `Http` waits for ever; three hung attempts (10 s each) is as long as a bot should wait | [`no_deadline`](Self::no_deadline) |
+/// | [monitor](Self::monitor) paired | [latency ordering](Self::latency_ordering) with a 10 ms margin, [monotonic reads](Self::monotonic_reads) from the monitor's heads | the probes measure every provider, so reads go to the fastest fit one; a read never goes back below a head already returned | [`no_latency_ordering`](Self::no_latency_ordering), [`no_monotonic_reads`](Self::no_monotonic_reads) |
+/// | [writes](Self::writes_to) | the first usable endpoint, at most one | as the middleware; name your write endpoints to keep a transaction off the others | — |
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use failnext::{Endpoint, Hedge};
+/// use failnext::alloy::FailoverTransport;
+///
+/// let transport = FailoverTransport::builder([
+///     Endpoint::new("relay", "http://127.0.0.1:8545"),
+///     Endpoint::new("public", "http://127.0.0.1:8546"),
+/// ])
+/// .hedge(Hedge::after(Duration::from_millis(50)))
+/// .deadline(Duration::from_secs(5))
+/// .writes_to(["relay"])
+/// .build()?;
+/// # drop(transport);
+/// # Ok::<(), failnext::ConfigError>(())
+/// ```
+#[must_use = "a builder does nothing until build() is called"]
+pub struct FailoverTransportBuilder {
+    ids: Vec<EndpointId>,
+    failover: FailoverBuilder,
+    client: Option<reqwest::Client>,
+    hedge: Setting<Hedge>,
+    budget: Setting<Budget>,
+    deadline: Setting<Duration>,
+    ordering: Setting<LatencyOrdering>,
+    monotonic: Setting<Heads>,
+    source: Option<Arc<dyn HealthSource>>,
+    table: MethodTable,
+    remember: Duration,
+    archive_depth: Option<u64>,
+    lack_for: Option<Duration>,
+    lacks: Vec<(EndpointId, Capability)>,
+    writes: Option<Vec<EndpointId>>,
+    broadcast: Option<Vec<EndpointId>>,
+}
+
+impl FailoverTransport {
+    /// Starts configuring a transport over `endpoints`, in priority order, with the defaults
+    /// a bot should get (see [`FailoverTransportBuilder`]).
+    pub fn builder(endpoints: impl IntoIterator<Item = Endpoint>) -> FailoverTransportBuilder {
+        let endpoints: Vec<Endpoint> = endpoints.into_iter().collect();
+        FailoverTransportBuilder {
+            ids: endpoints.iter().map(|e| e.id().clone()).collect(),
+            failover: Failover::builder(endpoints),
+            client: None,
+            hedge: Setting::Default,
+            budget: Setting::Default,
+            deadline: Setting::Default,
+            ordering: Setting::Default,
+            monotonic: Setting::Default,
+            source: None,
+            table: MethodTable::new(),
+            remember: REMEMBER_BROADCASTS,
+            archive_depth: None,
+            lack_for: None,
+            lacks: Vec::new(),
+            writes: None,
+            broadcast: None,
+        }
+    }
+}
+
+impl FailoverTransportBuilder {
+    /// Pairs the transport with a health view kept outside the request path, in one call:
+    /// failnext-blocklag's `Monitor`, or its spawned schedule's `MonitorHandle` (the transport
+    /// then owns the schedule: it runs as long as a clone of the transport lives).
+    ///
+    /// It wires everything [`FailoverBuilder::monitor`] does (eligibility as advice, the
+    /// probes' latencies, heads judged, every answer reported back), and on top:
+    ///
+    /// - reads are [ordered by latency](Self::latency_ordering) (margin 10 ms) unless set;
+    /// - [monotonic reads](Self::monotonic_reads) take each provider's head from the source
+    ///   ([`HealthSource::head_of`]), unless set or turned off;
+    /// - [`FailoverTransport::bundle_at_head`] starts a bundle at the highest block every
+    ///   admitted provider has.
+    ///
+    /// With failnext-blocklag (its spawned schedule's handle is a `HealthSource`):
+    ///
+    /// ```text
+    /// let monitor = Monitor::builder(endpoints.clone()).build()?;
+    /// let transport = FailoverTransport::builder(endpoints)
+    ///     .monitor(monitor.spawn(Duration::from_secs(1)))
+    ///     .build()?;
+    /// ```
+    ///
+    /// Any [`HealthSource`] will do:
+    ///
+    /// ```
+    /// use failnext::{Endpoint, EndpointId, HealthSource};
+    /// use failnext::alloy::FailoverTransport;
+    ///
+    /// /// Admits every endpoint but a known-broken one.
+    /// struct NotTheOldNode;
+    ///
+    /// impl HealthSource for NotTheOldNode {
+    ///     fn eligible(&self, id: &EndpointId) -> bool {
+    ///         id.as_str() != "old"
+    ///     }
+    /// }
+    ///
+    /// let transport = FailoverTransport::builder([
+    ///     Endpoint::new("old", "http://127.0.0.1:8545"),
+    ///     Endpoint::new("new", "http://127.0.0.1:8546"),
+    /// ])
+    /// .monitor(NotTheOldNode)
+    /// .build()?;
+    /// # drop(transport);
+    /// # Ok::<(), failnext::ConfigError>(())
+    /// ```
+    pub fn monitor(mut self, source: impl HealthSource) -> Self {
+        self.source = Some(Arc::new(source));
+        self
+    }
+
+    /// Writes (every call the [`MethodTable`] does not call a read or a filter call:
+    /// broadcasts, signing, unknown methods) only ever reach these endpoints: never another,
+    /// whatever a breaker, a monitor or a per-call preference says. When none of them is
+    /// usable the write fails as [`NeverSent`](super::NeverSent) and nothing was sent
+    /// anywhere. Reads still use every endpoint. A later call replaces the list.
+    ///
+    /// Default: every endpoint (a write goes to the first usable one, and only there).
+    pub fn writes_to<I>(mut self, ids: I) -> Self
+    where
+        I: IntoIterator,
+        I::Item: Into<EndpointId>,
+    {
+        self.writes = Some(ids.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Fans a signed raw transaction (`eth_sendRawTransaction`, its `Sync` and
+    /// `Conditional` variants, `eth_sendPrivateRawTransaction`, `eth_sendPrivateTransaction`)
+    /// out to every one of these endpoints at once: the same bytes, so the same hash, to
+    /// each, once. The call succeeds with the hash when at least one accepted it; how each
+    /// endpoint took it is a [`Broadcast`](super::Broadcast), given by
+    /// [`FailoverTransport::broadcast_outcome`] (and by the error, when none accepted it).
+    /// Other writes follow [`writes_to`](Self::writes_to). With `writes_to` set, every
+    /// endpoint named here must be one of its (checked by [`build`](Self::build)).
+    ///
+    /// Default: no fan-out (a raw transaction reaches one endpoint).
+    pub fn broadcast_to<I>(mut self, ids: I) -> Self
+    where
+        I: IntoIterator,
+        I::Item: Into<EndpointId>,
+    {
+        self.broadcast = Some(ids.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Sends on this `reqwest::Client` (its pool, TLS, proxy and timeouts). Default:
+    /// `reqwest::Client::new()`.
+    pub fn client(mut self, client: reqwest::Client) -> Self {
+        self.client = Some(client);
+        self
+    }
+
+    /// Hedges reads with `hedge` (see [`FailoverBuilder::hedge`]). Default: [`DEFAULT_HEDGE`].
+    pub fn hedge(mut self, hedge: Hedge) -> Self {
+        self.hedge = Setting::Set(hedge);
+        self
+    }
+
+    /// No hedged reads.
+    pub fn no_hedge(mut self) -> Self {
+        self.hedge = Setting::Off;
+        self
+    }
+
+    /// Limits failover attempts and hedges (see [`FailoverBuilder::failover_budget`]).
+    /// Default: [`DEFAULT_BUDGET`].
+    pub fn failover_budget(mut self, budget: Budget) -> Self {
+        self.budget = Setting::Set(budget);
+        self
+    }
+
+    /// No failover budget: every request may try every endpoint.
+    pub fn no_failover_budget(mut self) -> Self {
+        self.budget = Setting::Off;
+        self
+    }
+
+    /// Bounds every request as a whole (see [`FailoverBuilder::deadline`]). Default:
+    /// [`DEFAULT_DEADLINE`].
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = Setting::Set(deadline);
+        self
+    }
+
+    /// No request deadline (each attempt is still bounded by the attempt timeout).
+    pub fn no_deadline(mut self) -> Self {
+        self.deadline = Setting::Off;
+        self
+    }
+
+    /// Orders endpoints by latency as well as priority (see
+    /// [`FailoverBuilder::latency_ordering`]). Default: with a [monitor](Self::monitor),
+    /// `LatencyOrdering::new(10 ms)`; without one, priority order only.
+    pub fn latency_ordering(mut self, ordering: LatencyOrdering) -> Self {
+        self.ordering = Setting::Set(ordering);
+        self
+    }
+
+    /// Priority order only, even with a monitor.
+    pub fn no_latency_ordering(mut self) -> Self {
+        self.ordering = Setting::Off;
+        self
+    }
+
+    /// Monotonic reads with `heads` as each provider's current head (see
+    /// [`FailoverTransport::monotonic_reads`]). Default: with a [monitor](Self::monitor), its
+    /// heads; without one, off.
+    pub fn monotonic_reads(mut self, heads: impl Fn(&str) -> Option<u64> + Send + Sync + 'static) -> Self {
+        self.monotonic = Setting::Set(Heads::of_fn(heads));
+        self
+    }
+
+    /// No monotonic reads, even with a monitor.
+    pub fn no_monotonic_reads(mut self) -> Self {
+        self.monotonic = Setting::Off;
+        self
+    }
+
+    /// See [`FailoverBuilder::eligible`].
+    pub fn eligible(mut self, eligibility: impl Eligibility) -> Self {
+        self.failover = self.failover.eligible(eligibility);
+        self
+    }
+
+    /// Judges answers with `classifier` instead of the JSON-RPC classifier, which still
+    /// reads each body first for what the transport learns from it (see
+    /// [`FailoverBuilder::classifier`]).
+    pub fn classifier(mut self, classifier: impl Classifier) -> Self {
+        self.failover = self.failover.classifier(classifier);
+        self
+    }
+
+    /// See [`FailoverBuilder::additional_trigger_status_codes`].
+    pub fn additional_trigger_status_codes(mut self, codes: impl IntoIterator<Item = StatusCode>) -> Self {
+        self.failover = self.failover.additional_trigger_status_codes(codes);
+        self
+    }
+
+    /// See [`FailoverBuilder::cooldown`]. Default: the adaptive breaker.
+    pub fn cooldown(mut self, cooldown: Cooldown) -> Self {
+        self.failover = self.failover.cooldown(cooldown);
+        self
+    }
+
+    /// See [`FailoverBuilder::attempt_timeout`]. Default: 10 s.
+    pub fn attempt_timeout(mut self, timeout: Duration) -> Self {
+        self.failover = self.failover.attempt_timeout(timeout);
+        self
+    }
+
+    /// See [`FailoverBuilder::no_attempt_timeout`].
+    pub fn no_attempt_timeout(mut self) -> Self {
+        self.failover = self.failover.no_attempt_timeout();
+        self
+    }
+
+    /// See [`FailoverBuilder::trace`].
+    pub fn trace(mut self, all: bool) -> Self {
+        self.failover = self.failover.trace(all);
+        self
+    }
+
+    /// See [`FailoverBuilder::on_event`].
+    pub fn on_event(mut self, hook: impl Fn(&Event<'_>) + Send + Sync + 'static) -> Self {
+        self.failover = self.failover.on_event(hook);
+        self
+    }
+
+    /// See [`FailoverTransport::method_table`].
+    pub fn method_table(mut self, table: MethodTable) -> Self {
+        self.table = table;
+        self
+    }
+
+    /// See [`FailoverTransport::remember_broadcasts_for`]. Default: 2 minutes.
+    pub fn remember_broadcasts_for(mut self, duration: Duration) -> Self {
+        self.remember = duration;
+        self
+    }
+
+    /// See [`FailoverTransport::archive_depth`]. Default: 128 blocks.
+    pub fn archive_depth(mut self, blocks: u64) -> Self {
+        self.archive_depth = Some(blocks);
+        self
+    }
+
+    /// See [`FailoverTransport::lack_found_for`]. Default: 10 minutes.
+    pub fn lack_found_for(mut self, duration: Duration) -> Self {
+        self.lack_for = Some(duration);
+        self
+    }
+
+    /// Declares that endpoint `endpoint` lacks `capability` (see [`FailoverTransport::lacks`];
+    /// an unknown id fails [`build`](Self::build)).
+    pub fn lacks(mut self, endpoint: impl Into<EndpointId>, capability: Capability) -> Self {
+        self.lacks.push((endpoint.into(), capability));
+        self
+    }
+
+    /// Validates the configuration and builds the transport.
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`]: every case of [`FailoverBuilder::build`]; an id given to
+    /// [`writes_to`](Self::writes_to), [`broadcast_to`](Self::broadcast_to) or
+    /// [`lacks`](Self::lacks) that names no endpoint
+    /// ([`ConfigError::endpoint_id`] names it); a `broadcast_to` endpoint that `writes_to`
+    /// leaves out.
+    pub fn build(self) -> Result<FailoverTransport, ConfigError> {
+        let known = |id: &EndpointId| {
+            if self.ids.contains(id) { Ok(()) } else { Err(ConfigError::unknown_endpoint(id.clone())) }
+        };
+        let named = self.writes.iter().chain(&self.broadcast).flatten().chain(self.lacks.iter().map(|(id, _)| id));
+        named.clone().try_for_each(known)?;
+        if let (Some(writes), Some(broadcast)) = (&self.writes, &self.broadcast) {
+            if let Some(id) = broadcast.iter().find(|id| !writes.contains(id)) {
+                return Err(ConfigError::broadcast_outside_writes(id.clone()));
+            }
+        }
+        let paired = self.source.is_some();
+        let mut failover = self.failover;
+        if let Some(hedge) = self.hedge.or(Some(DEFAULT_HEDGE)) {
+            failover = failover.hedge(hedge);
+        }
+        if let Some(budget) = self.budget.or(Some(DEFAULT_BUDGET)) {
+            failover = failover.failover_budget(budget);
+        }
+        if let Some(deadline) = self.deadline.or(Some(DEFAULT_DEADLINE)) {
+            failover = failover.deadline(deadline);
+        }
+        if let Some(ordering) = self.ordering.or(paired.then(|| LatencyOrdering::new(DEFAULT_LATENCY_MARGIN))) {
+            failover = failover.latency_ordering(ordering);
+        }
+        if let Some(source) = &self.source {
+            failover = failover.monitor(Arc::clone(source));
+        }
+        let client = self.client.unwrap_or_default();
+        let mut transport =
+            FailoverTransport::from_builder_on(failover, client)?.remember_broadcasts_for(self.remember);
+        transport = transport.method_table(self.table);
+        if let Some(depth) = self.archive_depth {
+            transport = transport.archive_depth(depth);
+        }
+        if let Some(duration) = self.lack_for {
+            transport = transport.lack_found_for(duration);
+        }
+        for (id, capability) in self.lacks {
+            transport = transport.lacks(id, capability)?;
+        }
+        let heads = self.monotonic.or(self.source.clone().map(Heads::of_source));
+        Ok(transport.routed(heads, self.source, self.writes, self.broadcast))
+    }
+}
+
+impl fmt::Debug for FailoverTransportBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FailoverTransportBuilder")
+            .field("failover", &self.failover)
+            .field("hedge", &self.hedge)
+            .field("budget", &self.budget)
+            .field("deadline", &self.deadline)
+            .field("ordering", &self.ordering)
+            .field("monitor", &self.source.as_ref().map(|_| "<source>"))
+            .field("writes_to", &self.writes)
+            .field("broadcast_to", &self.broadcast)
+            .finish_non_exhaustive()
+    }
+}
