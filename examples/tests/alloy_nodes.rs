@@ -15,7 +15,7 @@ use alloy::providers::{Provider, ProviderBuilder};
 use alloy::rpc::client::RpcClient;
 use alloy::rpc::types::TransactionRequest;
 use alloy::signers::local::PrivateKeySigner;
-use failnext::alloy::{CallExt, FailoverTransport, NeverSent, PossiblySubmitted, ServedByCell};
+use failnext::alloy::{BlockRef, CallExt, FailoverTransport, NeverSent, PossiblySubmitted, ServedByCell};
 use failnext::{Cooldown, Endpoint, Failover};
 use failnext_blocklag::Monitor;
 use failnext_loopback::anvil::{DEFAULT_CHAIN_ID, DEV_ADDRESSES, DEV_PRIVATE_KEYS};
@@ -308,4 +308,69 @@ async fn retry_backoff_layer_retries_a_rate_limit_through_the_transport() {
     let provider = ProviderBuilder::new().connect_client(client);
     assert_eq!(within(provider.get_block_number()).await.unwrap(), 42);
     assert_eq!(seen.load(Ordering::SeqCst), 2, "the 429, then the layer's retry");
+}
+
+alloy::sol! {
+    /// The contract at [`PROBE`].
+    #[sol(rpc)]
+    interface Probe {
+        function callerBalance() external view returns (uint256);
+    }
+}
+
+/// Where [`CALLER_BALANCE`] is put.
+const PROBE: &str = "0x00000000000000000000000000000000000000bb";
+
+/// Runtime code `CALLER BALANCE PUSH1 0 MSTORE PUSH1 32 PUSH1 0 RETURN`: its caller's balance.
+const CALLER_BALANCE: &str = "0x333160005260206000f3";
+
+/// alloy's own call paths through a bundle, none naming a block: `Provider::call` and
+/// `Provider::estimate_gas` send `"pending"`, a `sol!` contract's `call()` sends `"latest"`;
+/// each is answered at the bundle's reference, while the plain provider reads the new block.
+#[tokio::test]
+async fn a_contract_call_through_a_bundle_by_alloys_default_call_reads_the_pinned_block() {
+    use alloy::eips::BlockNumberOrTag;
+
+    let n = node(AnvilOptions::new()).await;
+    let probe = Address::from_str(PROBE).unwrap();
+    n.rpc("anvil_setCode", json!([probe, CALLER_BALANCE])).await.unwrap();
+    n.mine(1).await.unwrap();
+    let (t, _) = transport(&[("only", &n)], None);
+    let plain = ProviderBuilder::new().connect_client(RpcClient::new(t.clone(), false));
+    let head = within(plain.get_block_by_number(BlockNumberOrTag::Latest)).await.unwrap().unwrap().header;
+    let bundle = t.bundle(BlockRef::new(head.number, head.hash));
+    let pinned = ProviderBuilder::new().connect_client(RpcClient::new(bundle.clone(), false));
+    let caller = Address::from_str(DEV_ADDRESSES[0]).unwrap();
+    let old = within(plain.get_balance(caller)).await.unwrap();
+
+    // The caller pays for a transfer, mined in a later block.
+    let (raw, hash) = transfer(0, 0).await;
+    assert_eq!(*within(plain.send_raw_transaction(&raw)).await.unwrap().tx_hash(), hash);
+    let mut mined = None;
+    for _ in 0..100 {
+        mined = within(plain.get_transaction_receipt(hash)).await.unwrap();
+        if mined.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mined = mined.expect("the transfer was mined");
+    assert!(mined.block_number.is_some_and(|b| b > head.number), "in a later block: {mined:?}");
+    let new = within(plain.get_balance(caller)).await.unwrap();
+    assert!(new < old, "the caller paid: {old} -> {new}");
+
+    // Through the bundle, by alloy's defaults: the pinned block's balance.
+    let contract = Probe::new(probe, &pinned);
+    assert_eq!(within(contract.callerBalance().from(caller).call()).await.unwrap(), old, "sol! call()");
+    let tx = TransactionRequest::default().with_from(caller).with_to(probe);
+    let answer = within(pinned.call(tx.clone())).await.unwrap();
+    assert_eq!(U256::from_be_slice(&answer), old, "Provider::call, which asks for pending");
+    let gas = within(pinned.estimate_gas(tx.clone())).await.unwrap();
+    assert!(gas > 21_000, "Provider::estimate_gas, which asks for pending: {gas}");
+    assert!(bundle.missed().is_empty());
+
+    // The same calls on the plain provider: the new block's balance.
+    let now = within(Probe::new(probe, &plain).callerBalance().from(caller).call()).await.unwrap();
+    assert_eq!(now, new, "sol! call() on the plain provider");
+    assert_eq!(U256::from_be_slice(&within(plain.call(tx)).await.unwrap()), new, "Provider::call");
 }

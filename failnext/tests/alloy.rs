@@ -422,7 +422,7 @@ async fn a_bundles_state_reads_all_carry_its_block_hash() {
 }
 
 #[tokio::test]
-async fn a_bundle_leaves_explicit_blocks_alone_and_refuses_pending_and_writes() {
+async fn a_bundle_leaves_explicit_blocks_alone_pins_pending_and_refuses_the_pending_nonce_and_writes() {
     let server = node(|_, _| ok(json!("0x1"))).await;
     let t = transport(&[("only", server.url("/"))]);
     let bundle = t.bundle(reference());
@@ -434,6 +434,10 @@ async fn a_bundle_leaves_explicit_blocks_alone_and_refuses_pending_and_writes() 
     // Not a state read with a block parameter: sent as it is.
     send(&bundle, single("eth_chainId", json!([]))).await.unwrap();
     assert_eq!(calls(&server), [("eth_chainId".to_owned(), json!([]))]);
+    // `pending`, alloy's default for `call` and `estimate_gas`: the reference, as `latest`.
+    let to = json!({"to": ADDR, "data": "0x"});
+    send(&bundle, single("eth_call", json!([to, "pending"]))).await.unwrap();
+    assert_eq!(calls(&server), [("eth_call".to_owned(), json!([to, pinned()]))]);
 
     let err = send(&bundle, single("eth_getTransactionCount", json!([ADDR, "pending"]))).await.unwrap_err();
     let refused = BundleRefused::find(&err).unwrap_or_else(|| panic!("not BundleRefused: {err}"));

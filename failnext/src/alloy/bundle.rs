@@ -72,8 +72,8 @@ impl Bundle {
         self.transport.send_in(packet, Some(&self.state)).await
     }
 
-    /// Each call of `packet` as the bundle sends it: writes and `pending` refused, state reads
-    /// pinned to the reference.
+    /// Each call of `packet` as the bundle sends it: writes and the pending nonce refused, state
+    /// reads pinned to the reference.
     fn pin(&self, packet: RequestPacket) -> Result<RequestPacket, TransportError> {
         match packet {
             RequestPacket::Single(req) => Ok(RequestPacket::Single(self.pin_call(req)?)),
@@ -93,10 +93,14 @@ impl Bundle {
         let Some(index) = block_index(req.method()) else { return Ok(req) };
         let Some(mut params) = owned_params(&req) else { return Ok(req) };
         match BlockParam::parse(params.get(index).map(|p| &**p)) {
-            BlockParam::Pending => {
-                return Err(refuse("it asks for the pending block, and a bundle reads one settled block"));
+            // The pending nonce counts transactions no block holds yet: answered at the
+            // reference it would be too low while the account has some in flight.
+            BlockParam::Pending if req.method() == "eth_getTransactionCount" => {
+                return Err(refuse("the pending nonce counts transactions no block holds yet"));
             }
-            BlockParam::Absent | BlockParam::Latest => {}
+            // `pending` (alloy's default for `call` and `estimate_gas`): "the state now", which
+            // in a bundle is its reference, as for `latest`.
+            BlockParam::Absent | BlockParam::Latest | BlockParam::Pending => {}
             // An explicit block (a number, a hash, `safe`, `finalized`, `earliest`) is the
             // caller's choice: left alone.
             _ => return Ok(req),
@@ -148,8 +152,9 @@ impl TransportConnect for Bundle {
 
 // ===== errors =====
 
-/// A call a [`Bundle`] does not send: a write (a bundle only reads), or a state read of the
-/// `pending` block (a bundle reads one settled block). Nothing was sent.
+/// A call a [`Bundle`] does not send: a write (a bundle only reads), or the pending nonce
+/// (`eth_getTransactionCount` at `pending`: it counts transactions no block holds). Nothing was
+/// sent.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BundleRefused {
     method: String,
@@ -175,3 +180,143 @@ impl fmt::Display for BundleRefused {
 }
 
 impl std::error::Error for BundleRefused {}
+
+#[cfg(test)]
+mod tests {
+    use alloy_json_rpc::Id;
+    use alloy_primitives::B256;
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::Endpoint;
+
+    const ADDR: &str = "0x00000000000000000000000000000000000000aa";
+
+    fn bundle() -> Bundle {
+        let transport = FailoverTransport::new([Endpoint::new("only", "http://127.0.0.1:1/")]).unwrap();
+        transport.bundle(BlockRef::new(100, B256::repeat_byte(0x77)))
+    }
+
+    fn call(method: &'static str, params: Value, id: u64) -> SerializedRequest {
+        Request::new(method, Id::Number(id), params).serialize().unwrap()
+    }
+
+    fn single(method: &'static str, params: Value) -> RequestPacket {
+        RequestPacket::Single(call(method, params, 1))
+    }
+
+    /// Each call of `packet` as the bundle would send it, as (method, params).
+    fn pinned(packet: RequestPacket) -> Result<Vec<(String, Value)>, TransportError> {
+        let calls = match bundle().pin(packet)? {
+            RequestPacket::Single(req) => vec![req],
+            RequestPacket::Batch(reqs) => reqs,
+        };
+        Ok(calls
+            .iter()
+            .map(|req| {
+                let params = req.params().map_or(Value::Null, |p| serde_json::from_str(p.get()).unwrap());
+                (req.method().to_owned(), params)
+            })
+            .collect())
+    }
+
+    fn reference() -> Value {
+        json!({"blockHash": B256::repeat_byte(0x77), "requireCanonical": true})
+    }
+
+    fn tx() -> Value {
+        json!({"from": ADDR, "to": ADDR, "data": "0x"})
+    }
+
+    #[test]
+    fn a_pending_state_read_in_a_bundle_reads_the_reference_block() {
+        // alloy's `Provider::call(tx)` sends `[tx, "pending"]`.
+        let sent = pinned(single("eth_call", json!([tx(), "pending"]))).unwrap();
+        assert_eq!(sent, [("eth_call".to_owned(), json!([tx(), reference()]))]);
+        let sent = pinned(single("eth_getBalance", json!([ADDR, "pending"]))).unwrap();
+        assert_eq!(sent[0].1, json!([ADDR, reference()]));
+        let sent = pinned(single("eth_getStorageAt", json!([ADDR, "0x0", "pending"]))).unwrap();
+        assert_eq!(sent[0].1, json!([ADDR, "0x0", reference()]));
+    }
+
+    #[test]
+    fn a_pending_gas_estimate_and_access_list_in_a_bundle_read_the_reference_block() {
+        // alloy's `Provider::estimate_gas(tx)` sends `[tx, "pending"]`.
+        for method in ["eth_estimateGas", "eth_createAccessList"] {
+            let sent = pinned(single(method, json!([tx(), "pending"]))).unwrap();
+            assert_eq!(sent, [(method.to_owned(), json!([tx(), reference()]))]);
+        }
+    }
+
+    #[test]
+    fn a_pending_call_with_state_overrides_keeps_its_overrides_in_a_bundle() {
+        let overrides = json!({ADDR: {"balance": "0x1"}});
+        let sent = pinned(single("eth_call", json!([tx(), "pending", overrides]))).unwrap();
+        assert_eq!(sent[0].1, json!([tx(), reference(), overrides]));
+    }
+
+    #[test]
+    fn a_batch_of_pending_latest_and_missing_blocks_in_a_bundle_is_pinned_call_by_call() {
+        let batch = RequestPacket::Batch(vec![
+            call("eth_call", json!([tx(), "pending"]), 1),
+            call("eth_estimateGas", json!([tx(), "pending"]), 2),
+            call("eth_getCode", json!([ADDR, "latest"]), 3),
+            call("eth_getBalance", json!([ADDR]), 4),
+            call("eth_getBalance", json!([ADDR, "0x5"]), 5),
+            call("eth_chainId", json!([]), 6),
+        ]);
+        let sent = pinned(batch).unwrap();
+        let params: Vec<&Value> = sent.iter().map(|(_, p)| p).collect();
+        assert_eq!(
+            params,
+            [
+                &json!([tx(), reference()]),
+                &json!([tx(), reference()]),
+                &json!([ADDR, reference()]),
+                &json!([ADDR, reference()]),
+                &json!([ADDR, "0x5"]),
+                &json!([]),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_explicit_block_in_a_bundle_is_left_alone() {
+        let other = json!({"blockHash": B256::repeat_byte(1)});
+        for block in [
+            json!("0x5"),
+            json!({"blockNumber": "0x9"}),
+            json!("earliest"),
+            json!("safe"),
+            json!("finalized"),
+            other,
+        ] {
+            for method in ["eth_call", "eth_estimateGas", "eth_createAccessList"] {
+                let sent = pinned(single(method, json!([tx(), block]))).unwrap();
+                assert_eq!(sent[0].1, json!([tx(), block]), "{method} at {block}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_pending_nonce_is_refused_by_a_bundle_and_nothing_of_its_batch_is_sent() {
+        let err = pinned(single("eth_getTransactionCount", json!([ADDR, "pending"]))).unwrap_err();
+        let refused = BundleRefused::find(&err).unwrap_or_else(|| panic!("not BundleRefused: {err}"));
+        assert_eq!(refused.method(), "eth_getTransactionCount");
+        let batch = RequestPacket::Batch(vec![
+            call("eth_call", json!([tx(), "pending"]), 1),
+            call("eth_getTransactionCount", json!([ADDR, "pending"]), 2),
+        ]);
+        assert!(BundleRefused::find(&pinned(batch).unwrap_err()).is_some());
+        // The mined nonce is a state read like any other.
+        let sent = pinned(single("eth_getTransactionCount", json!([ADDR, "latest"]))).unwrap();
+        assert_eq!(sent[0].1, json!([ADDR, reference()]));
+    }
+
+    #[test]
+    fn a_write_is_refused_by_a_bundle() {
+        let err = pinned(single("eth_sendRawTransaction", json!(["0x00"]))).unwrap_err();
+        let refused = BundleRefused::find(&err).unwrap_or_else(|| panic!("not BundleRefused: {err}"));
+        assert_eq!(refused.method(), "eth_sendRawTransaction");
+    }
+}

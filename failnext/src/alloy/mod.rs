@@ -99,14 +99,24 @@
 //! - **What it rewrites.** The state reads that take a block parameter (`eth_call`,
 //!   `eth_getBalance`, `eth_getStorageAt`, `eth_getCode`, `eth_getTransactionCount`,
 //!   `eth_getProof`, `eth_estimateGas`, `eth_createAccessList`, `eth_simulateV1`,
-//!   `eth_getAccount`, `eth_getAccountInfo`, `debug_traceCall`): a `"latest"`, `null` or
-//!   missing block parameter (missing means latest; it is added) becomes the EIP-1898 form
-//!   `{"blockHash": <reference>, "requireCanonical": true}`. An explicit block, a number, a
-//!   hash, `"earliest"`, `"safe"` or `"finalized"`, is the caller's choice and left alone.
-//!   Other methods (`eth_chainId`, `eth_getLogs`, `eth_getBlockByNumber`, receipts) go as
-//!   they are: the bundle pins state, not everything.
-//! - **What it refuses**, with [`BundleRefused`] and nothing sent: a state read of
-//!   `"pending"` (a bundle is about one settled block) and every method the
+//!   `eth_getAccount`, `eth_getAccountInfo`, `debug_traceCall`): a `"latest"`, `"pending"`,
+//!   `null` or missing block parameter (missing means latest; it is added) becomes the
+//!   EIP-1898 form `{"blockHash": <reference>, "requireCanonical": true}`. An explicit block,
+//!   a number, a hash, `"earliest"`, `"safe"` or `"finalized"`, is the caller's choice and
+//!   left alone. Other methods (`eth_chainId`, `eth_getLogs`, `eth_getBlockByNumber`,
+//!   receipts) go as they are: the bundle pins state, not everything.
+//! - **Why `pending` is the reference.** When the caller names no block, alloy's
+//!   `Provider::call` and `Provider::estimate_gas` (and so `provider.multicall()`) send
+//!   `[tx, "pending"]`; its other state reads, `create_access_list` and a `sol!` contract's
+//!   `.call()` / `.estimate_gas()` send `"latest"`. Either means "the state as the node sees
+//!   it now", and a bundle's "now" is its reference: the caller chose the bundle for one
+//!   settled block. What `pending` would add, transactions no block holds yet, is
+//!   not part of a bundle's decision; a gas estimate that needs them (a swap after an
+//!   approval still in flight) goes through the transport.
+//! - **What it refuses**, with [`BundleRefused`] and nothing sent: the pending nonce
+//!   (`eth_getTransactionCount` at `"pending"`, never alloy's default: it counts
+//!   transactions no block holds, and answered at the reference it would be too low while
+//!   some are in flight; read it through the transport), and every method the
 //!   [`MethodTable`] does not call a read (writes, signing, unknown methods: send those
 //!   through the transport; `MethodTable::set` a provider's own read).
 //! - **A provider that does not know the hash** (geth "header for hash not found", "block not
