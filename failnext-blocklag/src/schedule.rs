@@ -128,6 +128,35 @@ impl MonitorHandle {
         }
     }
 
+    /// Waits until every provider's first probe of this schedule has published (each is
+    /// bounded by the [probe timeout](crate::MonitorBuilder::probe_timeout)), so that the
+    /// first request already has the monitor's view; `false` when that took longer than
+    /// `within` (the view is then partial, and requests go ahead on what there is).
+    ///
+    /// ```no_run
+    /// # async fn demo(monitor: failnext_blocklag::Monitor) {
+    /// use std::time::Duration;
+    ///
+    /// let handle = monitor.spawn(Duration::from_secs(2));
+    /// handle.ready(Duration::from_secs(5)).await;
+    /// # }
+    /// ```
+    pub async fn ready(&self, within: Duration) -> bool {
+        let all_probed = || {
+            self.monitor
+                .snapshot()
+                .is_some_and(|s| s.entries().iter().all(|e| e.checked().is_some()))
+        };
+        let until = tokio::time::Instant::now() + within;
+        while !all_probed() {
+            if tokio::time::Instant::now() >= until {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        true
+    }
+
     /// The monitor whose schedule this is.
     pub fn monitor(&self) -> &Monitor {
         &self.monitor

@@ -205,6 +205,12 @@ impl Plan {
         self.usable.get(i)
     }
 
+    /// Whether a usable candidate (admitted: neither excluded, ineligible nor in reserve) is
+    /// left to return.
+    pub(crate) fn usable_left(&self) -> bool {
+        self.remaining > 0
+    }
+
     /// Whether any endpoint is left to consider: in the plan, or for the last resort.
     pub(crate) fn has_more(&self) -> bool {
         self.remaining > 0 || self.passed_open.any() || self.reserve.any()

@@ -26,7 +26,7 @@ pub enum Access {
 ///
 /// | access | methods |
 /// | --- | --- |
-/// | [`Write`](Access::Write) (never fails over) | `eth_sendRawTransaction`, `eth_sendTransaction`, `eth_sendRawTransactionSync`, `eth_sendTransactionSync`, `eth_sendRawTransactionConditional`, `eth_sendBundle`, `eth_sendPrivateTransaction`, `eth_cancelPrivateTransaction`, `eth_sign`, `eth_signTransaction`, `eth_signTypedData` (and `_v1`, `_v3`, `_v4`), every `personal_*`, `eth_submitWork`, `eth_submitHashrate`, `eth_subscribe`, `eth_unsubscribe`; and every method the table does not know |
+/// | [`Write`](Access::Write) (never fails over) | `eth_sendRawTransaction`, `eth_sendTransaction`, `eth_sendRawTransactionSync`, `eth_sendTransactionSync`, `eth_sendRawTransactionConditional`, `eth_sendBundle`, `eth_sendPrivateTransaction`, `eth_sendPrivateRawTransaction`, `eth_cancelPrivateTransaction`, `eth_sign`, `eth_signTransaction`, `eth_signTypedData` (and `_v1`, `_v3`, `_v4`), every `personal_*`, `eth_submitWork`, `eth_submitHashrate`, `eth_subscribe`, `eth_unsubscribe`; and every method the table does not know |
 /// | [`Read`](Access::Read) (fails over) | every `eth_get*` method not listed below, `eth_blockNumber`, `eth_call`, `eth_callMany`, `eth_simulateV1`, `eth_chainId`, `eth_estimateGas`, `eth_createAccessList`, `eth_gasPrice`, `eth_maxPriorityFeePerGas`, `eth_blobBaseFee`, `eth_feeHistory`, `eth_syncing`, `eth_protocolVersion`, `eth_accounts`, `eth_coinbase`, `eth_mining`, `eth_hashrate`, `net_version`, `net_listening`, `net_peerCount`, `web3_clientVersion`, `web3_sha3`, `trace_*` and `debug_trace*` reads |
 /// | [`NewFilter`](Access::NewFilter) | `eth_newFilter`, `eth_newBlockFilter`, `eth_newPendingTransactionFilter` |
 /// | [`UseFilter`](Access::UseFilter) | `eth_getFilterChanges`, `eth_getFilterLogs`, `eth_uninstallFilter` |
@@ -97,6 +97,7 @@ fn default_access(method: &str) -> Option<Access> {
         | "eth_sendRawTransactionConditional"
         | "eth_sendBundle"
         | "eth_sendPrivateTransaction"
+        | "eth_sendPrivateRawTransaction"
         | "eth_cancelPrivateTransaction"
         | "eth_sign"
         | "eth_signTransaction"

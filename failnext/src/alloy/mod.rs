@@ -25,6 +25,29 @@
 //! `TransportConnect`), and the transport goes under alloy's `ClientBuilder::layer(..)` like
 //! any other (`RetryBackoffLayer`, `ThrottleLayer`).
 //!
+//! [`FailoverTransport::new`] is [`FailoverTransport::builder`]`(endpoints).build()`: the
+//! JSON-RPC classifier judges every answer, reads are hedged at the 95th percentile of recent
+//! latency under a failover budget, and every request has a 30 s deadline (the table in
+//! [`FailoverTransportBuilder`] says why, and how to turn each off).
+//!
+//! **Paired with failnext-blocklag**, in three lines more: the monitor's view decides which
+//! providers serve, the fastest fit one first, a read never goes back below a head already
+//! returned, and every answer tells the monitor what real traffic saw.
+//!
+//! ```ignore
+//! let monitor = Monitor::builder(endpoints.clone()).build()?.spawn(Duration::from_secs(2));
+//! monitor.ready(Duration::from_secs(5)).await; // the first read with the monitor's view
+//! let transport = FailoverTransport::builder(endpoints).monitor(monitor).build()?;
+//! ```
+//!
+//! # One error to match
+//!
+//! Every failure of a call is found in alloy's `TransportError` by one
+//! [`Failure::find`]: a read no provider answered ([`Failure::Read`], with failnext's
+//! [`Error`](crate::Error) and its attempts), an HTTP status, a node's JSON-RPC error
+//! answer, a lost or unsent write, a fan-out's outcome, and the bundle, filter and
+//! monotonic-read failures below. The typed errors keep their own `find` too.
+//!
 //! # What may fail over
 //!
 //! Each call's method is looked up in a [`MethodTable`]: reads fail over, writes and signing
@@ -33,9 +56,22 @@
 //! [`CallExt`] on alloy's `RequestMeta` allows, denies, excludes and prefers, and
 //! [`ServedByCell`] tells which endpoint answered.
 //!
-//! **Where a denied write lands:** at most one provider, but that provider is the first
-//! usable one in order: while the primary's breaker is open (or the monitor rules it out), a
-//! write goes to the backup. Exclude or prefer per call to choose.
+//! **Where a write lands.** At most one provider, and by default the first usable one in
+//! order: while the primary's breaker is open (or the monitor rules it out), a write goes to
+//! the backup. A bot whose primary is a private relay says so:
+//! [`writes_to`](FailoverTransportBuilder::writes_to)`(["relay"])` keeps every write (a
+//! broadcast, a signing call, a method the table does not know) on the named endpoints,
+//! whatever a breaker, a monitor or a per-call preference says; when none of them is usable
+//! the write fails as [`NeverSent`] and no other endpoint ever saw it.
+//!
+//! **Fan-out.** [`broadcast_to`](FailoverTransportBuilder::broadcast_to)`(["relay", "builder"])`
+//! sends one signed raw transaction (`eth_sendRawTransaction`, its `Sync` and `Conditional`
+//! variants, `eth_sendPrivateRawTransaction`, `eth_sendPrivateTransaction`) to each named
+//! endpoint at once: the same bytes, so the same hash, once each. The call succeeds with the
+//! hash when one accepted it; [`FailoverTransport::broadcast_outcome`] says, per endpoint,
+//! accepted, possibly submitted, refused or never sent ([`Broadcast`], [`Delivery`]); when
+//! none accepted, the call fails with that outcome ([`Failure::Broadcast`]), or with the
+//! node's refusal when every endpoint reached refused it.
 //!
 //! # Filters
 //!
@@ -77,7 +113,7 @@
 //!
 //! # Judging
 //!
-//! [`FailoverTransport::new`] and [`FailoverTransport::from_builder`] judge with the
+//! [`FailoverTransport::new`], [`FailoverTransport::builder`] and [`FailoverTransport::from_builder`] judge with the
 //! [`JsonRpcClassifier`](crate::jsonrpc::JsonRpcClassifier): an HTTP 200 carrying a rate
 //! limit or an internal error, a malformed or truncated body fail over (a read), a revert is
 //! returned at once.

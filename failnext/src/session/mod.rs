@@ -232,6 +232,10 @@ impl<'a> Session<'a> {
         }
         let stop = if self.left().is_some_and(|left| left.is_zero()) {
             Stop::DeadlinePassed
+        } else if self.plan.is_usable(first) && !self.plan.usable_left() {
+            // A reserve is for when the admitted endpoints have failed, not for racing one
+            // that is merely slow: an admitted first attempt is hedged only by another.
+            Stop::NoCandidate
         } else {
             match self.select(false) {
                 None => Stop::NoCandidate,

@@ -272,6 +272,31 @@ async fn a_first_attempt_outrun_by_its_hedge_is_told_to_the_monitor_and_checked(
 }
 
 #[tokio::test]
+async fn a_slow_admitted_endpoint_is_never_hedged_with_a_reserve() {
+    let (slow, reserve) = (MockServer::start().await, at_block(7).await);
+    Mock::given(any())
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"jsonrpc": "2.0", "id": 1, "result": "0x7"}))
+                .set_delay(Duration::from_millis(200)),
+        )
+        .mount(&slow)
+        .await;
+    let failover =
+        builder([("slow", format!("{}/rpc", slow.uri())), ("reserve", format!("{}/rpc", reserve.uri()))])
+            .no_attempt_timeout()
+            .hedge(failnext::Hedge::after(Duration::from_millis(20)))
+            .monitor(Fake::ruling_out(&["reserve"]))
+            .build()
+            .unwrap();
+    let http = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+    let client = reqwest_middleware::ClientBuilder::new(http).with(failover).build();
+    let resp = call(&client, "eth_call").await.unwrap();
+    assert_eq!(served_by(&resp), "slow", "the admitted endpoint answers, late");
+    assert_eq!(reserve.received_requests().await.unwrap().len(), 0, "the reserve was not raced against it");
+}
+
+#[tokio::test]
 async fn paired_latency_ordering_does_not_explore_unless_asked() {
     let (fast, slow) = (at_block(1).await, MockServer::start().await);
     Mock::given(any())

@@ -28,8 +28,7 @@ use alloy::transports::http::Http;
 use alloy::transports::layers::{FallbackService, RetryBackoffLayer};
 use alloy::transports::{TransportError, TransportFut};
 use failnext::alloy::FailoverTransport;
-use failnext::jsonrpc::JsonRpcClassifier;
-use failnext::{Endpoint, Event, Failover, Hedge, LatencyOrdering};
+use failnext::{Endpoint, Event, Failover, Hedge};
 use failnext_blocklag::Monitor;
 use failnext_loopback::{Action, Later, LaterHandler, Received, Refused, Reply};
 use serde_json::Value;
@@ -62,11 +61,8 @@ const CALL_LIMIT: Duration = Duration::from_secs(5);
 const SLOW_BASE: Duration = Duration::from_millis(100);
 const SLOW_PRIMARY: Duration = Duration::from_millis(300);
 
-/// The hedge delay of `failnext-best`.
+/// The hedge delay of `failnext + hedge 20 ms`.
 pub(crate) const HEDGE_DELAY: Duration = Duration::from_millis(20);
-
-/// The latency margin of `failnext-best`'s latency ordering.
-const LATENCY_MARGIN: Duration = Duration::from_millis(10);
 
 /// The `flapping` primary is up, then down (503), for this long each, from its start.
 const FLAP: Duration = Duration::from_millis(150);
@@ -77,8 +73,8 @@ const RETRY_AFTER: u64 = 5;
 /// The User-Agent of the failnext monitor's probes (so the server can count them apart).
 const PROBE_AGENT: &str = "failnext-bench-probe";
 
-/// How often `failnext-best`'s monitor checks.
-const CHECK_EVERY: Duration = Duration::from_millis(100);
+/// How often the paired row's monitor probes each provider.
+const CHECK_EVERY: Duration = Duration::from_millis(500);
 
 /// What the first provider does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,17 +115,16 @@ pub(crate) enum Peer {
     /// `RetryBackoffLayer::new(10, 100, 10_000)` over `FallbackLayer::default()`: rate-limit
     /// errors (429, -32005, ...) retried after their hint or 100 ms, up to 10 times.
     FallbackRetry,
-    /// `FailoverTransport::from_builder_on(Failover::builder(..), client)`, on the same client
-    /// as alloy's `Http` rows: failnext's defaults (adaptive breaker, JSON-RPC classifier,
-    /// attempt timeout 10 s).
+    /// `FailoverTransport::builder(..).build()` (what `FailoverTransport::new` builds), on the
+    /// same client as alloy's `Http` rows: the transport's defaults (adaptive breaker, JSON-RPC
+    /// classifier, p95 hedge, failover budget, 30 s deadline).
     Failnext,
     /// failnext's defaults plus `Hedge::after(20 ms)` (the `slow` scenario only).
     FailnextHedge,
-    /// failnext paired with failnext-blocklag, as a bot would run it: the monitor (checks every
-    /// 100 ms, `max_lag(3)`) as eligibility and as the latency feed, latency ordering (margin
-    /// 10 ms, no exploration: the probes measure every provider) and a percentile hedge (the
-    /// first endpoint's p95, 20 ms until it has samples).
-    FailnextBest,
+    /// The defaults paired with a failnext-blocklag monitor in one call:
+    /// `FailoverTransport::builder(..).monitor(monitor.spawn(100 ms))`, the monitor with its
+    /// own defaults, the first read once every provider's first probe has published.
+    FailnextPaired,
 }
 
 impl Peer {
@@ -140,14 +135,14 @@ impl Peer {
             Peer::Fallback => "alloy FallbackLayer (default: 3 at once)",
             Peer::FallbackOne => "alloy FallbackLayer (1 at a time)",
             Peer::FallbackRetry => "alloy RetryBackoffLayer + FallbackLayer",
-            Peer::Failnext => "failnext FailoverTransport (defaults)",
+            Peer::Failnext => "failnext (defaults)",
             Peer::FailnextHedge => "failnext + hedge 20 ms",
-            Peer::FailnextBest => "failnext + monitor, latency order, p95 hedge",
+            Peer::FailnextPaired => "failnext (paired)",
         }
     }
 
     fn is_failnext(self) -> bool {
-        matches!(self, Peer::Failnext | Peer::FailnextHedge | Peer::FailnextBest)
+        matches!(self, Peer::Failnext | Peer::FailnextHedge | Peer::FailnextPaired)
     }
 
     fn is_fallback(self) -> bool {
@@ -179,7 +174,7 @@ impl Fault {
             Peer::FallbackRetry,
             Peer::Failnext,
             Peer::FailnextHedge,
-            Peer::FailnextBest,
+            Peer::FailnextPaired,
         ];
         let slow_only = |p: &Peer| matches!(p, Peer::AlloyHttpBackup | Peer::FailnextHedge);
         PEERS.into_iter().filter(move |p| self == Fault::Slow || !slow_only(p))
@@ -208,8 +203,10 @@ pub(crate) struct Row {
     /// Requests that reached the bad provider (none in `healthy`): the client's own, without
     /// probes.
     pub(crate) to_bad: u64,
-    /// The monitor's probes that reached the bad provider (failnext-best only).
+    /// The monitor's probes that reached the bad provider (the paired row only).
     pub(crate) probes: Option<u64>,
+    /// The bad provider's breaker trials (failnext's rows; 0 for the others).
+    pub(crate) trials: u64,
     /// Requests the three providers received in all, probes included.
     pub(crate) total_requests: u64,
     pub(crate) cpu_us: f64,
@@ -281,8 +278,8 @@ async fn run_one(servers: &Servers, fault: Fault, peer: Peer, reads: usize) -> R
     };
     let urls = [providers.primary.url(), providers.good[0].url(), providers.good[1].url()];
     let attempts = Arc::new(AtomicU64::new(0));
-    let (client, monitor) = contender(peer, &urls, &attempts).await?;
-    let handle = monitor.as_ref().map(|m| m.spawn(CHECK_EVERY));
+    let trials = Arc::new(AtomicU64::new(0));
+    let (client, monitor) = contender(peer, &urls, &attempts, &trials).await?;
     let all = |p: &Providers| p.primary.requests() + p.good.iter().map(Provider::requests).sum::<u64>();
     let ((probes_before, faulty_before), all_before) = (providers.primary.counts(), all(&providers));
     let cpu_before = cpu_time(Clock::Thread);
@@ -298,7 +295,8 @@ async fn run_one(servers: &Servers, fault: Fault, peer: Peer, reads: usize) -> R
     }
 
     let cpu = cpu_time(Clock::Thread).saturating_sub(cpu_before);
-    drop(handle);
+    // The paired transport owns the monitor's schedule: dropping the client stops its probes.
+    drop(client);
     let (probes, faulty) = providers.primary.counts();
     let probes = probes - probes_before;
     let to_bad = if fault == Fault::Refused { attempts.load(Relaxed) } else { faulty - faulty_before };
@@ -313,6 +311,7 @@ async fn run_one(servers: &Servers, fault: Fault, peer: Peer, reads: usize) -> R
         p99_ms: quantile(&latencies, 0.99) / 1e6,
         to_bad,
         probes: monitor.map(|_| probes),
+        trials: trials.load(Relaxed),
         total_requests: all(&providers) - all_before,
         cpu_us: cpu.as_secs_f64() * 1e6 / answers.len().max(1) as f64,
     })
@@ -334,11 +333,12 @@ async fn lane(client: RpcClient, next: Arc<AtomicUsize>, total: usize, until: In
     out
 }
 
-/// The contender's client, and the monitor it polls with (failnext-best).
+/// The contender's client, and the monitor it probes with (the paired row).
 async fn contender(
     peer: Peer,
     urls: &[String; 3],
     attempts: &Arc<AtomicU64>,
+    trials: &Arc<AtomicU64>,
 ) -> Result<(RpcClient, Option<Monitor>), BoxError> {
     let http = |i: usize| -> Result<Counted, BoxError> {
         let inner = Http::with_client(reqwest_client()?, urls[i].parse()?);
@@ -351,13 +351,15 @@ async fn contender(
         .map(|(id, url)| Endpoint::new(*id, url.as_str()))
         .collect();
     let counting = {
-        let attempts = attempts.clone();
-        move |event: &Event<'_>| {
-            if let Event::Attempt { endpoint, .. } = event
-                && endpoint.as_str() == "primary"
-            {
+        let (attempts, trials) = (attempts.clone(), trials.clone());
+        move |event: &Event<'_>| match event {
+            Event::Attempt { endpoint, .. } if endpoint.as_str() == "primary" => {
                 attempts.fetch_add(1, Relaxed);
             }
+            Event::Breaker { endpoint, state: failnext::BreakerState::HalfOpen } if endpoint.as_str() == "primary" => {
+                trials.fetch_add(1, Relaxed);
+            }
+            _ => {}
         }
     };
     Ok(match peer {
@@ -374,30 +376,25 @@ async fn contender(
             (client, None)
         }
         Peer::Failnext => {
-            let builder = Failover::builder(endpoints).on_event(counting);
-            let transport = FailoverTransport::from_builder_on(builder, reqwest_client()?)?;
+            let transport =
+                FailoverTransport::builder(endpoints).client(reqwest_client()?).on_event(counting).build()?;
             (RpcClient::new(transport, true), None)
         }
         Peer::FailnextHedge => {
             let builder = Failover::builder(endpoints).hedge(Hedge::after(HEDGE_DELAY)).on_event(counting);
             (RpcClient::new(FailoverTransport::from_builder_on(builder, reqwest_client()?)?, true), None)
         }
-        Peer::FailnextBest => {
+        Peer::FailnextPaired => {
             let probe_client = reqwest::Client::builder().no_proxy().user_agent(PROBE_AGENT).build()?;
-            let monitor = Monitor::builder(endpoints.clone()).max_lag(3).client(probe_client).build()?;
-            let failover = Failover::builder(endpoints)
-                .classifier(JsonRpcClassifier::new())
-                .eligible(monitor.clone())
-                .latency_ordering(LatencyOrdering::new(LATENCY_MARGIN).explore_every(0))
-                .hedge(Hedge::percentile(0.95).fallback(HEDGE_DELAY))
+            let monitor = Monitor::builder(endpoints.clone()).client(probe_client).build()?;
+            let schedule = monitor.spawn(CHECK_EVERY);
+            // The first read once the monitor has a view, as an application starts.
+            schedule.ready(Duration::from_secs(5)).await;
+            let transport = FailoverTransport::builder(endpoints)
+                .client(reqwest_client()?)
+                .monitor(schedule)
                 .on_event(counting)
                 .build()?;
-            monitor.feed_latency(failover.latency_feed());
-            // The first check before the first read, as an application starts.
-            let _ = monitor.check().await;
-            let chain =
-                reqwest_middleware::ClientBuilder::new(reqwest_client()?).with(failover.clone()).build();
-            let transport = FailoverTransport::with_client(chain, &failover);
             (RpcClient::new(transport, true), Some(monitor))
         }
     })
@@ -447,13 +444,10 @@ fn serve(servers: &Servers, act: Act, started: Instant) -> Result<Provider, BoxE
     Ok(Provider::Serving { server, counts })
 }
 
-/// The reply to `req`, its delay, and whether it is the provider's fault.
+/// The reply to `req` (a call, or a batch: the monitor's probe asks the chain id and the
+/// latest block in one request), its delay, and whether it is the provider's fault.
 fn answer(req: &Received, act: Act, started: Instant) -> (Reply, Duration, bool) {
-    let call: Value = req.json();
-    let id = call.get("id").cloned().unwrap_or_default();
-    let method = call.get("method").and_then(Value::as_str).unwrap_or_default();
-    let result =
-        |value: String| Reply::new(200).json(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"{value}"}}"#));
+    let body: Value = req.json();
     let down = match act {
         Act::Flapping => (started.elapsed().as_nanos() / FLAP.as_nanos()) % 2 == 1,
         Act::Unavailable => true,
@@ -466,6 +460,7 @@ fn answer(req: &Received, act: Act, started: Instant) -> (Reply, Duration, bool)
         return (Reply::new(503).content_type("text/html").send(page), Duration::ZERO, true);
     }
     if let Act::RateLimited = act {
+        let id = body.get("id").cloned().unwrap_or_default();
         let error = format!(
             r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32005,"message":"rate limit exceeded"}}}}"#
         );
@@ -473,13 +468,48 @@ fn answer(req: &Received, act: Act, started: Instant) -> (Reply, Duration, bool)
         return (reply, Duration::ZERO, true);
     }
     let delay = if let Act::Good(delay) = act { delay } else { Duration::ZERO };
-    if method == "eth_chainId" {
-        return (result("0x1".to_owned()), delay, false);
-    }
-    match act {
-        Act::Lagging => (result(format!("0x{:x}", HEAD - LAG)), Duration::ZERO, true),
-        _ => (result(format!("0x{HEAD:x}")), delay, delay == SLOW_PRIMARY),
-    }
+    let (reply, faulty) = match &body {
+        Value::Array(calls) => {
+            let answers: Vec<(Value, bool)> = calls.iter().map(|call| one(call, act)).collect();
+            let faulty = answers.iter().any(|a| a.1);
+            (Value::Array(answers.into_iter().map(|a| a.0).collect()), faulty)
+        }
+        call => one(call, act),
+    };
+    let faulty = faulty || delay == SLOW_PRIMARY;
+    (Reply::new(200).json(reply.to_string()), delay, faulty)
+}
+
+/// The answer to one call, and whether it is the provider's fault (a lagging head).
+fn one(call: &Value, act: Act) -> (Value, bool) {
+    let id = call.get("id").cloned().unwrap_or_default();
+    let method = call.get("method").and_then(Value::as_str).unwrap_or_default();
+    let (head, lagging) = match act {
+        Act::Lagging => (HEAD - LAG, true),
+        _ => (HEAD, false),
+    };
+    let (result, faulty) = match method {
+        "eth_chainId" => (Value::from("0x1"), false),
+        "eth_getBlockByNumber" => (block(head), lagging),
+        _ => (Value::from(format!("0x{head:x}")), lagging),
+    };
+    (serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result}), faulty)
+}
+
+/// Block `number` as a provider answers `eth_getBlockByNumber`: its hash made of its number,
+/// its timestamp the bench's start (the head is recent, and does not move during a run).
+fn block(number: u64) -> Value {
+    static START: std::sync::LazyLock<u64> = std::sync::LazyLock::new(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+    });
+    let hash = |n: u64| format!("0x{n:064x}");
+    serde_json::json!({
+        "number": format!("0x{number:x}"),
+        "hash": hash(number),
+        "parentHash": hash(number.saturating_sub(1)),
+        "timestamp": format!("0x{:x}", *START),
+        "transactions": [],
+    })
 }
 
 /// alloy's `Http`, counting the calls it starts (the refused primary's attempts).
@@ -631,6 +661,46 @@ pub(crate) fn verdicts(rows: &[Row]) -> Vec<crate::targets::Verdict> {
             met: Some(ratio <= 1.3),
         });
     }
+    // The paired row: every scenario right, the slow primary hidden, and the bad provider
+    // asked only by its breaker's trials and the monitor's probes.
+    for r in rows.iter().filter(|r| r.peer == Peer::FailnextPaired) {
+        out.push(Verdict {
+            target: format!("peers, {}: failnext (paired) answers 100 % correctly", r.fault.name()),
+            measured: format!("{}/{}", r.correct, r.reads),
+            met: Some(r.correct == r.reads),
+        });
+        if r.fault != Fault::Healthy {
+            out.push(Verdict {
+                target: format!(
+                    "peers, {}: failnext (paired) sends the bad provider nothing but breaker trials (and probes)",
+                    r.fault.name()
+                ),
+                measured: format!("{} requests, {} trials, +{} probes", r.to_bad, r.trials, r.probes.unwrap_or(0)),
+                met: Some(r.to_bad <= r.trials),
+            });
+        }
+    }
+    if let (Some(paired), Some(backup)) = (slow(Peer::FailnextPaired), slow(Peer::AlloyHttpBackup)) {
+        let ratio = paired.p99_ms / backup.p99_ms;
+        out.push(Verdict {
+            target: "peers, primary 200 ms slower: failnext (paired) p99 ≤ 1.1 × the backup's own".into(),
+            measured: format!("{ratio:.3}× ({:.1} vs {:.1} ms)", paired.p99_ms, backup.p99_ms),
+            met: Some(ratio <= 1.1),
+        });
+    }
+    // The defaults row on its own against FallbackLayer's best.
+    for fault in FAULTS {
+        let share = |r: &Row| r.correct as f64 / r.reads.max(1) as f64;
+        let here = rows.iter().filter(|r| r.fault == fault);
+        let theirs = here.clone().filter(|r| r.peer.is_fallback()).map(share).fold(0.0, f64::max);
+        if let Some(ours) = here.clone().find(|r| r.peer == Peer::Failnext) {
+            out.push(Verdict {
+                target: format!("peers, {}: failnext (defaults) ≥ FallbackLayer in correct answers", fault.name()),
+                measured: format!("{:.1} % vs {:.1} %", 100.0 * share(ours), 100.0 * theirs),
+                met: Some(share(ours) >= theirs),
+            });
+        }
+    }
     let healthy = |p: Peer| rows.iter().find(|r| r.fault == Fault::Healthy && r.peer == p);
     if let (Some(f), Some(a)) = (healthy(Peer::Failnext), healthy(Peer::AlloyHttp)) {
         out.push(Verdict {
@@ -689,6 +759,7 @@ mod tests {
             p99_ms: 2.0,
             to_bad,
             probes,
+            trials: 0,
             total_requests: 0,
             cpu_us: 1.0,
         };
@@ -696,7 +767,7 @@ mod tests {
             row(Fault::Lagging, Peer::Fallback, 10, 100, None),
             row(Fault::Lagging, Peer::FallbackOne, 10, 90, None),
             row(Fault::Lagging, Peer::Failnext, 0, 100, None),
-            row(Fault::Lagging, Peer::FailnextBest, 100, 0, Some(12)),
+            row(Fault::Lagging, Peer::FailnextPaired, 100, 0, Some(12)),
         ];
         let lagging = verdicts(&rows);
         assert_eq!(lagging.len(), 2);

@@ -14,6 +14,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use failnext::alloy;
 use failnext::{
     Cooldown, EndpointId, FailoverBuilder, Head, HealthSource, Hedge, LatencyFeed, LatencyOrdering,
     Observation,
@@ -40,6 +41,13 @@ pub enum Subject {
     /// (`FailoverBuilder::monitor`), latency ordering, a p95 hedge, the JSON-RPC classifier and
     /// the adaptive breaker.
     Paired,
+    /// The alloy transport's defaults (`FailoverTransport::builder(..).build()`'s `Failover`):
+    /// the JSON-RPC classifier, the adaptive breaker, `DEFAULT_HEDGE`, `DEFAULT_BUDGET`,
+    /// `DEFAULT_DEADLINE`. What a bot gets without configuring anything.
+    Transport,
+    /// The transport's defaults paired with a monitor of its own in one call
+    /// (`.monitor(..)`): latency ordering with `DEFAULT_LATENCY_MARGIN` on top.
+    TransportPaired,
 }
 
 /// The reference rule's cooldown, set explicitly (0.1's default).
@@ -62,6 +70,8 @@ impl Subject {
         Subject::Default02JsonRpc,
         Subject::DisabledJsonRpc,
         Subject::Paired,
+        Subject::Transport,
+        Subject::TransportPaired,
     ];
 
     /// A short name, for the report and `--configs`.
@@ -73,6 +83,8 @@ impl Subject {
             Subject::Default02JsonRpc => "0.2-default+jsonrpc",
             Subject::DisabledJsonRpc => "disabled+jsonrpc",
             Subject::Paired => "paired",
+            Subject::Transport => "transport-defaults",
+            Subject::TransportPaired => "transport-paired",
         }
     }
 
@@ -87,13 +99,19 @@ impl Subject {
             Subject::Paired => {
                 "own Monitor as .monitor(), LatencyOrdering 10 ms, Hedge p95 (50 ms until measured), JsonRpcClassifier, Cooldown::default()"
             }
+            Subject::Transport => {
+                "the alloy transport's defaults: JsonRpcClassifier, Cooldown::default(), Hedge p95 (≥ 10 ms), Budget 1.0 + 10/s, deadline 30 s"
+            }
+            Subject::TransportPaired => {
+                "the alloy transport's defaults + own Monitor as .monitor() (LatencyOrdering 10 ms)"
+            }
         }
     }
 
     /// Whether the configuration has a monitor of its own as its health source (built,
     /// spawned and stopped by the measure), instead of the shared monitor as eligibility.
     pub fn is_paired(self) -> bool {
-        self == Subject::Paired
+        matches!(self, Subject::Paired | Subject::TransportPaired)
     }
 
     /// Applies this configuration to a builder that already has the shared settings.
@@ -113,8 +131,22 @@ impl Subject {
                 .hedge(Hedge::percentile(PAIRED_HEDGE_QUANTILE).fallback(PAIRED_HEDGE_FALLBACK))
                 .classifier(failnext::jsonrpc::JsonRpcClassifier::new())
                 .cooldown(Cooldown::default()),
+            Subject::Transport => transport_defaults(builder),
+            Subject::TransportPaired => {
+                transport_defaults(builder).latency_ordering(LatencyOrdering::new(alloy::DEFAULT_LATENCY_MARGIN))
+            }
         }
     }
+}
+
+/// The settings `FailoverTransport::builder` adds to a `Failover` by default.
+fn transport_defaults(builder: FailoverBuilder) -> FailoverBuilder {
+    builder
+        .classifier(failnext::jsonrpc::JsonRpcClassifier::new())
+        .cooldown(Cooldown::default())
+        .hedge(alloy::DEFAULT_HEDGE)
+        .failover_budget(alloy::DEFAULT_BUDGET)
+        .deadline(alloy::DEFAULT_DEADLINE)
 }
 
 /// A health source that records each eligibility answer in the read's log (for the "counted"
@@ -138,6 +170,10 @@ impl<S: HealthSource> HealthSource for RecordedSource<S> {
 
     fn head(&self) -> Option<Head> {
         self.source.head()
+    }
+
+    fn head_of(&self, id: &EndpointId) -> Option<u64> {
+        self.source.head_of(id)
     }
 
     fn pair(&self, feed: LatencyFeed) {
