@@ -3,8 +3,9 @@
 //! [`causes`] to print an error with its sources, and [`ensure`], which makes an example fail
 //! when what it shows did not happen. [`oracle`] states failnext's rules a second time, as pure
 //! functions, for the test suites, the soak and the demo to judge the middleware against.
-//! With the feature `alloy`, [`rehearsal`] runs the multi-RPC article's rehearsal: a two-pool
-//! quote bot reading through read bundles while its providers fail in every way it lists.
+//! With the feature `alloy`, [`rehearsal`] runs a rehearsal of read bundles: a two-pool
+//! quote bot reading through read bundles while its providers fail in every way a bot meets
+//! (a fork, a wrong chain, lag, rate limits, pruned state).
 
 mod check;
 pub mod demo;
