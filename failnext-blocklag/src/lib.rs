@@ -349,7 +349,4 @@ pub use rpc::MAX_BODY;
 pub use schedule::MonitorHandle;
 pub use snapshot::{Snapshot, SnapshotEntry};
 
-/// This crate's README (what crates.io shows), compiled as doc tests so it cannot rot.
-#[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;
+// The README's code is compiled as doc tests by the `failnext-examples` crate.

@@ -676,13 +676,5 @@ pub use source::{DEFAULT_TOLERANCE, Head, HealthSource, Observation};
 pub use trace::{NotTried, Trace, TraceEntry, TraceStep};
 pub use validate::validate_endpoints;
 
-/// The workspace README's code, compiled as doc tests so it cannot rot.
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-pub struct WorkspaceReadmeDoctests;
-
-/// This crate's README (what crates.io shows), compiled as doc tests so it cannot rot (its
-/// quick start uses the `jsonrpc` feature).
-#[cfg(all(doctest, feature = "jsonrpc"))]
-#[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;
+// The READMEs' code is compiled as doc tests by the `failnext-examples` crate, which has
+// alloy's provider crate and failnext-blocklag to compile them with.
