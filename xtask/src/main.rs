@@ -303,10 +303,11 @@ fn manifest_features(manifest: &str) -> Vec<String> {
 
 /// Both published crates as crates.io would receive them: packaged, the package built on its
 /// own (failnext-blocklag against the failnext being packaged), nothing uploaded. Asks the
-/// crates.io index, so it needs the network.
+/// crates.io index, so it needs the network. Uncommitted changes are packaged as they are
+/// (`--allow-dirty`), as every other step checks the working tree.
 fn publish_dry_run() -> Result<(), DynError> {
     section("publish (dry run)", || {
-        let mut args = vec!["publish", "--dry-run", "--quiet"];
+        let mut args = vec!["publish", "--dry-run", "--allow-dirty", "--quiet"];
         for (krate, _) in PUBLISHED {
             args.extend(["-p", krate]);
         }
