@@ -221,10 +221,12 @@
 //! [`no_attempt_timeout`](FailoverBuilder::no_attempt_timeout) (0.1's default, under which a
 //! provider that accepts connections and never answers holds the request forever). A request's own
 //! reqwest timeout (`RequestBuilder::timeout`) is carried by every attempt, so it bounds each
-//! attempt too, not the whole request. For a deadline on the whole request, wrap the call in
-//! `tokio::time::timeout`: dropping the future cancels the request cleanly, the attempt in
-//! flight is dropped, no cooldown is recorded for it, and the event hook receives
-//! [`Event::Result`] with [`ResultOutcome::Cancelled`].
+//! attempt too, not the whole request. For a deadline on the whole request, set
+//! [`FailoverBuilder::deadline`] (or [`RequestBuilderExt::deadline`]; see
+//! [Bounds](#bounds-a-deadline-and-a-failover-budget)), which ends it with an error listing
+//! its attempts, or wrap the call in `tokio::time::timeout`: dropping the future cancels the
+//! request cleanly, the attempt in flight is dropped, no cooldown is recorded for it, and the
+//! event hook receives [`Event::Result`] with [`ResultOutcome::Cancelled`].
 //!
 //! # Judging
 //!
