@@ -1,5 +1,6 @@
-//! The multi-RPC article's rehearsal: a two-pool quote bot reading through read bundles while
-//! its providers fail in every way the article lists.
+//! A rehearsal of read bundles: a two-pool quote bot reading through read bundles while its
+//! providers fail in every way a bot meets (a fork, a wrong chain, lag, rate limits, pruned
+//! state).
 //!
 //! Six simulated providers of one chain, in priority order:
 //!

@@ -112,12 +112,10 @@ impl MonitorBuilder {
 
     /// Verifies that each provider serves the chain `chain_id` (`1` for Ethereum mainnet),
     /// with an `eth_chainId` call sent alongside the head call (`eth_blockNumber`, or
-    /// `eth_getBlockByNumber` with [`head_with_hash`](MonitorBuilder::head_with_hash)): in a
-    /// provider's first check, and again in the check after any failed probe of it (a
-    /// recovering provider may have come back elsewhere), until one verification succeeds.
-    /// Checks in between send only the head call: a provider switched to another chain behind
-    /// the same URL without failing a probe is not noticed. The probes of a
-    /// [spawned](Monitor::spawn) schedule verify it at every probe.
+    /// `eth_getBlockByNumber` with [`head_with_hash`](MonitorBuilder::head_with_hash)), at
+    /// every check and at every probe of a [spawned](Monitor::spawn) schedule, so a provider
+    /// switched to another chain behind the same URL (across a restart, say) is noticed at its
+    /// next probe.
     ///
     /// A provider that reports another chain is ineligible for that check, with
     /// [`ProbeError::WrongChain`](crate::ProbeError::WrongChain); one whose `eth_chainId` call

@@ -75,12 +75,21 @@
 //!
 //! # Relative, not canonical, freshness
 //!
-//! The reference height is, by default, simply the highest one reported in the same check. If
-//! every provider is equally stale, none looks behind; if one reports an unusually high block,
-//! the honest ones look behind, unless the reference asks for corroboration
-//! ([`MonitorBuilder::reference`] with [`Reference::Corroborated`]). Configure providers of the
-//! same chain. Forks, finality and heights are not checked against any independent source,
-//! and by default neither are block hashes (see the next section).
+//! With `check()`'s `eth_blockNumber` probe, the reference height is simply the highest one
+//! reported in the same check. If every provider is equally stale, none looks behind; if one
+//! reports an unusually high block, the honest ones look behind, unless the reference asks for
+//! corroboration ([`MonitorBuilder::reference`] with [`Reference::Corroborated`]). Configure
+//! providers of the same chain. Forks, finality and heights are not checked against any
+//! independent source, and by default neither are block hashes (see the next section).
+//!
+//! Where the probe reads the head block's timestamp (the [spawned](Monitor::spawn) schedule,
+//! and `check()` with [`head_with_hash`](MonitorBuilder::head_with_hash)), heads are also
+//! judged by the clock under [`Reference::Plausible`], the default: a head older than the
+//! [maximum head age](MonitorBuilder::max_head_age) is [stale](SnapshotEntry::is_stale) even
+//! when no provider is ahead of it, and one stamped in the future, or higher than the chain
+//! could have made since the others' heads, is [implausible](SnapshotEntry::is_implausible)
+//! and never the reference. When every answering provider is stale, the snapshot says the
+//! [chain stalled](Snapshot::chain_stalled).
 //!
 //! # A head with a hash
 //!
@@ -114,11 +123,10 @@
 //! [last failure](SnapshotEntry::last_error_kind).
 //!
 //! An optional chain check guards against a misconfigured URL: with
-//! [`expected_chain_id`](MonitorBuilder::expected_chain_id), a check also calls `eth_chainId`
-//! of each provider not verified yet (never verified, or its probe failed since), a
-//! [spawned](Monitor::spawn) probe at every probe, and a provider on another chain is
-//! ineligible with
-//! [`ProbeError::WrongChain`]. A matching chain id is a sanity check, not proof that a
+//! [`expected_chain_id`](MonitorBuilder::expected_chain_id), every check (and every
+//! [spawned](Monitor::spawn) probe) also asks each provider for `eth_chainId`, and a provider
+//! on another chain is ineligible with [`ProbeError::WrongChain`]. A matching chain id is a
+//! sanity check, not proof that a
 //! provider can replace another for every read.
 //!
 //! # Concurrency
@@ -149,10 +157,10 @@
 //!   otherwise, or at once when failnext asks ([`check_now`](failnext::HealthSource::check_now),
 //!   honoured at most once per provider per interval; extra requests are dropped). The
 //!   spawned probe timeout is `min(5 s, interval)` unless set. Each
-//!   [`SnapshotEntry::checked`] says when its own probe ended. Until head-by-clock probing,
-//!   heights probed at different times are compared as they are: with `max_lag(0)` and an
-//!   interval longer than the block time, a provider probed just before a new block may look
-//!   one block behind until its next probe (`interval / 4` later).
+//!   [`SnapshotEntry::checked`] says when its own probe ended. Heights probed at different
+//!   times are compared fairly: when a newer probe of another provider raises the reference,
+//!   an entry probed earlier is credited with the blocks the chain made since its own probe
+//!   (by the learned block time), and its own next probe judges it again.
 //! - **Evidence.** Each provider keeps two lock-free counters of recent good and bad
 //!   outcomes, each halving every quarter interval (1 s before a schedule is spawned), so
 //!   that evidence older than one interval weighs less than 1/16. Good: a probe within the
@@ -191,22 +199,33 @@
 //!   `Failover` alive). failnext's breaker also learns from the monitor as its eligibility: an
 //!   endpoint the monitor turns eligible again gets its trial at once.
 //! - [`MonitorBuilder::on_event`] is told of [`MonitorEvent`]s: the reference head stalling
-//!   and moving again.
+//!   and moving again, a provider's head turning stale or implausible.
 //! - [`Monitor::health`] / [`Monitor::restore_health`] carry eligibility, re-admission
 //!   progress, probe latencies and last good probes across a restart ([`MonitorHealth`],
 //!   serializable with the feature `serde`), as failnext's `Failover::health` does for its
 //!   breakers.
-//! - With the feature `metrics`, each published check sets `failnext_blocklag_height`,
-//!   `failnext_blocklag_lag_blocks`, `failnext_blocklag_probe_latency_seconds` and
-//!   `failnext_blocklag_eligible` (gauges) and counts `failnext_blocklag_probe_failures_total`
-//!   (with the failed `call`), each labelled by endpoint id.
+//! - With the feature `metrics`, every publication is also a set of metrics (see
+//!   [Feature flags](#feature-flags)).
+//!
+//! # Feature flags
+//!
+//! - `metrics` (off by default): through the [`metrics`](https://docs.rs/metrics) facade,
+//!   every publication (a check's, or a spawned probe's) sets the gauges
+//!   `failnext_blocklag_height{endpoint}`, `failnext_blocklag_lag_blocks{endpoint}`,
+//!   `failnext_blocklag_probe_latency_seconds{endpoint}` and
+//!   `failnext_blocklag_eligible{endpoint}` (0 or 1), and counts each newly failed probe in
+//!   `failnext_blocklag_probe_failures_total{endpoint, call}` (`call` is the JSON-RPC method
+//!   that failed). Labelled by endpoint id, never by URL. The application installs the
+//!   recorder (a Prometheus exporter, say); without one the facade does nothing.
+//! - `serde` (off by default): [`MonitorHealth`] and [`ProviderHealth`] serialize, to keep
+//!   what the monitor learnt across a restart.
 //!
 //! # What it does not do
 //!
 //! - Routing. Eligibility only rules endpoints out; failnext still applies its order,
 //!   cooldown, exclusions, failover permission, triggers and replay rules. In particular an
 //!   eligible provider does not make a JSON-RPC POST safe to send twice.
-//! - Retries or backoff, scoring, metrics, service discovery, WebSocket transports.
+//! - Retries or backoff, scoring, service discovery, WebSocket transports.
 //! - Following redirects or sending probes through failnext: give
 //!   [`client`](MonitorBuilder::client) a plain client that goes where it is told.
 //!
@@ -330,7 +349,4 @@ pub use rpc::MAX_BODY;
 pub use schedule::MonitorHandle;
 pub use snapshot::{Snapshot, SnapshotEntry};
 
-/// This crate's README (what crates.io shows), compiled as doc tests so it cannot rot.
-#[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;
+// The README's code is compiled as doc tests by the `failnext-examples` crate.

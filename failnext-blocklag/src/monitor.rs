@@ -104,9 +104,9 @@ impl Monitor {
     ///
     /// Each provider gets one `eth_blockNumber` POST (`eth_getBlockByNumber("latest", false)`
     /// with [`head_with_hash`](crate::MonitorBuilder::head_with_hash)), and one `eth_chainId`
-    /// POST when an [expected chain id](crate::MonitorBuilder::expected_chain_id) is set and
-    /// the provider's chain is not verified yet, or its probe failed since, sent directly
-    /// with the monitor's own client, never through failnext, all providers at once. Each call
+    /// POST when an [expected chain id](crate::MonitorBuilder::expected_chain_id) is set, sent
+    /// directly with the monitor's own client, never through failnext, all providers at once.
+    /// Each call
     /// is bounded by the [probe timeout](crate::MonitorBuilder::probe_timeout); nothing is
     /// retried.
     ///

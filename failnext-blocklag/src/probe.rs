@@ -41,8 +41,7 @@ pub(crate) struct ProbeReport {
 }
 
 /// Probes one provider: its head (height, and hash with [`Method::BlockByNumber`]), and its
-/// chain id when `config` expects one (the monitor leaves it out once a provider's chain is
-/// verified).
+/// chain id when `config` expects one.
 ///
 /// With an expected chain id both calls are sent at once; a chain-id failure (including a
 /// wrong chain) takes precedence over the height, since a height from an unverified chain is

@@ -41,9 +41,9 @@ impl Monitor {
     /// The sleep starts when the probe ends: a provider's probes never overlap. Each probe is
     /// bounded by the [probe timeout](crate::MonitorBuilder::probe_timeout), which for a
     /// spawned schedule is `min(5 s, interval)` unless set explicitly. With an
-    /// [expected chain id](crate::MonitorBuilder::expected_chain_id), every probe also calls
-    /// `eth_chainId` (not only until the chain is verified, as [`check`](Monitor::check)
-    /// does). Probe errors are not reported by the task; they are in the published
+    /// [expected chain id](crate::MonitorBuilder::expected_chain_id), every probe also asks
+    /// for `eth_chainId` (in the same batch), as every [`check`](Monitor::check) does. Probe
+    /// errors are not reported by the task; they are in the published
     /// [`Snapshot`](crate::Snapshot) (a failed probe is an ineligible entry with its
     /// [`error`](crate::SnapshotEntry::error)); each entry's
     /// [`checked`](crate::SnapshotEntry::checked) says when its provider's probe ended.

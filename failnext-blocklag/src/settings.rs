@@ -30,7 +30,7 @@ pub(crate) struct Settings {
     pub(crate) head: crate::rpc::Method,
     /// The rules carried across checks (re-admission, reference height).
     pub(crate) rules: crate::round::Rules,
-    /// How unknown and old answers count (issue 12, point 4).
+    /// How unknown and old answers count (fail-closed, grace, maximum age).
     pub(crate) freshness: Freshness,
     /// Told of each [`MonitorEvent`](crate::MonitorEvent).
     pub(crate) on_event: Option<crate::event::Hook>,

@@ -273,8 +273,10 @@ impl Snapshot {
     }
 
     /// The reference height of this check, the one the others are compared with: the highest
-    /// height any provider reported under [`Reference::Highest`](crate::Reference::Highest)
-    /// (the default), the highest height at least `k` providers reached under
+    /// height any provider reported under [`Reference::Highest`](crate::Reference::Highest),
+    /// the highest plausible one under [`Reference::Plausible`](crate::Reference::Plausible)
+    /// (the default; the highest one when the probe reads no timestamps, as `check()`'s
+    /// `eth_blockNumber` probe), the highest height at least `k` providers reached under
     /// [`Reference::Corroborated(k)`](crate::Reference::Corroborated), so a provider may be
     /// above it. It is relative, not canonical: nothing checks it against the chain.
     pub fn highest(&self) -> u64 {

@@ -48,7 +48,8 @@ impl Missed {
 /// What the classifier found in an answer, beside its [`Judgement`](crate::Judgement)
 /// ([`Judgement::findings`](crate::Judgement::findings)): what its stale or unsupported parts
 /// said the provider lacks, and the result of a single answer when it is a quantity. The
-/// [JSON-RPC classifier](crate::jsonrpc) finds them while it judges; other judges find none.
+/// JSON-RPC classifier (`failnext::jsonrpc`, feature `jsonrpc`) finds them while it judges;
+/// other judges find none.
 /// A [`Scope`](crate::Scope) reads them in its review: the alloy transport learns from them
 /// who did not know a bundle's block and who lacks archive state or a method, and checks an
 /// `eth_blockNumber` answer against its floor.

@@ -37,9 +37,9 @@
 //! }
 //! ```
 //!
-//! (`ignore`d here because failnext does not depend on alloy's provider crate; the same
-//! lines run as the example `alloy-provider` of the repository, and `alloy-write` reconciles
-//! a lost broadcast by hash.) The `failnext::alloy` module documentation says which methods
+//! (Not compiled here: failnext does not depend on alloy's provider crate. The same lines
+//! run as the example `alloy-provider` of the repository, and `alloy-write` reconciles a lost
+//! broadcast by hash.) The `failnext::alloy` module documentation says which methods
 //! fail over, where filters and receipt lookups go, and how to steer one call. Without alloy,
 //! failnext is the middleware below: see the [Quick start](#quick-start).
 //!
@@ -52,8 +52,14 @@
 //! same provider does not help when it is down, and sending everything to several providers
 //! wastes quota and can repeat writes. What the application wants is narrower: keep a priority
 //! order, use the first provider that works, and let the application decide which operations
-//! may be repeated elsewhere. failnext does exactly that, inside the process, with no proxy,
-//! no background task and no copy of request bodies.
+//! may be repeated elsewhere. failnext does exactly that, inside the process, with no proxy
+//! and no copy of request bodies. It starts no background task of its own, with one
+//! exception: a response it discards (a retained trigger response superseded by a newer
+//! response, or the completed loser of a hedge) whose declared length is at most 64 KiB and
+//! whose body has not fully arrived yet is read to its end, and dropped, on a task spawned on
+//! the current Tokio runtime, for at most one second, so that its keep-alive connection goes
+//! back to the pool; outside a Tokio runtime it is dropped instead. Health (the breaker) is
+//! passive: no probes.
 //!
 //! # Quick start
 //!
@@ -215,10 +221,12 @@
 //! [`no_attempt_timeout`](FailoverBuilder::no_attempt_timeout) (0.1's default, under which a
 //! provider that accepts connections and never answers holds the request forever). A request's own
 //! reqwest timeout (`RequestBuilder::timeout`) is carried by every attempt, so it bounds each
-//! attempt too, not the whole request. For a deadline on the whole request, wrap the call in
-//! `tokio::time::timeout`: dropping the future cancels the request cleanly, the attempt in
-//! flight is dropped, no cooldown is recorded for it, and the event hook receives
-//! [`Event::Result`] with [`ResultOutcome::Cancelled`].
+//! attempt too, not the whole request. For a deadline on the whole request, set
+//! [`FailoverBuilder::deadline`] (or [`RequestBuilderExt::deadline`]; see
+//! [Bounds](#bounds-a-deadline-and-a-failover-budget)), which ends it with an error listing
+//! its attempts, or wrap the call in `tokio::time::timeout`: dropping the future cancels the
+//! request cleanly, the attempt in flight is dropped, no cooldown is recorded for it, and the
+//! event hook receives [`Event::Result`] with [`ResultOutcome::Cancelled`].
 //!
 //! # Judging
 //!
@@ -590,7 +598,7 @@
 //!
 //! This crate keeps every rule of the Go library failnext. [PORTING.md] maps the Go API to
 //! this one and lists where Rust works differently (request context, `GetBody`, `Host`,
-//! redirects), and which cases of the reference's behaviour catalogue do not apply.
+//! redirects), and which cases of the Go library's behaviour catalogue do not apply.
 //!
 //! [PORTING.md]: https://github.com/failnext-rs/failnext/blob/main/failnext/PORTING.md
 #![doc(test(attr(deny(warnings), allow(dead_code))))]
@@ -670,13 +678,5 @@ pub use source::{DEFAULT_TOLERANCE, Head, HealthSource, Observation};
 pub use trace::{NotTried, Trace, TraceEntry, TraceStep};
 pub use validate::validate_endpoints;
 
-/// The workspace README's code, compiled as doc tests so it cannot rot.
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-pub struct WorkspaceReadmeDoctests;
-
-/// This crate's README (what crates.io shows), compiled as doc tests so it cannot rot (its
-/// quick start uses the `jsonrpc` feature).
-#[cfg(all(doctest, feature = "jsonrpc"))]
-#[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;
+// The READMEs' code is compiled as doc tests by the `failnext-examples` crate, which has
+// alloy's provider crate and failnext-blocklag to compile them with.

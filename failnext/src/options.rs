@@ -101,6 +101,12 @@ impl ResponseExt for reqwest::Response {
 /// without this trait with `with_extension` (or client-wide with reqwest-middleware's
 /// `Extension` initialiser).
 ///
+/// This trait is sealed: it is implemented for `reqwest_middleware::RequestBuilder` only and
+/// cannot be implemented outside failnext, so that new options can be added to it without a
+/// breaking change. To set an option on anything else, insert its extension type
+/// ([`Permission`](crate::Permission), [`ExcludedEndpoints`], [`PreferredEndpoint`],
+/// [`RequestDeadline`], [`TraceRequest`]) yourself.
+///
 /// ```no_run
 /// # async fn demo(client: reqwest_middleware::ClientWithMiddleware) -> Result<(), reqwest_middleware::Error> {
 /// use failnext::RequestBuilderExt;
@@ -116,7 +122,7 @@ impl ResponseExt for reqwest::Response {
 ///     .await?;
 /// # drop(resp); Ok(()) }
 /// ```
-pub trait RequestBuilderExt: Sized {
+pub trait RequestBuilderExt: sealed::Sealed + Sized {
     /// This request may fail over, whatever the policy or the method says.
     fn allow_failover(self) -> Self;
 
@@ -139,6 +145,27 @@ pub trait RequestBuilderExt: Sized {
     /// Keep a [`Trace`](crate::Trace) of this request: on the response's extensions, or on
     /// the error ([`Error::trace`](crate::Error::trace)).
     fn trace(self) -> Self;
+}
+
+mod sealed {
+    /// Keeps [`RequestBuilderExt`](super::RequestBuilderExt) from being implemented outside
+    /// this crate: a public trait in a private module.
+    ///
+    /// ```compile_fail,E0277
+    /// struct Mine;
+    /// impl failnext::RequestBuilderExt for Mine {
+    ///     fn allow_failover(self) -> Self { self }
+    ///     fn deny_failover(self) -> Self { self }
+    ///     fn exclude_endpoints<I, T>(self, _: I) -> Self
+    ///     where I: IntoIterator<Item = T>, T: Into<failnext::EndpointId> { self }
+    ///     fn prefer_endpoint(self, _: impl Into<failnext::EndpointId>) -> Self { self }
+    ///     fn deadline(self, _: std::time::Duration) -> Self { self }
+    ///     fn trace(self) -> Self { self }
+    /// }
+    /// ```
+    pub trait Sealed {}
+
+    impl Sealed for reqwest_middleware::RequestBuilder {}
 }
 
 impl RequestBuilderExt for reqwest_middleware::RequestBuilder {

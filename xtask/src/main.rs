@@ -8,6 +8,8 @@
 //! - `props`: the judging property tests at the full profile's case count (`cargo xtask ci`
 //!   runs them at the default count, with the other tests).
 //! - `anvil`: installs the anvil binary the real-node tests run (`ci` and `test` do it first).
+//! - `features`: each published crate checked with no features and with each feature alone.
+//! - `publish`: `cargo publish --dry-run` of both published crates.
 //! - `fmt`, `lint`, `test`, `doc`: one step each.
 
 mod anvil;
@@ -42,6 +44,8 @@ fn try_main() -> Result<(), DynError> {
         Some("lint") => lint(),
         Some("test") => test(),
         Some("doc") => doc(),
+        Some("features") => features(),
+        Some("publish") => publish_dry_run(),
         Some("examples") => examples(),
         Some("demo") => demo(&rest),
         Some("bench") => bench(&rest),
@@ -58,7 +62,8 @@ fn try_main() -> Result<(), DynError> {
 fn print_help() {
     say("usage: cargo xtask <task>\n\n\
          tasks:\n  \
-         ci     fmt --check, clippy -D warnings, tests (doc tests included), docs -D warnings\n  \
+         ci     fmt --check, clippy -D warnings, features one by one, tests (doc tests included),\n         \
+                docs -D warnings, publish --dry-run, examples, soak (ci), bench (one round)\n  \
          examples  run every example against the simulator and check its output\n  \
          demo   [--seconds N] [--rpc URL]... [--metrics ADDR]  the demo bot (simulated providers\n         \
                 by default; --metrics 127.0.0.1:9898 serves its metrics for Prometheus)\n  \
@@ -70,6 +75,8 @@ fn print_help() {
          props  [CASES]  the judging property tests at CASES cases each (default 10000; ci runs\n         \
                 the test default)\n  \
          anvil  install anvil (npm @foundry-rs/anvil-linux-amd64) into target/anvil/, print its path\n  \
+         features  cargo check of each published crate with no features and each feature alone\n  \
+         publish   cargo publish --dry-run -p failnext -p failnext-blocklag\n  \
          fmt    cargo fmt --check\n  \
          lint   cargo clippy --workspace --all-targets -- -D warnings\n  \
          test   cargo test --workspace (all features but the examples' tls), with anvil installed\n         \
@@ -81,8 +88,10 @@ fn ci() -> Result<(), DynError> {
     let started = Instant::now();
     fmt_check()?;
     lint()?;
+    features()?;
     test()?;
     doc()?;
+    publish_dry_run()?;
     examples()?;
     section("soak (ci profile, fixed seed)", || {
         cargo(
@@ -245,6 +254,67 @@ fn props(args: &[String]) -> Result<(), DynError> {
     })
 }
 
+/// The crates published to crates.io, each with its manifest.
+const PUBLISHED: &[(&str, &str)] =
+    &[("failnext", "failnext/Cargo.toml"), ("failnext-blocklag", "failnext-blocklag/Cargo.toml")];
+
+/// Each published crate's library checked with no features, then with each feature of its
+/// manifest alone, so that no feature leans on another one's code or dependencies. Warnings
+/// fail the step: they are read from cargo's output rather than turned into errors with
+/// `RUSTFLAGS`, which would rebuild every dependency and leave the cache of the other steps.
+fn features() -> Result<(), DynError> {
+    section("features (none, then each alone)", || {
+        for (krate, manifest) in PUBLISHED {
+            let text = std::fs::read_to_string(project_root().join(manifest))?;
+            let features = manifest_features(&text);
+            let mut combinations = vec![None];
+            combinations.extend(features.iter().map(|f| Some(f.as_str())));
+            for feature in combinations {
+                let mut args = vec!["check", "--quiet", "--lib", "-p", krate, "--no-default-features"];
+                if let Some(feature) = feature {
+                    args.extend(["--features", feature]);
+                }
+                cargo_without_warnings(&args)?;
+                say(&format!("  {krate}: {} ok", feature.unwrap_or("no features")));
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The features a manifest declares in its `[features]` table, `default` left out.
+fn manifest_features(manifest: &str) -> Vec<String> {
+    let mut in_features = false;
+    let mut features = Vec::new();
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_features = line == "[features]";
+        } else if in_features && !line.starts_with('#') {
+            if let Some((name, _)) = line.split_once('=') {
+                let name = name.trim();
+                if name != "default" {
+                    features.push(name.to_owned());
+                }
+            }
+        }
+    }
+    features
+}
+
+/// Both published crates as crates.io would receive them: packaged, the package built on its
+/// own (failnext-blocklag against the failnext being packaged), nothing uploaded. Asks the
+/// crates.io index, so it needs the network. Uncommitted changes are packaged as they are
+/// (`--allow-dirty`), as every other step checks the working tree.
+fn publish_dry_run() -> Result<(), DynError> {
+    section("publish (dry run)", || {
+        let mut args = vec!["publish", "--dry-run", "--allow-dirty", "--quiet"];
+        for (krate, _) in PUBLISHED {
+            args.extend(["-p", krate]);
+        }
+        cargo_without_warnings(&args)
+    })
+}
+
 fn fmt_check() -> Result<(), DynError> {
     section("fmt", || cargo(&["fmt", "--all", "--", "--check"], &[]))
 }
@@ -300,6 +370,28 @@ fn cargo(args: &[&str], envs: &[(&str, &str)]) -> Result<(), DynError> {
     if status.success() { Ok(()) } else { Err(format!("`cargo {}` failed: {status}", args.join(" ")).into()) }
 }
 
+/// Runs cargo, showing its output; fails when it fails or prints a warning. A dry run's own
+/// "aborting upload due to dry run" is not one.
+fn cargo_without_warnings(args: &[&str]) -> Result<(), DynError> {
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let output = Command::new(&cargo).args(args).current_dir(project_root()).output()?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let warnings = stderr
+        .lines()
+        .filter(|line| line.starts_with("warning") && !line.contains("aborting upload due to dry run"))
+        .count();
+    if !stderr.trim().is_empty() && (warnings > 0 || !output.status.success()) {
+        say(&stderr);
+    }
+    if !output.status.success() {
+        return Err(format!("`cargo {}` failed: {}", args.join(" "), output.status).into());
+    }
+    if warnings > 0 {
+        return Err(format!("`cargo {}` printed {warnings} warning(s)", args.join(" ")).into());
+    }
+    Ok(())
+}
+
 fn project_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
 }
@@ -307,4 +399,25 @@ fn project_root() -> PathBuf {
 #[allow(clippy::print_stdout, reason = "xtask reports progress on stdout")]
 fn say(line: &str) {
     println!("{line}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifest_features_lists_the_features_table_without_default() {
+        let manifest = "[package]\nname = \"x\"\n\n[features]\ndefault = []\n## A doc comment.\n\
+                        tracing = [\"dep:tracing\"]\nalloy = [\"jsonrpc\", \"dep:a\"]\n\n\
+                        [dependencies]\nserde = \"1\"\n";
+        assert_eq!(manifest_features(manifest), ["tracing", "alloy"]);
+    }
+
+    #[test]
+    fn every_published_manifest_declares_features() {
+        for (krate, manifest) in PUBLISHED {
+            let text = std::fs::read_to_string(project_root().join(manifest)).unwrap_or_default();
+            assert!(!manifest_features(&text).is_empty(), "{krate}: no features found in {manifest}");
+        }
+    }
 }

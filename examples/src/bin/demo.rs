@@ -113,7 +113,7 @@ async fn main() -> ExitCode {
     }
 }
 
-/// The multi-RPC article's rehearsal (feature `alloy`, which `cargo xtask demo` turns on):
+/// The rehearsal of read bundles (feature `alloy`, which `cargo xtask demo` turns on):
 /// prints its line; whether it held.
 #[cfg(feature = "alloy")]
 async fn rehearsal() -> bool {

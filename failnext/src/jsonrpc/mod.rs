@@ -116,7 +116,7 @@
 //! whole: the answers before the fault are not counted, so no hint is taken from them
 //! (under HTTP 429 it stays capacity, with the `Retry-After`).
 //!
-//! # Choices where the issue was silent
+//! # Choices no specification settles
 //!
 //! - **Stale is `Neutral`.** Missing data depends on the request (a block just announced, old
 //!   state on a pruned node), not only on the provider: counting it as a failure would open
