@@ -470,18 +470,18 @@ fn answer(req: &Received, act: Act, started: Instant) -> (Reply, Duration, bool)
     let delay = if let Act::Good(delay) = act { delay } else { Duration::ZERO };
     let (reply, faulty) = match &body {
         Value::Array(calls) => {
-            let answers: Vec<(Value, bool)> = calls.iter().map(|call| one(call, act)).collect();
+            let answers: Vec<(Value, bool)> = calls.iter().map(|call| one(call, act, started)).collect();
             let faulty = answers.iter().any(|a| a.1);
             (Value::Array(answers.into_iter().map(|a| a.0).collect()), faulty)
         }
-        call => one(call, act),
+        call => one(call, act, started),
     };
     let faulty = faulty || delay == SLOW_PRIMARY;
     (Reply::new(200).json(reply.to_string()), delay, faulty)
 }
 
 /// The answer to one call, and whether it is the provider's fault (a lagging head).
-fn one(call: &Value, act: Act) -> (Value, bool) {
+fn one(call: &Value, act: Act, started: Instant) -> (Value, bool) {
     let id = call.get("id").cloned().unwrap_or_default();
     let method = call.get("method").and_then(Value::as_str).unwrap_or_default();
     let (head, lagging) = match act {
@@ -490,24 +490,24 @@ fn one(call: &Value, act: Act) -> (Value, bool) {
     };
     let (result, faulty) = match method {
         "eth_chainId" => (Value::from("0x1"), false),
-        "eth_getBlockByNumber" => (block(head), lagging),
+        "eth_getBlockByNumber" => (block(head, started), lagging),
         _ => (Value::from(format!("0x{head:x}")), lagging),
     };
     (serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result}), faulty)
 }
 
 /// Block `number` as a provider answers `eth_getBlockByNumber`: its hash made of its number,
-/// its timestamp the bench's start (the head is recent, and does not move during a run).
-fn block(number: u64) -> Value {
-    static START: std::sync::LazyLock<u64> = std::sync::LazyLock::new(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
-    });
+/// its timestamp the contender's start (`started`): the head does not move during a run
+/// (at most [`RUN_LIMIT`]), well within the monitor's head age.
+fn block(number: u64, started: Instant) -> Value {
+    let made = std::time::SystemTime::now().checked_sub(started.elapsed()).unwrap_or_else(std::time::SystemTime::now);
+    let secs = made.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let hash = |n: u64| format!("0x{n:064x}");
     serde_json::json!({
         "number": format!("0x{number:x}"),
         "hash": hash(number),
         "parentHash": hash(number.saturating_sub(1)),
-        "timestamp": format!("0x{:x}", *START),
+        "timestamp": format!("0x{secs:x}"),
         "transactions": [],
     })
 }
