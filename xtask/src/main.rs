@@ -153,6 +153,7 @@ const EXAMPLES: &[(&str, &[&str], &str)] = &[
     ("permission-policy", &[], "read: status 200 OK, served by: backup"),
     ("alloy-provider", &[], "backup received eth_sendRawTransaction: 0 times"),
     ("alloy-write", &[], "not signed again"),
+    ("alloy-paired", &[], "primary eligible: false"),
     ("blocklag-pairing", &[], "primary eligible: false"),
     ("blocklag-pairing", &[], "served by: backup"),
     (
