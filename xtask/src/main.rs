@@ -154,6 +154,7 @@ const EXAMPLES: &[(&str, &[&str], &str)] = &[
     ("alloy-provider", &[], "backup received eth_sendRawTransaction: 0 times"),
     ("alloy-write", &[], "not signed again"),
     ("alloy-paired", &[], "primary eligible: false"),
+    ("alloy-hedge-budget-deadline", &[], "hedges: 2"),
     ("blocklag-pairing", &[], "primary eligible: false"),
     ("blocklag-pairing", &[], "served by: backup"),
     (
