@@ -155,6 +155,7 @@ const EXAMPLES: &[(&str, &[&str], &str)] = &[
     ("alloy-write", &[], "not signed again"),
     ("alloy-paired", &[], "primary eligible: false"),
     ("alloy-hedge-budget-deadline", &[], "hedges: 2"),
+    ("alloy-trace", &[], "attempt: backup"),
     ("blocklag-pairing", &[], "primary eligible: false"),
     ("blocklag-pairing", &[], "served by: backup"),
     (
