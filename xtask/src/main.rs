@@ -156,6 +156,7 @@ const EXAMPLES: &[(&str, &[&str], &str)] = &[
     ("alloy-paired", &[], "primary eligible: false"),
     ("alloy-hedge-budget-deadline", &[], "hedges: 2"),
     ("alloy-trace", &[], "attempt: backup"),
+    ("alloy-write-routes", &[], "backup: possibly submitted"),
     ("blocklag-pairing", &[], "primary eligible: false"),
     ("blocklag-pairing", &[], "served by: backup"),
     (
