@@ -157,6 +157,7 @@ const EXAMPLES: &[(&str, &[&str], &str)] = &[
     ("alloy-hedge-budget-deadline", &[], "hedges: 2"),
     ("alloy-trace", &[], "attempt: backup"),
     ("alloy-write-routes", &[], "backup: possibly submitted"),
+    ("alloy-bundle", &[], "the bundle ran at block"),
     ("blocklag-pairing", &[], "primary eligible: false"),
     ("blocklag-pairing", &[], "served by: backup"),
     (
