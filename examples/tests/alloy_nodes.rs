@@ -15,8 +15,10 @@ use alloy::providers::{Provider, ProviderBuilder};
 use alloy::rpc::client::RpcClient;
 use alloy::rpc::types::TransactionRequest;
 use alloy::signers::local::PrivateKeySigner;
-use failnext::alloy::{BlockRef, CallExt, FailoverTransport, NeverSent, PossiblySubmitted, ServedByCell};
-use failnext::{Cooldown, Endpoint, Failover};
+use failnext::alloy::{
+    BlockRef, CallExt, Delivery, FailoverTransport, Failure, NeverSent, PossiblySubmitted, ServedByCell,
+};
+use failnext::{Cooldown, Endpoint, Event, Failover};
 use failnext_blocklag::Monitor;
 use failnext_loopback::anvil::{DEFAULT_CHAIN_ID, DEV_ADDRESSES, DEV_PRIVATE_KEYS};
 use failnext_loopback::{Anvil, AnvilOptions, AttemptLog};
@@ -373,4 +375,143 @@ async fn a_contract_call_through_a_bundle_by_alloys_default_call_reads_the_pinne
     let now = within(Probe::new(probe, &plain).callerBalance().from(caller).call()).await.unwrap();
     assert_eq!(now, new, "sol! call() on the plain provider");
     assert_eq!(U256::from_be_slice(&within(plain.call(tx)).await.unwrap()), new, "Provider::call");
+}
+
+/// A client for the builder's transport: no proxy on loopback.
+fn loopback_client() -> reqwest::Client {
+    reqwest::Client::builder().no_proxy().build().unwrap()
+}
+
+/// Whether `hash` is known to `node` (`eth_getTransactionByHash` asked of it directly).
+async fn knows(node: &Anvil, hash: B256) -> bool {
+    !node.rpc("eth_getTransactionByHash", json!([hash])).await.unwrap().is_null()
+}
+
+/// The receipt of `hash` on `node`, once it is mined (anvil mines right after it answers;
+/// polled, bounded).
+async fn receipt(node: &Anvil, hash: B256) -> serde_json::Value {
+    for _ in 0..100 {
+        let receipt = node.rpc("eth_getTransactionReceipt", json!([hash])).await.unwrap();
+        if !receipt.is_null() {
+            return receipt;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("{hash} was not mined on {}", node.url());
+}
+
+/// Kills the primary, reads through `t` until the primary's breaker is open (every read
+/// answered by the backup, at its height), then sends a signed transfer of dev account 0.
+async fn transfer_while_the_primary_is_down(
+    t: &FailoverTransport,
+    primary: &mut Anvil,
+    backup: &Anvil,
+) -> (B256, alloy::transports::TransportResult<B256>) {
+    backup.mine(5).await.unwrap();
+    primary.kill().unwrap();
+    let provider = ProviderBuilder::new().connect_client(RpcClient::new(t.clone(), true));
+    let open = |t: &FailoverTransport| t.failover().health().endpoints()[0].open_until().is_some();
+    for _ in 0..50 {
+        if open(t) {
+            break;
+        }
+        assert_eq!(within(provider.get_block_number()).await.unwrap(), 5, "the backup answers the reads");
+    }
+    assert!(open(t), "the primary's breaker is open: {:?}", t.failover().health());
+    let (raw, hash) = transfer(0, 0).await;
+    let sent = within(provider.client().request::<_, B256>("eth_sendRawTransaction", (raw,))).await;
+    (hash, sent)
+}
+
+#[tokio::test]
+async fn a_transfer_routed_to_the_primary_is_never_sent_to_the_backup_while_the_primary_is_down() {
+    let (mut primary, backup) = (node(AnvilOptions::new()).await, node(AnvilOptions::new()).await);
+    let t = FailoverTransport::builder(endpoints(&[("primary", &primary), ("backup", &backup)]))
+        .client(loopback_client())
+        .writes_to(["primary"])
+        .build()
+        .unwrap();
+    let (hash, sent) = transfer_while_the_primary_is_down(&t, &mut primary, &backup).await;
+    let err = sent.expect_err("no write endpoint is usable");
+    match Failure::find(&err) {
+        Some(Failure::NeverSent(never)) => assert_eq!(never.hash(), Some(hash), "the hash, computed locally"),
+        other => panic!("not NeverSent: {other:?} ({err})"),
+    }
+    assert!(!knows(&backup, hash).await, "the backup never heard of it");
+    assert_eq!(nonces(&[&backup], 0).await, [0], "the sender's nonce on the backup is unchanged");
+}
+
+/// The same set-up without `writes_to`: the transfer lands on the backup (a write goes to
+/// the first usable endpoint, and the primary's breaker is open). What the test above would
+/// see if `writes_to` did not hold.
+#[tokio::test]
+async fn without_writes_to_the_same_transfer_lands_on_the_backup() {
+    let (mut primary, backup) = (node(AnvilOptions::new()).await, node(AnvilOptions::new()).await);
+    let t = FailoverTransport::builder(endpoints(&[("primary", &primary), ("backup", &backup)]))
+        .client(loopback_client())
+        .build()
+        .unwrap();
+    let (hash, sent) = transfer_while_the_primary_is_down(&t, &mut primary, &backup).await;
+    assert_eq!(sent.unwrap(), hash, "accepted by the backup");
+    assert!(knows(&backup, hash).await);
+    assert_eq!(nonces(&[&backup], 0).await, [1]);
+}
+
+/// The three nodes are independent chains with the same genesis accounts and chain id, so
+/// one signed transfer is valid on each, and there is no shared mempool: each node mines its
+/// own copy in its own block. "Mined once" is per chain: on each node the transfer has one
+/// receipt, in block 1, the only block after genesis, whose only transaction it is; the
+/// sender's nonce is exactly 1 and the recipient's balance rose by exactly the 1 wei sent.
+/// The transport sent it to each node exactly once (one `Event::Attempt` per endpoint).
+#[tokio::test]
+async fn a_fanout_to_three_nodes_reaches_all_three_and_is_mined_once() {
+    let a = node(AnvilOptions::new()).await;
+    let b = node(AnvilOptions::new()).await;
+    let c = node(AnvilOptions::new()).await;
+    let nodes = [&a, &b, &c];
+    let recipient = DEV_ADDRESSES[4];
+    let mut before = Vec::new();
+    for n in nodes {
+        before.push(n.balance(recipient).await.unwrap());
+    }
+    let attempts = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = attempts.clone();
+    let t = FailoverTransport::builder(endpoints(&[("a", &a), ("b", &b), ("c", &c)]))
+        .client(loopback_client())
+        .broadcast_to(["a", "b", "c"])
+        .on_event(move |event| {
+            if let Event::Attempt { endpoint, .. } = event {
+                seen.lock().unwrap().push(endpoint.to_string());
+            }
+        })
+        .build()
+        .unwrap();
+    let provider = ProviderBuilder::new().connect_client(RpcClient::new(t.clone(), true));
+    let (raw, hash) = transfer(1, 0).await;
+    let pending = within(provider.send_raw_transaction(&raw)).await.unwrap();
+    assert_eq!(*pending.tx_hash(), hash);
+
+    let outcome = t.broadcast_outcome(&hash).expect("the fan-out is remembered");
+    assert_eq!(outcome.hash(), hash);
+    let deliveries: Vec<(&str, &Delivery)> =
+        outcome.deliveries().iter().map(|(e, d)| (e.as_str(), d)).collect();
+    assert_eq!(
+        deliveries,
+        [("a", &Delivery::Accepted), ("b", &Delivery::Accepted), ("c", &Delivery::Accepted)]
+    );
+    let mut sent_to = attempts.lock().unwrap().clone();
+    sent_to.sort();
+    assert_eq!(sent_to, ["a", "b", "c"], "one attempt per endpoint");
+
+    for (n, before) in nodes.into_iter().zip(before) {
+        assert!(knows(n, hash).await, "{} knows it", n.url());
+        let receipt = receipt(n, hash).await;
+        assert_eq!(receipt["status"], "0x1");
+        assert_eq!(receipt["blockNumber"], "0x1", "in block 1");
+        assert_eq!(n.block_number().await.unwrap(), 1, "no other block was mined");
+        let block = n.rpc("eth_getBlockByNumber", json!(["0x1", false])).await.unwrap();
+        assert_eq!(block["transactions"], json!([hash]), "the block's only transaction");
+        assert_eq!(n.nonce(DEV_ADDRESSES[1]).await.unwrap(), 1, "the sender's nonce is exactly 1");
+        assert_eq!(n.balance(recipient).await.unwrap(), before + 1, "the recipient got 1 wei, once");
+    }
 }

@@ -162,6 +162,11 @@ const EXAMPLES: &[(&str, &[&str], &str)] = &[
     ("permission-policy", &[], "read: status 200 OK, served by: backup"),
     ("alloy-provider", &[], "backup received eth_sendRawTransaction: 0 times"),
     ("alloy-write", &[], "not signed again"),
+    ("alloy-paired", &[], "primary eligible: false"),
+    ("alloy-hedge-budget-deadline", &[], "hedges: 2"),
+    ("alloy-trace", &[], "attempt: backup"),
+    ("alloy-write-routes", &[], "backup: possibly submitted"),
+    ("alloy-bundle", &[], "the bundle ran at block"),
     ("blocklag-pairing", &[], "primary eligible: false"),
     ("blocklag-pairing", &[], "served by: backup"),
     (
