@@ -1,0 +1,416 @@
+//! `FailoverTransport::builder` against loopback JSON-RPC stubs: writes reach only the
+//! endpoints `writes_to` names, and `broadcast_to` fans a raw transaction out and merges the
+//! outcome.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use alloy_json_rpc::{
+    Id, Request, RequestPacket, ResponsePacket, ResponsePayload, RpcError, SerializedRequest,
+};
+use alloy_primitives::{B256, keccak256};
+use alloy_transport::TransportError;
+use failnext::Endpoint;
+use failnext::alloy::{CallExt, Delivery, FailoverTransport, FailoverTransportBuilder, Failure};
+use failnext_loopback::{Action, Handler, Received, Reply, Server, refused_url};
+use serde_json::{Value, json};
+use tower_service::Service;
+
+// ===== loopback stubs =====
+
+/// What a stub does with one call.
+enum Answer {
+    Result(Value),
+    Error(i64, &'static str),
+    Do(Action),
+}
+
+fn ok(v: Value) -> Answer {
+    Answer::Result(v)
+}
+
+fn status(code: u16) -> Answer {
+    Answer::Do(Action::Reply(Reply::new(code).text("unavailable")))
+}
+
+/// A JSON-RPC stub: `answer(method, params)` gives the reply to each single call.
+async fn node(answer: impl Fn(&str, &Value) -> Answer + Send + Sync + 'static) -> Server {
+    Server::start(Arc::new(move |req: &Received| {
+        let call = req.json();
+        let method = call["method"].as_str().unwrap_or_default();
+        let body = match answer(method, &call["params"]) {
+            Answer::Result(r) => json!({"jsonrpc": "2.0", "id": call["id"], "result": r}),
+            Answer::Error(code, message) => {
+                json!({"jsonrpc": "2.0", "id": call["id"], "error": {"code": code, "message": message}})
+            }
+            Answer::Do(action) => return action,
+        };
+        Action::Reply(Reply::new(200).json(body.to_string()))
+    }))
+    .await
+}
+
+/// A stub that accepts every transaction (answers its hash) and answers `0x10` to the rest.
+async fn accepting() -> Server {
+    node(|m, _| if m.starts_with("eth_send") { ok(json!(raw_hash())) } else { ok(json!("0x10")) }).await
+}
+
+/// A raw transaction that does not decode: its hash is `keccak256` of its bytes (as for every
+/// transaction but a blob one in its network form).
+const RAW: &str = "0xdeadbeef";
+
+fn raw_hash() -> B256 {
+    keccak256([0xde, 0xad, 0xbe, 0xef])
+}
+
+const ADDR: &str = "0x00000000000000000000000000000000000000aa";
+
+// ===== the transport and its calls =====
+
+/// A builder over `urls`, in priority order, with a 2 s attempt timeout.
+fn builder(urls: &[(&str, String)]) -> FailoverTransportBuilder {
+    let endpoints = urls.iter().map(|(id, url)| Endpoint::new(*id, url.clone()));
+    FailoverTransport::builder(endpoints).attempt_timeout(Duration::from_secs(2))
+}
+
+fn call(method: &'static str, params: Value) -> SerializedRequest {
+    Request::new(method, Id::Number(1), params).serialize().unwrap()
+}
+
+fn single(method: &'static str, params: Value) -> RequestPacket {
+    RequestPacket::Single(call(method, params))
+}
+
+fn raw_tx() -> RequestPacket {
+    single("eth_sendRawTransaction", json!([RAW]))
+}
+
+fn block_number() -> RequestPacket {
+    single("eth_blockNumber", json!([]))
+}
+
+/// A single call with per-call options.
+fn with_meta(
+    method: &'static str,
+    params: Value,
+    meta: impl FnOnce(alloy_json_rpc::RequestMeta) -> alloy_json_rpc::RequestMeta,
+) -> RequestPacket {
+    let mut req = call(method, params);
+    *req.meta_mut() = meta(req.meta().clone());
+    RequestPacket::Single(req)
+}
+
+/// The single call's result as alloy's `RpcCall` gives it: a JSON-RPC error answer is
+/// `RpcError::ErrorResp`.
+async fn rpc<T>(t: &T, packet: RequestPacket) -> Result<Value, TransportError>
+where
+    T: Service<RequestPacket, Response = ResponsePacket, Error = TransportError> + Clone,
+{
+    match t.clone().call(packet).await? {
+        ResponsePacket::Single(r) => match r.payload {
+            ResponsePayload::Success(v) => Ok(serde_json::from_str(v.get()).unwrap()),
+            ResponsePayload::Failure(e) => Err(RpcError::ErrorResp(e)),
+        },
+        ResponsePacket::Batch(_) => panic!("a batch"),
+    }
+}
+
+/// How many requests the server received since its log was last taken.
+fn taken(server: &Server) -> usize {
+    server.take_log().len()
+}
+
+/// How many calls of `method` the server received since its log was last taken.
+fn count(server: &Server, method: &str) -> usize {
+    server.take_log().iter().filter(|r| r.json()["method"] == method).count()
+}
+
+// ===== writes go where the user says =====
+
+#[tokio::test]
+async fn a_write_routed_to_the_relay_never_reaches_another_endpoint_while_the_relay_refuses() {
+    let public = accepting().await;
+    // The public endpoint first: without the route, a write would go there.
+    let t = builder(&[("public", public.url("/")), ("relay", refused_url("/"))])
+        .writes_to(["relay"])
+        .build()
+        .unwrap();
+    // Refused connections, then the relay's breaker open: never sent, never elsewhere.
+    for _ in 0..5 {
+        let err = rpc(&t, raw_tx()).await.unwrap_err();
+        match Failure::find(&err) {
+            Some(Failure::NeverSent(never)) => assert_eq!(never.hash(), Some(raw_hash())),
+            other => panic!("not NeverSent: {other:?}"),
+        }
+    }
+    assert_eq!(public.requests(), 0, "the public endpoint received nothing");
+    assert_eq!(rpc(&t, block_number()).await.unwrap(), json!("0x10"), "reads still use every endpoint");
+    assert_eq!(public.requests(), 1);
+}
+
+#[tokio::test]
+async fn a_write_routed_to_the_relay_is_never_sent_elsewhere_while_its_breaker_is_open() {
+    let relay = node(|_, _| status(503)).await;
+    let public = accepting().await;
+    let t = builder(&[("relay", relay.url("/")), ("public", public.url("/"))])
+        .writes_to(["relay"])
+        .build()
+        .unwrap();
+    // Three failed reads (each failed over to the public endpoint) open the relay's breaker.
+    for _ in 0..3 {
+        assert_eq!(rpc(&t, block_number()).await.unwrap(), json!("0x10"));
+    }
+    assert_eq!(relay.requests(), 3);
+    assert_eq!(rpc(&t, block_number()).await.unwrap(), json!("0x10"));
+    assert_eq!(count(&relay, "eth_blockNumber"), 3, "the breaker is open: the fourth read skipped the relay");
+    public.take_log();
+    let err = rpc(&t, raw_tx()).await.unwrap_err();
+    assert_eq!(count(&public, "eth_sendRawTransaction"), 0, "never sent elsewhere: {err}");
+    // At most the relay, as its breaker's trial; the error says which.
+    match (count(&relay, "eth_sendRawTransaction"), Failure::find(&err)) {
+        (0, Some(Failure::NeverSent(never))) => assert_eq!(never.hash(), Some(raw_hash())),
+        (1, Some(Failure::PossiblySubmitted(lost))) => {
+            assert_eq!(lost.hash(), Some(raw_hash()));
+            assert_eq!(lost.endpoint().map(|e| e.as_str()), Some("relay"));
+        }
+        (n, other) => panic!("{n} writes to the relay, and {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_per_call_preference_or_permission_does_not_move_a_write_off_its_endpoints() {
+    let relay = accepting().await;
+    let public = accepting().await;
+    let t = builder(&[("public", public.url("/")), ("relay", relay.url("/"))])
+        .writes_to(["relay"])
+        .build()
+        .unwrap();
+    let prefer_public = with_meta("eth_sendRawTransaction", json!([RAW]), |m| m.prefer_endpoint("public"));
+    assert_eq!(rpc(&t, prefer_public).await.unwrap(), json!(raw_hash()));
+    assert_eq!((count(&relay, "eth_sendRawTransaction"), public.requests()), (1, 0), "sent to the relay");
+    // Excluding the relay leaves the write nowhere to go: never sent, not sent to public.
+    let exclude_relay = with_meta("eth_sendRawTransaction", json!([RAW]), |m| m.exclude_endpoints(["relay"]));
+    let err = rpc(&t, exclude_relay).await.unwrap_err();
+    assert!(matches!(Failure::find(&err), Some(Failure::NeverSent(_))), "{err}");
+    assert_eq!((taken(&relay), taken(&public)), (0, 0));
+    // Allowed to fail over, a write whose relay answers 503 still does not reach public.
+    let unavailable: Handler = Arc::new(|_: &Received| Action::Reply(Reply::new(503).text("unavailable")));
+    relay.set_handler(unavailable);
+    let allowed =
+        with_meta("eth_sendRawTransaction", json!([RAW]), |m| m.allow_failover().prefer_endpoint("public"));
+    let err = rpc(&t, allowed).await.unwrap_err();
+    assert!(matches!(Failure::find(&err), Some(Failure::PossiblySubmitted(_))), "{err}");
+    assert_eq!((taken(&relay), taken(&public)), (1, 0));
+}
+
+#[tokio::test]
+async fn the_receipt_of_a_sync_send_makes_its_hash_and_sender_read_where_it_was_sent() {
+    let hash = B256::repeat_byte(0x5e);
+    let relay = node(move |m, _| match m {
+        "eth_sendTransactionSync" | "eth_getTransactionReceipt" => {
+            ok(json!({"transactionHash": hash, "status": "0x1"}))
+        }
+        _ => ok(json!("0x8")),
+    })
+    .await;
+    let public =
+        node(|m, _| if m == "eth_getTransactionReceipt" { ok(Value::Null) } else { ok(json!("0x7")) }).await;
+    let t = builder(&[("public", public.url("/")), ("relay", relay.url("/"))])
+        .writes_to(["relay"])
+        .build()
+        .unwrap();
+    let send = single("eth_sendTransactionSync", json!([{"from": ADDR, "to": ADDR}]));
+    assert_eq!(rpc(&t, send).await.unwrap()["transactionHash"], json!(hash));
+    let receipt = rpc(&t, single("eth_getTransactionReceipt", json!([hash]))).await.unwrap();
+    assert_eq!(receipt["status"], json!("0x1"), "from the relay, not the public endpoint's null");
+    let nonce = rpc(&t, single("eth_getTransactionCount", json!([ADDR, "pending"]))).await.unwrap();
+    assert_eq!(nonce, json!("0x8"), "the sender's pending nonce from the relay too");
+    assert_eq!(rpc(&t, block_number()).await.unwrap(), json!("0x7"), "other reads as usual");
+}
+
+#[test]
+fn broadcast_to_an_endpoint_that_writes_to_leaves_out_fails_build_naming_it() {
+    let urls = [("relay", "http://127.0.0.1:9/".to_owned()), ("public", "http://127.0.0.1:10/".to_owned())];
+    let err = builder(&urls).writes_to(["relay"]).broadcast_to(["relay", "public"]).build().unwrap_err();
+    assert_eq!(err.endpoint_id().map(|id| id.as_str()), Some("public"), "{err}");
+    assert!(err.to_string().contains("public"), "{err}");
+}
+
+#[test]
+fn an_unknown_id_in_writes_to_or_broadcast_to_fails_build_naming_it() {
+    let urls = [("relay", "http://127.0.0.1:9/".to_owned()), ("public", "http://127.0.0.1:10/".to_owned())];
+    let err = builder(&urls).writes_to(["relay", "rleay"]).build().unwrap_err();
+    assert_eq!(err.endpoint_id().map(|id| id.as_str()), Some("rleay"), "{err}");
+    assert!(err.to_string().contains("rleay"), "{err}");
+    let err = builder(&urls).broadcast_to(["pubic"]).build().unwrap_err();
+    assert_eq!(err.endpoint_id().map(|id| id.as_str()), Some("pubic"), "{err}");
+}
+
+// ===== fan-out =====
+
+/// Each endpoint of the fan-out of `hash`, with what it did, in order.
+fn deliveries(t: &FailoverTransport, hash: &B256) -> Vec<(String, Delivery)> {
+    let outcome = t.broadcast_outcome(hash).unwrap_or_else(|| panic!("no outcome remembered for {hash}"));
+    assert_eq!(outcome.hash(), *hash);
+    outcome.deliveries().iter().map(|(id, d)| (id.to_string(), d.clone())).collect()
+}
+
+fn refused(code: i64, message: &str) -> Delivery {
+    Delivery::Refused { code, message: message.to_owned() }
+}
+
+#[tokio::test]
+async fn a_fanout_sends_the_same_signed_bytes_once_to_each_named_endpoint() {
+    let (a, b, c) = (accepting().await, accepting().await, accepting().await);
+    let t = builder(&[("a", a.url("/")), ("b", b.url("/")), ("c", c.url("/"))])
+        .broadcast_to(["c", "a", "b"])
+        .build()
+        .unwrap();
+    assert_eq!(rpc(&t, raw_tx()).await.unwrap(), json!(raw_hash()));
+    let bodies: Vec<_> = [&a, &b, &c]
+        .into_iter()
+        .map(|s| {
+            let log = s.take_log();
+            assert_eq!(log.len(), 1, "exactly one request to each");
+            log[0].body.clone()
+        })
+        .collect();
+    assert!(bodies.iter().all(|body| *body == bodies[0]), "byte-identical bodies: {bodies:?}");
+    let params: Value = serde_json::from_slice::<Value>(&bodies[0]).unwrap()["params"].clone();
+    assert_eq!(params, json!([RAW]), "the signed bytes as given");
+    let accepted = |id: &str| (id.to_owned(), Delivery::Accepted);
+    assert_eq!(
+        deliveries(&t, &raw_hash()),
+        [accepted("c"), accepted("a"), accepted("b")],
+        "in broadcast_to's order"
+    );
+}
+
+#[tokio::test]
+async fn a_fanout_counts_already_known_as_accepted_and_succeeds_past_a_refusal() {
+    let low = node(|_, _| Answer::Error(-32000, "nonce too low")).await;
+    let known = node(|_, _| Answer::Error(-32000, "already known")).await;
+    let t = builder(&[("low", low.url("/")), ("known", known.url("/"))])
+        .broadcast_to(["low", "known"])
+        .build()
+        .unwrap();
+    assert_eq!(rpc(&t, raw_tx()).await.unwrap(), json!(raw_hash()), "the hash, from the one that knew it");
+    assert_eq!(
+        deliveries(&t, &raw_hash()),
+        [("low".to_owned(), refused(-32000, "nonce too low")), ("known".to_owned(), Delivery::Accepted)]
+    );
+}
+
+#[tokio::test]
+async fn a_fanout_none_accepted_that_may_be_out_fails_typed_and_is_not_safe_to_resend() {
+    let gateway = node(|_, _| status(503)).await;
+    let t = builder(&[("down", refused_url("/")), ("gateway", gateway.url("/"))])
+        .broadcast_to(["down", "gateway"])
+        .build()
+        .unwrap();
+    let err = rpc(&t, raw_tx()).await.unwrap_err();
+    let failure = Failure::find(&err);
+    let Some(Failure::Broadcast(outcome)) = failure else { panic!("not Broadcast: {failure:?}") };
+    assert!(outcome.possibly_submitted(), "{outcome}");
+    assert_eq!(outcome.hash(), raw_hash());
+    assert!(matches!(outcome.delivery("down"), Some(Delivery::NeverSent { .. })), "{outcome}");
+    assert!(matches!(outcome.delivery("gateway"), Some(Delivery::PossiblySubmitted { .. })), "{outcome}");
+    let failure = failure.unwrap();
+    assert!(!failure.is_safe_to_resend());
+    assert_eq!(failure.hashes(), [raw_hash()]);
+    assert!(err.to_string().contains("do not sign again"), "{err}");
+    assert_eq!(t.broadcast_outcome(&raw_hash()).as_ref(), Some(outcome), "remembered as it failed");
+}
+
+#[tokio::test]
+async fn a_fanout_that_reached_no_endpoint_fails_typed_and_is_safe_to_resend() {
+    let t = builder(&[("a", refused_url("/")), ("b", refused_url("/"))])
+        .broadcast_to(["a", "b"])
+        .build()
+        .unwrap();
+    let err = rpc(&t, raw_tx()).await.unwrap_err();
+    let failure = Failure::find(&err).unwrap_or_else(|| panic!("not the transport's: {err}"));
+    let Failure::Broadcast(outcome) = failure else { panic!("not Broadcast: {failure:?}") };
+    assert!(outcome.deliveries().iter().all(|(_, d)| matches!(d, Delivery::NeverSent { .. })), "{outcome}");
+    assert!(!outcome.possibly_submitted() && failure.is_safe_to_resend(), "{outcome}");
+}
+
+#[tokio::test]
+async fn a_fanout_every_reached_endpoint_refused_fails_with_the_first_refusal() {
+    let under = node(|_, _| Answer::Error(-32000, "replacement transaction underpriced")).await;
+    let low = node(|_, _| Answer::Error(-32000, "nonce too low")).await;
+    let t = builder(&[("low", low.url("/")), ("down", refused_url("/")), ("under", under.url("/"))])
+        .broadcast_to(["down", "under", "low"])
+        .build()
+        .unwrap();
+    let err = rpc(&t, raw_tx()).await.unwrap_err();
+    match Failure::find(&err) {
+        Some(Failure::Answered(payload)) => {
+            assert_eq!((payload.code, &*payload.message), (-32000, "replacement transaction underpriced"));
+        }
+        other => panic!("not Answered: {other:?}"),
+    }
+    let d = deliveries(&t, &raw_hash());
+    assert!(matches!(d[0], (ref id, Delivery::NeverSent { .. }) if id == "down"), "{d:?}");
+    assert_eq!(
+        d[1..],
+        [
+            ("under".to_owned(), refused(-32000, "replacement transaction underpriced")),
+            ("low".to_owned(), refused(-32000, "nonce too low")),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_private_transaction_whose_answer_is_lost_carries_its_locally_computed_hash() {
+    let private = || {
+        [
+            single("eth_sendPrivateRawTransaction", json!([RAW])),
+            single("eth_sendPrivateTransaction", json!([{"tx": RAW, "maxBlockNumber": "0x64"}])),
+        ]
+    };
+    let relay = node(|_, _| status(503)).await;
+    // One write endpoint: the lost answer is a PossiblySubmitted.
+    let t = builder(&[("relay", relay.url("/"))]).build().unwrap();
+    for packet in private() {
+        let err = rpc(&t, packet).await.unwrap_err();
+        let failure = Failure::find(&err);
+        let Some(Failure::PossiblySubmitted(lost)) = failure else {
+            panic!("not PossiblySubmitted: {failure:?}")
+        };
+        assert_eq!(lost.hash(), Some(raw_hash()), "{lost}");
+        assert_eq!(lost.endpoint().map(|e| e.as_str()), Some("relay"));
+        assert!(!failure.unwrap().is_safe_to_resend());
+    }
+    // Fanned out to that one endpoint: a Broadcast, whose delivery is possibly submitted.
+    let t = builder(&[("relay", relay.url("/"))]).broadcast_to(["relay"]).build().unwrap();
+    for packet in private() {
+        let err = rpc(&t, packet).await.unwrap_err();
+        let failure = Failure::find(&err);
+        let Some(Failure::Broadcast(outcome)) = failure else { panic!("not Broadcast: {failure:?}") };
+        assert_eq!(outcome.hash(), raw_hash(), "{outcome}");
+        assert!(matches!(outcome.delivery("relay"), Some(Delivery::PossiblySubmitted { .. })), "{outcome}");
+        let failure = failure.unwrap();
+        assert_eq!(failure.hashes(), [raw_hash()]);
+        assert!(!failure.is_safe_to_resend());
+    }
+    assert_eq!(relay.requests(), 4, "each sent once");
+}
+
+#[tokio::test]
+async fn endpoints_not_named_by_broadcast_to_receive_nothing_of_a_fanout() {
+    let (a, b, c) = (accepting().await, accepting().await, accepting().await);
+    // b first: a raw transaction not fanned out would go there.
+    let t = builder(&[("b", b.url("/")), ("a", a.url("/")), ("c", c.url("/"))])
+        .broadcast_to(["a", "c"])
+        .build()
+        .unwrap();
+    for packet in [raw_tx(), single("eth_sendRawTransactionConditional", json!([RAW, {}]))] {
+        assert_eq!(rpc(&t, packet).await.unwrap(), json!(raw_hash()));
+        assert_eq!((taken(&a), taken(&b), taken(&c)), (1, 0, 1));
+    }
+    // Only raw transactions fan out: another write goes to one endpoint, the first.
+    let send = single("eth_sendTransaction", json!([{"from": ADDR}]));
+    rpc(&t, send).await.unwrap();
+    assert_eq!((taken(&a), taken(&b), taken(&c)), (0, 1, 0));
+}
