@@ -14,6 +14,7 @@ use failnext::Endpoint;
 use failnext::alloy::{CallExt, Delivery, FailoverTransport, FailoverTransportBuilder, Failure};
 use failnext_loopback::{Action, Handler, Received, Reply, Server, refused_url};
 use serde_json::{Value, json};
+use tokio::time::Instant;
 use tower_service::Service;
 
 // ===== loopback stubs =====
@@ -226,6 +227,68 @@ async fn the_receipt_of_a_sync_send_makes_its_hash_and_sender_read_where_it_was_
     let nonce = rpc(&t, single("eth_getTransactionCount", json!([ADDR, "pending"]))).await.unwrap();
     assert_eq!(nonce, json!("0x8"), "the sender's pending nonce from the relay too");
     assert_eq!(rpc(&t, block_number()).await.unwrap(), json!("0x7"), "other reads as usual");
+}
+
+#[tokio::test]
+async fn a_write_naming_an_unknown_endpoint_per_call_is_never_sent() {
+    let relay = accepting().await;
+    let t = builder(&[("relay", relay.url("/"))]).build().unwrap();
+    let typos: [fn(alloy_json_rpc::RequestMeta) -> alloy_json_rpc::RequestMeta; 2] =
+        [|m| m.prefer_endpoint("rleay"), |m| m.exclude_endpoints(["rleay"])];
+    for typo in typos {
+        let err = rpc(&t, with_meta("eth_sendRawTransaction", json!([RAW]), typo)).await.unwrap_err();
+        match Failure::find(&err) {
+            Some(failure @ Failure::NeverSent(never)) => {
+                assert_eq!(never.hash(), Some(raw_hash()));
+                assert!(failure.is_safe_to_resend());
+                let unknown = failure.error().and_then(|e| e.unknown_endpoint()).map(|id| id.as_str());
+                assert_eq!(unknown, Some("rleay"), "{err}");
+            }
+            other => panic!("nothing was sent, yet: {other:?}"),
+        }
+    }
+    assert_eq!(relay.requests(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_write_whose_deadline_passes_while_another_request_holds_the_trial_is_never_sent() {
+    let relay = node(|_, _| status(503)).await;
+    let t = FailoverTransport::builder([Endpoint::new("relay", relay.url("/"))])
+        .no_attempt_timeout()
+        .deadline(Duration::from_secs(1))
+        .build()
+        .unwrap();
+    for _ in 0..3 {
+        rpc(&t, block_number()).await.unwrap_err();
+    }
+    // Open for 250 ms; then another request (on the same `Failover`) takes the relay's
+    // trial, and the relay never answers it.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let hang: Handler = Arc::new(|_: &Received| Action::Hang);
+    relay.set_handler(hang);
+    let client =
+        reqwest_middleware::ClientBuilder::new(reqwest::Client::new()).with(t.failover().clone()).build();
+    let trial = tokio::spawn(async move {
+        use failnext::RequestBuilderExt;
+        client.post("http://127.0.0.1:9/").body("{}").deadline(Duration::from_secs(60)).send().await
+    });
+    while relay.requests() < 4 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    // The write waits for that trial, and its deadline passes first: nothing was sent.
+    let started = Instant::now();
+    let err = rpc(&t, raw_tx()).await.unwrap_err();
+    assert!(started.elapsed() >= Duration::from_secs(1), "{:?}", started.elapsed());
+    assert_eq!(relay.requests(), 4, "the write never reached the relay");
+    match Failure::find(&err) {
+        Some(failure @ Failure::NeverSent(never)) => {
+            assert_eq!(never.hash(), Some(raw_hash()));
+            assert!(failure.is_safe_to_resend());
+            assert!(failure.error().is_some_and(|e| e.is_deadline() && e.attempts().is_empty()), "{err}");
+        }
+        other => panic!("nothing was sent, yet: {other:?}"),
+    }
+    trial.abort();
 }
 
 #[test]
