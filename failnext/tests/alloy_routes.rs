@@ -1,8 +1,9 @@
 //! `FailoverTransport::builder` against loopback JSON-RPC stubs: writes reach only the
-//! endpoints `writes_to` names, and `broadcast_to` fans a raw transaction out and merges the
-//! outcome.
+//! endpoints `writes_to` names, `broadcast_to` fans a raw transaction out and merges the
+//! outcome, and one `match Failure::find` covers every failure.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use alloy_json_rpc::{
@@ -10,8 +11,8 @@ use alloy_json_rpc::{
 };
 use alloy_primitives::{B256, keccak256};
 use alloy_transport::TransportError;
-use failnext::Endpoint;
 use failnext::alloy::{CallExt, Delivery, FailoverTransport, FailoverTransportBuilder, Failure};
+use failnext::{Endpoint, EndpointId};
 use failnext_loopback::{Action, Handler, Received, Reply, Server, refused_url};
 use serde_json::{Value, json};
 use tokio::time::Instant;
@@ -476,4 +477,161 @@ async fn endpoints_not_named_by_broadcast_to_receive_nothing_of_a_fanout() {
     let send = single("eth_sendTransaction", json!([{"from": ADDR}]));
     rpc(&t, send).await.unwrap();
     assert_eq!((taken(&a), taken(&b), taken(&c)), (0, 1, 0));
+}
+
+// ===== one match for every failure =====
+
+/// The key in every endpoint URL of the failure tests: no failure may show it.
+const SECRET: &str = "s3cr3t-k3y";
+
+fn keyed(server: &Server) -> String {
+    server.url(&format!("/rpc?key={SECRET}"))
+}
+
+fn keyed_refused() -> String {
+    refused_url(&format!("/rpc?key={SECRET}"))
+}
+
+/// What an application does with a failure of the transport: one `match`.
+fn label(err: &TransportError) -> &'static str {
+    match Failure::find(err) {
+        Some(Failure::Read(_)) => "Read",
+        Some(Failure::Status(_)) => "Status",
+        Some(Failure::Answered(_)) => "Answered",
+        Some(Failure::PossiblySubmitted(_)) => "PossiblySubmitted",
+        Some(Failure::NeverSent(_)) => "NeverSent",
+        Some(Failure::Broadcast(_)) => "Broadcast",
+        Some(Failure::FilterPinned(_)) => "FilterPinned",
+        Some(Failure::BundleRefused(_)) => "BundleRefused",
+        Some(Failure::ReferenceUnknown(_)) => "ReferenceUnknown",
+        Some(Failure::BelowFloor(_)) => "BelowFloor",
+        Some(_) => "a kind added later",
+        None => "not the transport's",
+    }
+}
+
+/// Every text a failure shows: the error's and the failure's Display and Debug, and each
+/// source's down the chain.
+fn texts(err: &TransportError) -> Vec<String> {
+    let mut out = vec![err.to_string(), format!("{err:?}")];
+    if let Some(failure) = Failure::find(err) {
+        out.extend([failure.to_string(), format!("{failure:?}")]);
+        let mut source = std::error::Error::source(&failure);
+        while let Some(s) = source {
+            out.extend([s.to_string(), format!("{s:?}")]);
+            source = s.source();
+        }
+    }
+    out
+}
+
+/// Each failure of the transport, provoked over loopback servers whose URLs hold [`SECRET`]:
+/// (the label it must get, the error).
+async fn provoke_every_failure() -> Vec<(&'static str, TransportError)> {
+    let mut provoked = Vec::new();
+    // No endpoint accepts a read's connection.
+    let t = builder(&[("a", keyed_refused()), ("b", keyed_refused())]).build().unwrap();
+    provoked.push(("Read", rpc(&t, block_number()).await.unwrap_err()));
+    // The only endpoint answers 401, not JSON.
+    let unauthorized = node(|_, _| Answer::Do(Action::Reply(Reply::new(401).text("unauthorized")))).await;
+    let t = builder(&[("only", keyed(&unauthorized))]).build().unwrap();
+    provoked.push(("Status", rpc(&t, block_number()).await.unwrap_err()));
+    // A revert.
+    let reverting = node(|_, _| Answer::Error(3, "execution reverted")).await;
+    let t = builder(&[("only", keyed(&reverting))]).build().unwrap();
+    provoked
+        .push(("Answered", rpc(&t, single("eth_call", json!([{"to": ADDR}, "latest"]))).await.unwrap_err()));
+    // A gateway's 503 to a write; a refused write.
+    let gateway = node(|_, _| status(503)).await;
+    let t = builder(&[("gateway", keyed(&gateway))]).build().unwrap();
+    provoked.push(("PossiblySubmitted", rpc(&t, raw_tx()).await.unwrap_err()));
+    let t = builder(&[("down", keyed_refused())]).build().unwrap();
+    provoked.push(("NeverSent", rpc(&t, raw_tx()).await.unwrap_err()));
+    // A fan-out none accepted.
+    let t = builder(&[("down", keyed_refused()), ("gateway", keyed(&gateway))])
+        .broadcast_to(["down", "gateway"])
+        .build()
+        .unwrap();
+    provoked.push(("Broadcast", rpc(&t, raw_tx()).await.unwrap_err()));
+    // A filter created on `holder`, which then goes down. Its refused connection is a failed
+    // read (the adaptive breaker still sends its only endpoint a trial, as the last resort);
+    // once the application's monitor says it is down, the filter is out of reach.
+    let mut holder =
+        node(|m, _| if m == "eth_newBlockFilter" { ok(json!("0xf1")) } else { ok(json!([])) }).await;
+    let other = accepting().await;
+    let down = Arc::new(AtomicBool::new(false));
+    let seen = down.clone();
+    let t = builder(&[("holder", keyed(&holder)), ("other", keyed(&other))])
+        .eligible(move |id: &EndpointId| !(seen.load(Ordering::SeqCst) && id.as_str() == "holder"))
+        .build()
+        .unwrap();
+    assert_eq!(rpc(&t, single("eth_newBlockFilter", json!([]))).await.unwrap(), json!("0xf1"));
+    holder.stop().await;
+    let changes = || single("eth_getFilterChanges", json!(["0xf1"]));
+    let err = rpc(&t, changes()).await.unwrap_err();
+    assert_eq!(label(&err), "Read", "the holder's refused connection: {err}");
+    down.store(true, Ordering::SeqCst);
+    provoked.push(("FilterPinned", rpc(&t, changes()).await.unwrap_err()));
+    assert_eq!(count(&other, "eth_getFilterChanges"), 0, "never sent where the filter is not");
+    // A write through a bundle; a bundle read no provider knows the reference of.
+    let reference = failnext::alloy::BlockRef::new(100, B256::repeat_byte(0x77));
+    let t = builder(&[("only", keyed(&other))]).build().unwrap();
+    provoked.push(("BundleRefused", rpc(&t.bundle(reference), raw_tx()).await.unwrap_err()));
+    let (x, y) = (
+        node(|_, _| Answer::Error(-32000, "header not found")).await,
+        node(|_, _| Answer::Error(-32000, "header not found")).await,
+    );
+    let t = builder(&[("x", keyed(&x)), ("y", keyed(&y))]).build().unwrap();
+    let read = single("eth_getBalance", json!([ADDR]));
+    provoked.push(("ReferenceUnknown", rpc(&t.bundle(reference), read).await.unwrap_err()));
+    // Monotonic reads: every provider's head below the floor.
+    let behind = node(|_, _| ok(json!("0x0"))).await;
+    let t = builder(&[("behind", keyed(&behind))]).monotonic_reads(|_| None).build().unwrap();
+    t.observe_head(9);
+    provoked.push(("BelowFloor", rpc(&t, block_number()).await.unwrap_err()));
+    provoked
+}
+
+#[tokio::test]
+async fn one_match_on_failure_covers_every_failure_of_the_transport() {
+    let provoked = provoke_every_failure().await;
+    let labels: Vec<&str> = provoked.iter().map(|(_, err)| label(err)).collect();
+    let expected: Vec<&str> = provoked.iter().map(|(l, _)| *l).collect();
+    assert_eq!(labels, expected, "{:#?}", provoked.iter().map(|(_, e)| e.to_string()).collect::<Vec<_>>());
+    for (kind, err) in &provoked {
+        for text in texts(err) {
+            // A connect error's Debug names the socket address it could not reach (hyper's
+            // `ConnectError`): an address, not the URL, whose path and query hold the key.
+            assert!(
+                !text.contains(SECRET)
+                    && !text.contains("key=")
+                    && !text.contains("/rpc")
+                    && !text.contains("http://"),
+                "{kind} shows an endpoint URL: {text}"
+            );
+        }
+    }
+    let find = |kind: &str| {
+        provoked.iter().find(|(k, _)| *k == kind).map(|(_, e)| Failure::find(e).unwrap()).unwrap()
+    };
+    // A failed read: failnext's error, every attempt with its endpoint, its cause as source.
+    let read = find("Read");
+    let error = read.error().expect("a read's failnext error");
+    let tried: Vec<&str> = error.attempts().iter().map(|a| a.endpoint().as_str()).collect();
+    assert_eq!(tried, ["a", "b"]);
+    assert_eq!(read.attempts().len(), 2);
+    assert_eq!(read.endpoint().map(|e| e.as_str()), Some("b"), "the last one tried");
+    assert!(std::error::Error::source(&read).is_some(), "the last attempt's error");
+    // A refused write: failnext's error with its refused attempt, chained.
+    let never = find("NeverSent");
+    assert_eq!(never.error().map(|e| e.attempts().len()), Some(1));
+    assert!(std::error::Error::source(&never).is_some());
+    assert!(never.is_safe_to_resend());
+    assert!(!find("PossiblySubmitted").is_safe_to_resend());
+    assert_eq!(find("PossiblySubmitted").hashes(), [raw_hash()]);
+    assert_eq!(find("PossiblySubmitted").endpoint().map(|e| e.as_str()), Some("gateway"));
+    assert!(matches!(find("Status"), Failure::Status(http) if http.status == 401));
+    assert!(matches!(find("Answered"), Failure::Answered(p) if p.code == 3));
+    assert_eq!(find("FilterPinned").endpoint().map(|e| e.as_str()), Some("holder"));
+    assert_eq!(find("ReferenceUnknown").reference().map(|r| r.number), Some(100));
 }
