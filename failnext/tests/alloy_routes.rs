@@ -1,9 +1,10 @@
 //! `FailoverTransport::builder` against loopback JSON-RPC stubs: writes reach only the
 //! endpoints `writes_to` names, `broadcast_to` fans a raw transaction out and merges the
-//! outcome, and one `match Failure::find` covers every failure.
+//! outcome, one `match Failure::find` covers every failure, and the builder's defaults hedge
+//! reads and never writes.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use alloy_json_rpc::{
@@ -11,9 +12,11 @@ use alloy_json_rpc::{
 };
 use alloy_primitives::{B256, keccak256};
 use alloy_transport::TransportError;
-use failnext::alloy::{CallExt, Delivery, FailoverTransport, FailoverTransportBuilder, Failure};
+use failnext::alloy::{
+    CallExt, Delivery, FailoverTransport, FailoverTransportBuilder, Failure, ServedByCell,
+};
 use failnext::{Endpoint, EndpointId};
-use failnext_loopback::{Action, Handler, Received, Reply, Server, refused_url};
+use failnext_loopback::{Action, Handler, Later, Received, Reply, Server, refused_url};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 use tower_service::Service;
@@ -634,4 +637,87 @@ async fn one_match_on_failure_covers_every_failure_of_the_transport() {
     assert!(matches!(find("Answered"), Failure::Answered(p) if p.code == 3));
     assert_eq!(find("FilterPinned").endpoint().map(|e| e.as_str()), Some("holder"));
     assert_eq!(find("ReferenceUnknown").reference().map(|r| r.number), Some(100));
+}
+
+// ===== the builder's defaults =====
+
+/// A stub whose every answer waits `ms` (a tokio timer: no real time under paused time);
+/// a raw transaction is answered with its hash.
+async fn delayed(ms: u64) -> (Server, Arc<AtomicU64>) {
+    let delay = Arc::new(AtomicU64::new(ms));
+    let d = delay.clone();
+    let server = Server::start_later(Arc::new(move |req: &Received| -> Later {
+        let result =
+            if req.json()["method"] == "eth_sendRawTransaction" { json!(raw_hash()) } else { json!("0x10") };
+        let reply = req.rpc_result(result);
+        let wait = Duration::from_millis(d.load(Ordering::SeqCst));
+        Box::pin(async move {
+            tokio::time::sleep(wait).await;
+            Action::Reply(reply)
+        })
+    }))
+    .await;
+    (server, delay)
+}
+
+/// The builder's defaults but for its timeouts: under paused time a pending timeout would be
+/// the next timer the clock jumps to while a loopback answer is still in flight.
+fn untimed(urls: &[(&str, String)]) -> FailoverTransportBuilder {
+    let endpoints = urls.iter().map(|(id, url)| Endpoint::new(*id, url.clone()));
+    FailoverTransport::builder(endpoints).no_attempt_timeout().no_deadline()
+}
+
+/// Warms the first endpoint's latency percentile (the default hedge waits for 16 samples).
+async fn warm(t: &FailoverTransport) {
+    for _ in 0..24 {
+        rpc(t, block_number()).await.unwrap();
+    }
+}
+
+fn served_by(cell: &ServedByCell) -> Option<String> {
+    cell.get().map(|id| id.to_string())
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_transport_builder_hedges_reads_by_default_and_never_writes() {
+    let (slow, delay) = delayed(20).await;
+    let (backup, _) = delayed(5).await;
+    let t = untimed(&[("slow", slow.url("/")), ("backup", backup.url("/"))]).build().unwrap();
+    warm(&t).await;
+    slow.take_log();
+    backup.take_log();
+    delay.store(2_000, Ordering::SeqCst);
+    let cell = ServedByCell::new();
+    let started = Instant::now();
+    rpc(&t, with_meta("eth_blockNumber", json!([]), |m| m.record_served_by(&cell))).await.unwrap();
+    assert_eq!(served_by(&cell).as_deref(), Some("backup"));
+    assert!(
+        started.elapsed() < Duration::from_millis(100),
+        "hedged after about 20 ms: {:?}",
+        started.elapsed()
+    );
+    assert_eq!((taken(&slow), taken(&backup)), (1, 1), "one request each: the read and its hedge");
+    // A write waits for the slow endpoint: never hedged.
+    let cell = ServedByCell::new();
+    let started = Instant::now();
+    let write = with_meta("eth_sendRawTransaction", json!([RAW]), |m| m.record_served_by(&cell));
+    assert_eq!(rpc(&t, write).await.unwrap(), json!(raw_hash()));
+    assert_eq!(served_by(&cell).as_deref(), Some("slow"));
+    assert!(started.elapsed() >= Duration::from_secs(2));
+    assert_eq!((count(&slow, "eth_sendRawTransaction"), taken(&backup)), (1, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_hedge_turns_the_default_hedge_off() {
+    let (slow, delay) = delayed(20).await;
+    let (backup, _) = delayed(5).await;
+    let t = untimed(&[("slow", slow.url("/")), ("backup", backup.url("/"))]).no_hedge().build().unwrap();
+    warm(&t).await;
+    delay.store(2_000, Ordering::SeqCst);
+    let cell = ServedByCell::new();
+    let started = Instant::now();
+    rpc(&t, with_meta("eth_blockNumber", json!([]), |m| m.record_served_by(&cell))).await.unwrap();
+    assert_eq!(served_by(&cell).as_deref(), Some("slow"));
+    assert!(started.elapsed() >= Duration::from_secs(2), "waited for the slow endpoint");
+    assert_eq!(backup.requests(), 0, "no read was hedged");
 }
