@@ -149,7 +149,9 @@ impl std::error::Error for PossiblySubmitted {
 }
 
 /// A broadcast that provably never left: no provider accepted a connection for it (every
-/// attempt was refused, or no endpoint was usable). Safe to send again, as it is.
+/// attempt was refused, no endpoint was usable, or no attempt was made at all: an unknown
+/// endpoint named by the call, a deadline that passed while waiting for a breaker's trial).
+/// Safe to send again, as it is.
 #[derive(Clone, Debug)]
 pub struct NeverSent {
     pub(crate) hashes: Vec<B256>,

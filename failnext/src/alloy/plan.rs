@@ -192,7 +192,10 @@ impl<'p> Plan<'p> {
             Some(e) if e.is_no_usable_endpoint() => {
                 (true, "no endpoint was usable, nothing was sent".to_owned(), None)
             }
-            Some(e) if !e.attempts().is_empty() && e.attempts().iter().all(|a| is_connect(a.error())) => {
+            // No attempt at all (an unknown endpoint named by the call, a deadline that passed
+            // while another request held the breaker's trial): nothing left the process.
+            Some(e) if e.attempts().is_empty() => (true, format!("nothing was sent ({e})"), None),
+            Some(e) if e.attempts().iter().all(|a| is_connect(a.error())) => {
                 (true, format!("no provider accepted the connection ({e})"), None)
             }
             Some(e) => (false, e.to_string(), e.attempts().last().map(|a| a.endpoint().clone())),
