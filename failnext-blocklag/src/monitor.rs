@@ -298,7 +298,16 @@ impl Monitor {
     /// evidence is above 1/10, the latency fed is its probe latency plus
     /// `min(s / (1 - s), 9)` probe timeouts (the expected extra attempts per good answer, each
     /// costed at a probe timeout). See [Paired with failnext](crate#paired-with-failnext).
+    ///
+    /// The latest snapshot's latencies are fed at once, so a `Failover` paired after the
+    /// first probes (a schedule spawned, then [waited for](crate::MonitorHandle::ready)) orders
+    /// its first request by them.
     pub fn feed_latency(&self, feed: failnext::LatencyFeed) {
+        if let Some(snapshot) = self.snapshot() {
+            for (i, entry) in snapshot.entries().iter().enumerate() {
+                self.inner.feed_entry(&feed, i, entry);
+            }
+        }
         self.inner.feed.store(Some(Arc::new(feed)));
     }
 
@@ -381,6 +390,15 @@ pub(crate) fn penalised(latency: Duration, share: f64, timeout: Duration) -> Dur
 }
 
 impl Inner {
+    /// Feeds entry `i`'s probe latency (penalised by its bad share) to `feed`, when its probe
+    /// answered.
+    fn feed_entry(&self, feed: &failnext::LatencyFeed, i: usize, entry: &SnapshotEntry) {
+        if let (Some(_), Some(latency)) = (entry.height(), entry.probe_latency()) {
+            let share = entry.bad_share().unwrap_or_else(|| self.counts(i).bad_share());
+            feed.observe(entry.endpoint().as_str(), penalised(latency, share, self.settings.probe_timeout));
+        }
+    }
+
     /// Makes `snapshot` the one readers see: the snapshot first, then its bitmask. The
     /// contradictions pending are applied to it, and their bits cleared again after the store
     /// (a contradiction recorded meanwhile is not undone). Call it holding `publishing`.
@@ -390,17 +408,8 @@ impl Inner {
         record_metrics(&snapshot, fresh);
         if let Some(feed) = &*self.feed.load() {
             // Only the providers that answered this probe: a failed probe adds no sample.
-            for (i, entry) in snapshot.entries().iter().enumerate() {
-                let (true, Some(_), Some(latency)) =
-                    (fresh.contains(i), entry.height(), entry.probe_latency())
-                else {
-                    continue;
-                };
-                let share = entry.bad_share().unwrap_or_else(|| self.counts(i).bad_share());
-                feed.observe(
-                    entry.endpoint().as_str(),
-                    penalised(latency, share, self.settings.probe_timeout),
-                );
+            for (i, entry) in snapshot.entries().iter().enumerate().filter(|(i, _)| fresh.contains(*i)) {
+                self.feed_entry(feed, i, entry);
             }
         }
         let n = self.settings.endpoints.len();

@@ -134,6 +134,7 @@ impl MonitorHandle {
     /// `within` (the view is then partial, and requests go ahead on what there is).
     ///
     /// ```no_run
+    /// # #[allow(dead_code)]
     /// # async fn demo(monitor: failnext_blocklag::Monitor) {
     /// use std::time::Duration;
     ///
@@ -142,11 +143,8 @@ impl MonitorHandle {
     /// # }
     /// ```
     pub async fn ready(&self, within: Duration) -> bool {
-        let all_probed = || {
-            self.monitor
-                .snapshot()
-                .is_some_and(|s| s.entries().iter().all(|e| e.checked().is_some()))
-        };
+        let all_probed =
+            || self.monitor.snapshot().is_some_and(|s| s.entries().iter().all(|e| e.checked().is_some()));
         let until = tokio::time::Instant::now() + within;
         while !all_probed() {
             if tokio::time::Instant::now() >= until {

@@ -85,6 +85,7 @@ impl HealthSource for Monitor {
 /// use failnext::{Endpoint, Failover};
 /// use failnext_blocklag::Monitor;
 ///
+/// # #[allow(dead_code)]
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// let endpoints = [
 ///     Endpoint::new("primary", "http://127.0.0.1:8545"),

@@ -60,6 +60,21 @@ pub enum Class {
     Transport,
 }
 
+impl Class {
+    /// Its name in lower case, as traces and metrics labels print it (`"transport"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Class::Answer => "answer",
+            Class::Definitive => "definitive",
+            Class::Trigger => "trigger",
+            Class::Capacity => "capacity",
+            Class::Stale => "stale",
+            Class::Broken => "broken",
+            Class::Transport => "transport",
+        }
+    }
+}
+
 /// The verdict on an attempt, what it tells the endpoint's health, and its class.
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug)]

@@ -53,7 +53,9 @@ pub(crate) enum ConfigErrorKind {
     HedgeBounds,
     #[error("no endpoint has the id {id:?}")]
     UnknownEndpoint { id: EndpointId },
-    #[error("endpoint {id:?} is named by broadcast_to but not by writes_to: writes only ever reach the writes_to endpoints")]
+    #[error(
+        "endpoint {id:?} is named by broadcast_to but not by writes_to: writes only ever reach the writes_to endpoints"
+    )]
     BroadcastOutsideWrites { id: EndpointId },
 }
 

@@ -28,14 +28,14 @@ use crate::health::BreakerState;
 static METADATA: Metadata<'static> =
     Metadata::new(module_path!(), metrics::Level::INFO, Some(module_path!()));
 
-const CLASSES: [(Class, &str); 7] = [
-    (Class::Answer, "answer"),
-    (Class::Definitive, "definitive"),
-    (Class::Trigger, "trigger"),
-    (Class::Capacity, "capacity"),
-    (Class::Stale, "stale"),
-    (Class::Broken, "broken"),
-    (Class::Transport, "transport"),
+const CLASSES: [Class; 7] = [
+    Class::Answer,
+    Class::Definitive,
+    Class::Trigger,
+    Class::Capacity,
+    Class::Stale,
+    Class::Broken,
+    Class::Transport,
 ];
 
 const STATES: [&str; 3] = ["open", "half_open", "closed"];
@@ -62,7 +62,7 @@ impl Keys {
             Key::from_parts(name, labels)
         };
         Keys {
-            attempts: CLASSES.map(|(_, c)| key("failnext_attempts_total", Some(("class", c)))),
+            attempts: CLASSES.map(|c| key("failnext_attempts_total", Some(("class", c.as_str())))),
             seconds: key("failnext_attempt_seconds", None),
             failovers: key("failnext_failovers_total", None),
             hedges: key("failnext_hedges_total", None),
@@ -88,7 +88,7 @@ pub(crate) fn record<'k>(event: &Event<'_>, keys: impl Fn(&EndpointId) -> Option
         }
         Event::Judged { endpoint, class, verdict, .. } => {
             let Some(k) = keys(endpoint) else { return };
-            if let Some(at) = CLASSES.iter().position(|(c, _)| *c == class) {
+            if let Some(at) = CLASSES.iter().position(|c| *c == class) {
                 count(&k.attempts[at]);
             }
             if let Verdict::FailOver { .. } = verdict {

@@ -164,7 +164,7 @@ impl fmt::Display for TraceStep {
             TraceStep::WaitedForTrial => f.write_str("waited for another request's trial"),
             TraceStep::Hedged => f.write_str("hedged"),
             TraceStep::Tried { attempt, outcome, class } => {
-                write!(f, "tried #{attempt}: {outcome} ({class:?})")
+                write!(f, "tried #{attempt}: {outcome} ({})", class.as_str())
             }
             TraceStep::Cancelled { attempt } => {
                 write!(f, "tried #{attempt}: cancelled, the other attempt answered first")

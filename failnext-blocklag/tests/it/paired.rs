@@ -469,3 +469,21 @@ async fn head_is_the_reference_height_last_reported_with_max_lag_as_tolerance() 
 async fn within<T>(future: impl std::future::Future<Output = T>) -> T {
     tokio::time::timeout(SECS(60), future).await.expect("finished in time")
 }
+
+#[tokio::test]
+async fn a_failover_paired_after_the_first_probes_gets_their_latencies_at_once() {
+    let (a, b) = (Provider::new(100, Mode::Healthy).await, Provider::new(100, Mode::Healthy).await);
+    let monitor = builder(&[("a", &a), ("b", &b)]).build().unwrap();
+    let schedule = monitor.spawn(SECS(60));
+    assert!(within(schedule.ready(SECS(5))).await, "both first probes published");
+    let endpoints = [Endpoint::new("a", a.url()), Endpoint::new("b", b.url())];
+    let failover = failnext::Failover::builder(endpoints)
+        .latency_ordering(failnext::LatencyOrdering::new(MS(10)))
+        .monitor(schedule)
+        .build()
+        .unwrap();
+    // The next probe is a minute away: only the snapshot taken before pairing can have fed
+    // these.
+    let health = failover.health();
+    assert!(health.endpoints().iter().all(|e| e.latency().is_some()), "{health:?}");
+}

@@ -255,8 +255,12 @@ mod tests {
     #[test]
     fn the_errors_say_what_to_do() {
         let h = B256::repeat_byte(0xab);
-        let lost =
-            PossiblySubmitted { hashes: vec![h], endpoint: Some("primary".into()), why: "timed out".into(), cause: None };
+        let lost = PossiblySubmitted {
+            hashes: vec![h],
+            endpoint: Some("primary".into()),
+            why: "timed out".into(),
+            cause: None,
+        };
         let text = lost.to_string();
         assert!(
             text.contains("primary") && text.contains(&h.to_string()) && text.contains("do not sign again")

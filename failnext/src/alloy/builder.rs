@@ -8,12 +8,12 @@ use std::time::Duration;
 use http::StatusCode;
 
 use super::capability::Capability;
+use super::methods::MethodTable;
 use super::monotonic::Heads;
 use super::transport::{FailoverTransport, REMEMBER_BROADCASTS};
-use super::methods::MethodTable;
 use crate::{
-    Budget, Classifier, ConfigError, Cooldown, Eligibility, Endpoint, EndpointId, Event, Failover, FailoverBuilder,
-    HealthSource, Hedge, LatencyOrdering,
+    Budget, Classifier, ConfigError, Cooldown, Eligibility, Endpoint, EndpointId, Event, Failover,
+    FailoverBuilder, HealthSource, Hedge, LatencyOrdering,
 };
 
 /// The hedge reads get unless told otherwise: after the 95th percentile of the first
@@ -383,7 +383,8 @@ impl FailoverTransportBuilder {
         let known = |id: &EndpointId| {
             if self.ids.contains(id) { Ok(()) } else { Err(ConfigError::unknown_endpoint(id.clone())) }
         };
-        let named = self.writes.iter().chain(&self.broadcast).flatten().chain(self.lacks.iter().map(|(id, _)| id));
+        let named =
+            self.writes.iter().chain(&self.broadcast).flatten().chain(self.lacks.iter().map(|(id, _)| id));
         named.clone().try_for_each(known)?;
         if let (Some(writes), Some(broadcast)) = (&self.writes, &self.broadcast) {
             if let Some(id) = broadcast.iter().find(|id| !writes.contains(id)) {
@@ -401,7 +402,8 @@ impl FailoverTransportBuilder {
         if let Some(deadline) = self.deadline.or(Some(DEFAULT_DEADLINE)) {
             failover = failover.deadline(deadline);
         }
-        if let Some(ordering) = self.ordering.or(paired.then(|| LatencyOrdering::new(DEFAULT_LATENCY_MARGIN))) {
+        if let Some(ordering) = self.ordering.or(paired.then(|| LatencyOrdering::new(DEFAULT_LATENCY_MARGIN)))
+        {
             failover = failover.latency_ordering(ordering);
         }
         if let Some(source) = &self.source {

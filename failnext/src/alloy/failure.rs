@@ -5,11 +5,11 @@ use std::fmt;
 
 use alloy_json_rpc::{ErrorPayload, RpcError};
 use alloy_primitives::B256;
-use alloy_transport::{TransportError, TransportErrorKind};
 use alloy_transport::HttpError;
+use alloy_transport::{TransportError, TransportErrorKind};
 
-use super::bundle::BundleRefused;
 use super::broadcast::{NeverSent, PossiblySubmitted};
+use super::bundle::BundleRefused;
 use super::fanout::Broadcast;
 use super::monotonic::BelowFloor;
 use super::plan::FilterPinned;
@@ -113,7 +113,15 @@ impl<'a> Failure<'a> {
                 })*
             };
         }
-        typed!(PossiblySubmitted, NeverSent, Broadcast, FilterPinned, BundleRefused, ReferenceUnknown, BelowFloor);
+        typed!(
+            PossiblySubmitted,
+            NeverSent,
+            Broadcast,
+            FilterPinned,
+            BundleRefused,
+            ReferenceUnknown,
+            BelowFloor
+        );
         None
     }
 

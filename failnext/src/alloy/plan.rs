@@ -240,9 +240,9 @@ impl<'p> Plan<'p> {
                 (ResponsePayload::Success(result), Access::Write) => {
                     // A hash, or the receipt a `Sync` variant answers with.
                     let hash = call.raw.map(|r| r.hash).or_else(|| {
-                        serde_json::from_str::<B256>(result.get())
-                            .ok()
-                            .or_else(|| serde_json::from_str::<Receipt>(result.get()).ok().map(|r| r.transaction_hash))
+                        serde_json::from_str::<B256>(result.get()).ok().or_else(|| {
+                            serde_json::from_str::<Receipt>(result.get()).ok().map(|r| r.transaction_hash)
+                        })
                     });
                     let sender = call.raw.and_then(|r| r.sender).or(call.from);
                     if let Some(hash) = hash {

@@ -321,16 +321,19 @@ impl FailoverTransport {
             hash: alloy_primitives::B256,
         }
         let tag = self.agreed_head().map_or_else(|| "latest".to_owned(), |n| format!("0x{n:x}"));
-        let request = alloy_json_rpc::Request::new("eth_getBlockByNumber", alloy_json_rpc::Id::Number(0), (tag, false))
-            .serialize()
-            .map_err(TransportError::ser_err)?;
+        let request =
+            alloy_json_rpc::Request::new("eth_getBlockByNumber", alloy_json_rpc::Id::Number(0), (tag, false))
+                .serialize()
+                .map_err(TransportError::ser_err)?;
         let answer = self.send_in(RequestPacket::Single(request), None).await?;
         let ResponsePacket::Single(response) = answer else {
             return Err(TransportErrorKind::custom_str("eth_getBlockByNumber was answered with a batch"));
         };
         let result = match response.payload {
             alloy_json_rpc::ResponsePayload::Success(result) => result,
-            alloy_json_rpc::ResponsePayload::Failure(payload) => return Err(alloy_json_rpc::RpcError::ErrorResp(payload)),
+            alloy_json_rpc::ResponsePayload::Failure(payload) => {
+                return Err(alloy_json_rpc::RpcError::ErrorResp(payload));
+            }
         };
         let header: Header =
             serde_json::from_str(result.get()).map_err(|err| TransportError::deser_err(err, result.get()))?;
@@ -569,9 +572,10 @@ impl FailoverTransport {
                     Some(super::Failure::PossiblySubmitted(lost)) => {
                         Delivery::PossiblySubmitted { why: lost.why.clone() }
                     }
-                    Some(super::Failure::Status(http)) => {
-                        Delivery::Refused { code: i64::from(http.status), message: format!("HTTP {}", http.status) }
-                    }
+                    Some(super::Failure::Status(http)) => Delivery::Refused {
+                        code: i64::from(http.status),
+                        message: format!("HTTP {}", http.status),
+                    },
                     _ => Delivery::PossiblySubmitted { why: err.to_string() },
                 },
             };

@@ -356,7 +356,9 @@ async fn contender(
             Event::Attempt { endpoint, .. } if endpoint.as_str() == "primary" => {
                 attempts.fetch_add(1, Relaxed);
             }
-            Event::Breaker { endpoint, state: failnext::BreakerState::HalfOpen } if endpoint.as_str() == "primary" => {
+            Event::Breaker { endpoint, state: failnext::BreakerState::HalfOpen }
+                if endpoint.as_str() == "primary" =>
+            {
                 trials.fetch_add(1, Relaxed);
             }
             _ => {}
@@ -500,7 +502,9 @@ fn one(call: &Value, act: Act, started: Instant) -> (Value, bool) {
 /// its timestamp the contender's start (`started`): the head does not move during a run
 /// (at most [`RUN_LIMIT`]), well within the monitor's head age.
 fn block(number: u64, started: Instant) -> Value {
-    let made = std::time::SystemTime::now().checked_sub(started.elapsed()).unwrap_or_else(std::time::SystemTime::now);
+    let made = std::time::SystemTime::now()
+        .checked_sub(started.elapsed())
+        .unwrap_or_else(std::time::SystemTime::now);
     let secs = made.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let hash = |n: u64| format!("0x{n:064x}");
     serde_json::json!({
@@ -695,7 +699,10 @@ pub(crate) fn verdicts(rows: &[Row]) -> Vec<crate::targets::Verdict> {
         let theirs = here.clone().filter(|r| r.peer.is_fallback()).map(share).fold(0.0, f64::max);
         if let Some(ours) = here.clone().find(|r| r.peer == Peer::Failnext) {
             out.push(Verdict {
-                target: format!("peers, {}: failnext (defaults) ≥ FallbackLayer in correct answers", fault.name()),
+                target: format!(
+                    "peers, {}: failnext (defaults) ≥ FallbackLayer in correct answers",
+                    fault.name()
+                ),
                 measured: format!("{:.1} % vs {:.1} %", 100.0 * share(ours), 100.0 * theirs),
                 met: Some(share(ours) >= theirs),
             });

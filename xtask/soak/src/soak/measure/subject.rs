@@ -132,9 +132,8 @@ impl Subject {
                 .classifier(failnext::jsonrpc::JsonRpcClassifier::new())
                 .cooldown(Cooldown::default()),
             Subject::Transport => transport_defaults(builder),
-            Subject::TransportPaired => {
-                transport_defaults(builder).latency_ordering(LatencyOrdering::new(alloy::DEFAULT_LATENCY_MARGIN))
-            }
+            Subject::TransportPaired => transport_defaults(builder)
+                .latency_ordering(LatencyOrdering::new(alloy::DEFAULT_LATENCY_MARGIN)),
         }
     }
 }
