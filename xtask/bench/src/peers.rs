@@ -777,10 +777,14 @@ mod tests {
             row(Fault::Lagging, Peer::FailnextPaired, 100, 0, Some(12)),
         ];
         let lagging = verdicts(&rows);
-        assert_eq!(lagging.len(), 2);
+        // Each side's best, then the paired row's own claims, then the defaults row's.
+        assert_eq!(lagging.len(), 5, "{lagging:?}");
         assert_eq!(lagging[0].met, Some(true), "{:?}", lagging[0]);
         assert_eq!(lagging[1].measured, "12 vs 90");
         assert_eq!(lagging[1].met, Some(true));
+        assert_eq!(lagging[2].met, Some(true), "the paired row is 100 % correct: {:?}", lagging[2]);
+        assert_eq!(lagging[3].met, Some(true), "no request, no trial: {:?}", lagging[3]);
+        assert_eq!(lagging[4].met, Some(false), "the defaults row, 0 % against 10 %: {:?}", lagging[4]);
         let worse = [
             row(Fault::Unavailable, Peer::Fallback, 100, 5, None),
             row(Fault::Unavailable, Peer::Failnext, 99, 1, None),
