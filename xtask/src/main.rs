@@ -312,12 +312,90 @@ fn manifest_features(manifest: &str) -> Vec<String> {
 /// (`--allow-dirty`), as every other step checks the working tree.
 fn publish_dry_run() -> Result<(), DynError> {
     section("publish (dry run)", || {
-        let mut args = vec!["publish", "--dry-run", "--allow-dirty", "--quiet"];
+        forget_unpublished_sources()?;
+        // A target dir of its own, where the packaged crates' builds are forgotten before each
+        // run (cargo takes a registry crate's build as final too).
+        let target = publish_target()?;
+        let target = target.to_str().ok_or("the target path is not UTF-8")?.to_owned();
+        let mut args = vec!["publish", "--dry-run", "--allow-dirty", "--quiet", "--target-dir", &target];
         for (krate, _) in PUBLISHED {
             args.extend(["-p", krate]);
         }
         cargo_without_warnings(&args)
     })
+}
+
+/// Removes the copies of the published crates that an earlier dry run unpacked into cargo's
+/// registry sources. The dry run verifies failnext-blocklag against the failnext it has just
+/// packaged, through a local registry under the same name and version as the real one, and
+/// cargo takes an unpacked registry crate as immutable: a copy left by an earlier run, of the
+/// same version but older code, would be built instead of this one.
+fn forget_unpublished_sources() -> Result<(), DynError> {
+    let home = match env::var_os("CARGO_HOME") {
+        Some(home) => PathBuf::from(home),
+        None => {
+            PathBuf::from(env::var_os("HOME").ok_or("neither CARGO_HOME nor HOME is set")?).join(".cargo")
+        }
+    };
+    let Ok(registries) = std::fs::read_dir(home.join("registry").join("src")) else { return Ok(()) };
+    let mut names = Vec::new();
+    for (krate, manifest) in PUBLISHED {
+        let text = std::fs::read_to_string(project_root().join(manifest))?;
+        let version = manifest_version(&text).ok_or_else(|| format!("{manifest} has no version"))?;
+        names.push(format!("{krate}-{version}"));
+    }
+    for registry in registries.flatten() {
+        for name in &names {
+            let unpacked = registry.path().join(name);
+            if unpacked.is_dir() {
+                std::fs::remove_dir_all(&unpacked)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The dry run's own target dir, without the builds of the crates it packages: the
+/// dependencies stay built, the packaged crates are built again from what was just packaged.
+fn publish_target() -> Result<PathBuf, DynError> {
+    let target = match env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => project_root().join("target"),
+    }
+    .join("publish");
+    for dir in ["debug/.fingerprint", "debug/deps"] {
+        let Ok(entries) = std::fs::read_dir(target.join(dir)) else { continue };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            let ours = PUBLISHED.iter().any(|(krate, _)| {
+                let stem = krate.replace('-', "_");
+                name.starts_with(&format!("{krate}-"))
+                    || name.starts_with(&format!("{stem}-"))
+                    || name.starts_with(&format!("lib{stem}-"))
+            });
+            if ours {
+                let path = entry.path();
+                if path.is_dir() { std::fs::remove_dir_all(&path)? } else { std::fs::remove_file(&path)? }
+            }
+        }
+    }
+    Ok(target)
+}
+
+/// The `version` of a manifest's `[package]`.
+fn manifest_version(manifest: &str) -> Option<String> {
+    let mut in_package = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_package = line == "[package]";
+        } else if let Some(value) = line.strip_prefix("version").filter(|_| in_package) {
+            if let Some(value) = value.trim_start().strip_prefix('=') {
+                return Some(value.trim().trim_matches('"').to_owned());
+            }
+        }
+    }
+    None
 }
 
 fn fmt_check() -> Result<(), DynError> {
@@ -416,6 +494,13 @@ mod tests {
                         tracing = [\"dep:tracing\"]\nalloy = [\"jsonrpc\", \"dep:a\"]\n\n\
                         [dependencies]\nserde = \"1\"\n";
         assert_eq!(manifest_features(manifest), ["tracing", "alloy"]);
+    }
+
+    #[test]
+    fn manifest_version_is_the_packages_own() {
+        let manifest = "[package]\nname = \"x\"\nversion = \"0.2.0\"\n\n[dependencies]\nversion = \"9\"\n";
+        assert_eq!(manifest_version(manifest).as_deref(), Some("0.2.0"));
+        assert_eq!(manifest_version("[dependencies]\nversion = \"1\"\n"), None);
     }
 
     #[test]
