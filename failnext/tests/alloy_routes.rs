@@ -679,10 +679,14 @@ fn served_by(cell: &ServedByCell) -> Option<String> {
 }
 
 #[tokio::test(start_paused = true)]
-async fn the_transport_builder_hedges_reads_by_default_and_never_writes() {
+async fn a_paired_transport_hedges_reads_by_default_and_never_writes() {
     let (slow, delay) = delayed(20).await;
     let (backup, _) = delayed(5).await;
-    let t = untimed(&[("slow", slow.url("/")), ("backup", backup.url("/"))]).build().unwrap();
+    let t = untimed(&[("slow", slow.url("/")), ("backup", backup.url("/"))])
+        .monitor(AllFit)
+        .no_latency_ordering()
+        .build()
+        .unwrap();
     warm(&t).await;
     slow.take_log();
     backup.take_log();
@@ -708,10 +712,10 @@ async fn the_transport_builder_hedges_reads_by_default_and_never_writes() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn no_hedge_turns_the_default_hedge_off() {
+async fn an_unpaired_transport_does_not_hedge_by_default() {
     let (slow, delay) = delayed(20).await;
     let (backup, _) = delayed(5).await;
-    let t = untimed(&[("slow", slow.url("/")), ("backup", backup.url("/"))]).no_hedge().build().unwrap();
+    let t = untimed(&[("slow", slow.url("/")), ("backup", backup.url("/"))]).build().unwrap();
     warm(&t).await;
     delay.store(2_000, Ordering::SeqCst);
     let cell = ServedByCell::new();
@@ -720,4 +724,30 @@ async fn no_hedge_turns_the_default_hedge_off() {
     assert_eq!(served_by(&cell).as_deref(), Some("slow"));
     assert!(started.elapsed() >= Duration::from_secs(2), "waited for the slow endpoint");
     assert_eq!(backup.requests(), 0, "no read was hedged");
+}
+
+/// A health source that admits every endpoint (a paired transport without a monitor's view).
+struct AllFit;
+
+impl failnext::HealthSource for AllFit {
+    fn eligible(&self, _: &failnext::EndpointId) -> bool {
+        true
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_hedge_turns_the_paired_default_hedge_off() {
+    let (slow, delay) = delayed(20).await;
+    let (backup, _) = delayed(5).await;
+    let t = untimed(&[("slow", slow.url("/")), ("backup", backup.url("/"))])
+        .monitor(AllFit)
+        .no_latency_ordering()
+        .no_hedge()
+        .build()
+        .unwrap();
+    warm(&t).await;
+    delay.store(2_000, Ordering::SeqCst);
+    let cell = ServedByCell::new();
+    rpc(&t, with_meta("eth_blockNumber", json!([]), |m| m.record_served_by(&cell))).await.unwrap();
+    assert_eq!(served_by(&cell).as_deref(), Some("slow"), "waited for the slow endpoint");
 }

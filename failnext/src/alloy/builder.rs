@@ -16,8 +16,9 @@ use crate::{
     FailoverBuilder, HealthSource, Hedge, LatencyOrdering,
 };
 
-/// The hedge reads get unless told otherwise: after the 95th percentile of the first
-/// endpoint's recent latencies (no hedge until it has 16 samples), never before 10 ms.
+/// The hedge reads get, when a [monitor](FailoverTransportBuilder::monitor) is paired, unless
+/// told otherwise: after the 95th percentile of the first endpoint's recent latencies (no
+/// hedge until it has 16 samples), never before 10 ms.
 pub const DEFAULT_HEDGE: Hedge = Hedge::percentile(0.95).at_least(Duration::from_millis(10));
 
 /// The failover budget unless told otherwise: up to one failover attempt (or hedge) per
@@ -61,7 +62,7 @@ impl<T> Setting<T> {
 /// | setting | default | why | off |
 /// | --- | --- | --- | --- |
 /// | judging | the [JSON-RPC classifier](crate::jsonrpc::JsonRpcClassifier) | a rate limit or an internal error arrives as HTTP 200, a truncated body as a broken one: they fail over | [`classifier`](Self::classifier) (yours; its verdicts win) |
-/// | [hedge](Self::hedge) | [`DEFAULT_HEDGE`]: after the p95 of the first endpoint's recent latency, not before 10 ms | a slow answer is raced by the next provider at a cost of about 1 read in 20; writes are never hedged | [`no_hedge`](Self::no_hedge) |
+/// | [hedge](Self::hedge) | with a [monitor](Self::monitor): [`DEFAULT_HEDGE`], after the p95 of the first endpoint's recent latency, not before 10 ms; without one, none | a slow answer is raced by the next provider at a cost of about 1 read in 20 (writes are never hedged); without a monitor's view of heads the race goes to the fastest answer, stale or not, and the soak measured more stale reads, so it is not a default there | [`no_hedge`](Self::no_hedge) |
 /// | [failover budget](Self::failover_budget) | [`DEFAULT_BUDGET`]: one failover attempt per request on average, plus 10/s | an outage of every provider does not multiply the load by the number of providers; generous enough that a flapping provider is still failed over from (the soak measures it) | [`no_failover_budget`](Self::no_failover_budget) |
 /// | [deadline](Self::deadline) | [`DEFAULT_DEADLINE`]: 30 s for the whole request | alloy's `Http` waits for ever; three hung attempts (10 s each) is as long as a bot should wait | [`no_deadline`](Self::no_deadline) |
 /// | [monitor](Self::monitor) paired | [latency ordering](Self::latency_ordering) with a 10 ms margin, [monotonic reads](Self::monotonic_reads) from the monitor's heads | the probes measure every provider, so reads go to the fastest fit one; a read never goes back below a head already returned | [`no_latency_ordering`](Self::no_latency_ordering), [`no_monotonic_reads`](Self::no_monotonic_reads) |
@@ -137,7 +138,8 @@ impl FailoverTransportBuilder {
     /// It wires everything [`FailoverBuilder::monitor`] does (eligibility as advice, the
     /// probes' latencies, heads judged, every answer reported back), and on top:
     ///
-    /// - reads are [ordered by latency](Self::latency_ordering) (margin 10 ms) unless set;
+    /// - reads are [ordered by latency](Self::latency_ordering) (margin 10 ms) and
+    ///   [hedged](Self::hedge) at the 95th percentile ([`DEFAULT_HEDGE`]) unless set;
     /// - [monotonic reads](Self::monotonic_reads) take each provider's head from the source
     ///   ([`HealthSource::head_of`]), unless set or turned off;
     /// - [`FailoverTransport::bundle_at_head`] starts a bundle at the highest block every
@@ -223,7 +225,8 @@ impl FailoverTransportBuilder {
         self
     }
 
-    /// Hedges reads with `hedge` (see [`FailoverBuilder::hedge`]). Default: [`DEFAULT_HEDGE`].
+    /// Hedges reads with `hedge` (see [`FailoverBuilder::hedge`]). Default: [`DEFAULT_HEDGE`]
+    /// with a [monitor](Self::monitor), none without.
     pub fn hedge(mut self, hedge: Hedge) -> Self {
         self.hedge = Setting::Set(hedge);
         self
@@ -393,7 +396,10 @@ impl FailoverTransportBuilder {
         }
         let paired = self.source.is_some();
         let mut failover = self.failover;
-        if let Some(hedge) = self.hedge.or(Some(DEFAULT_HEDGE)) {
+        // Unpaired, a hedge takes the first answer whatever its head: a faster provider that
+        // lags wins the race (the soak's stale answers rose by two fifths), so the default
+        // hedge needs a monitor's view of heads.
+        if let Some(hedge) = self.hedge.or(paired.then_some(DEFAULT_HEDGE)) {
             failover = failover.hedge(hedge);
         }
         if let Some(budget) = self.budget.or(Some(DEFAULT_BUDGET)) {

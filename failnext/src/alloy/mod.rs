@@ -26,9 +26,10 @@
 //! any other (`RetryBackoffLayer`, `ThrottleLayer`).
 //!
 //! [`FailoverTransport::new`] is [`FailoverTransport::builder`]`(endpoints).build()`: the
-//! JSON-RPC classifier judges every answer, reads are hedged at the 95th percentile of recent
-//! latency under a failover budget, and every request has a 30 s deadline (the table in
-//! [`FailoverTransportBuilder`] says why, and how to turn each off).
+//! JSON-RPC classifier judges every answer, failover is bounded by a budget, and every request
+//! has a 30 s deadline; paired with a monitor, reads are also hedged at the 95th percentile of
+//! recent latency and ordered by it (the table in [`FailoverTransportBuilder`] says why, and
+//! how to turn each off).
 //!
 //! **Paired with failnext-blocklag**, in three lines more: the monitor's view decides which
 //! providers serve, the fastest fit one first, a read never goes back below a head already

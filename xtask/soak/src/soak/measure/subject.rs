@@ -42,11 +42,12 @@ pub enum Subject {
     /// the adaptive breaker.
     Paired,
     /// The alloy transport's defaults (`FailoverTransport::builder(..).build()`'s `Failover`):
-    /// the JSON-RPC classifier, the adaptive breaker, `DEFAULT_HEDGE`, `DEFAULT_BUDGET`,
-    /// `DEFAULT_DEADLINE`. What a bot gets without configuring anything.
+    /// the JSON-RPC classifier, the adaptive breaker, `DEFAULT_BUDGET`, `DEFAULT_DEADLINE`.
+    /// What a bot gets without configuring anything.
     Transport,
     /// The transport's defaults paired with a monitor of its own in one call
-    /// (`.monitor(..)`): latency ordering with `DEFAULT_LATENCY_MARGIN` on top.
+    /// (`.monitor(..)`): `DEFAULT_HEDGE` and latency ordering with `DEFAULT_LATENCY_MARGIN` on
+    /// top.
     TransportPaired,
 }
 
@@ -100,10 +101,10 @@ impl Subject {
                 "own Monitor as .monitor(), LatencyOrdering 10 ms, Hedge p95 (50 ms until measured), JsonRpcClassifier, Cooldown::default()"
             }
             Subject::Transport => {
-                "the alloy transport's defaults: JsonRpcClassifier, Cooldown::default(), Hedge p95 (≥ 10 ms), Budget 1.0 + 10/s, deadline 30 s"
+                "the alloy transport's defaults: JsonRpcClassifier, Cooldown::default(), Budget 1.0 + 10/s, deadline 30 s"
             }
             Subject::TransportPaired => {
-                "the alloy transport's defaults + own Monitor as .monitor() (LatencyOrdering 10 ms)"
+                "the alloy transport's defaults + own Monitor as .monitor() (Hedge p95 ≥ 10 ms, LatencyOrdering 10 ms)"
             }
         }
     }
@@ -138,12 +139,12 @@ impl Subject {
     }
 }
 
-/// The settings `FailoverTransport::builder` adds to a `Failover` by default.
+/// The settings `FailoverTransport::builder` adds to a `Failover` by default, paired or not
+/// (paired, it adds the hedge and latency ordering too).
 fn transport_defaults(builder: FailoverBuilder) -> FailoverBuilder {
     builder
         .classifier(failnext::jsonrpc::JsonRpcClassifier::new())
         .cooldown(Cooldown::default())
-        .hedge(alloy::DEFAULT_HEDGE)
         .failover_budget(alloy::DEFAULT_BUDGET)
         .deadline(alloy::DEFAULT_DEADLINE)
 }
