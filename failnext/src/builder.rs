@@ -96,7 +96,7 @@ impl FailoverBuilder {
     ///   (given a [`LatencyFeed`](crate::LatencyFeed) once, at build), which then does not
     ///   explore (send reads first to slower endpoints to measure them) unless
     ///   [`explore_every`](crate::LatencyOrdering::explore_every) is set.
-    /// - **Heads are judged**: with the [JSON-RPC classifier](crate::jsonrpc) (which reads an
+    /// - **Heads are judged**: with the JSON-RPC classifier (feature `jsonrpc`, which reads an
     ///   answer's quantity in place), a single `eth_blockNumber` answer more than the head's
     ///   tolerance below the best known head (the source's, or the highest plausible one this
     ///   `Failover` has seen in answers) is failed over as stale (`Unfit::BelowFloor`), and
