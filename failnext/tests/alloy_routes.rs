@@ -751,3 +751,18 @@ async fn no_hedge_turns_the_paired_default_hedge_off() {
     rpc(&t, with_meta("eth_blockNumber", json!([]), |m| m.record_served_by(&cell))).await.unwrap();
     assert_eq!(served_by(&cell).as_deref(), Some("slow"), "waited for the slow endpoint");
 }
+
+#[test]
+fn neither_the_transport_nor_its_builder_shows_a_secret_in_debug() {
+    let secret = "k3y-s3cr3t";
+    let endpoints = [
+        Endpoint::new("relay", format!("https://user:{secret}@relay.example/v2/{secret}?key={secret}")),
+        Endpoint::new("public", format!("https://public.example/rpc?apikey={secret}")),
+    ];
+    let builder = FailoverTransport::builder(endpoints).writes_to(["relay"]).broadcast_to(["relay"]);
+    let shown = format!("{builder:?}");
+    assert!(!shown.contains(secret), "{shown}");
+    let transport = builder.build().unwrap();
+    let shown = format!("{transport:?}");
+    assert!(!shown.contains(secret), "{shown}");
+}
