@@ -41,6 +41,16 @@
 //! let transport = FailoverTransport::builder(endpoints).monitor(monitor).build()?;
 //! ```
 //!
+//! # Following the chain
+//!
+//! [`FailoverTransport::follow`] makes a [`Follower`]: every canonical block exactly once, in
+//! order, each one's parent link verified against the block before it, the logs of a filter
+//! read by each block's hash (EIP-234), and a [`ChainEvent::Reorg`] with the blocks (and logs,
+//! marked removed) it dropped before the new branch. Its reads go through the transport, so a
+//! provider dying or lagging costs no block; it remembers the last 64 blocks (the deepest
+//! reorg it repairs: a deeper one is [`FollowError::TooDeep`], naming where to restart), and
+//! it buffers nothing: a slow consumer slows its polling.
+//!
 //! # One error to match
 //!
 //! Every failure of a call is found in alloy's `TransportError` by one
@@ -273,6 +283,7 @@ mod capability;
 mod coherence;
 mod failure;
 mod fanout;
+mod follow;
 mod memory;
 mod methods;
 mod monotonic;
@@ -291,6 +302,9 @@ pub use call::{CallExt, ServedByCell, TraceCell};
 pub use capability::Capability;
 pub use failure::Failure;
 pub use fanout::{Broadcast, Delivery};
+pub use follow::{
+    ChainEvent, DEFAULT_FOLLOW_DEPTH, FollowError, FollowStats, FollowedBlock, Follower, Start,
+};
 pub use methods::{Access, MethodTable};
 pub use monotonic::BelowFloor;
 pub use plan::FilterPinned;

@@ -321,13 +321,22 @@ impl FailoverTransport {
             hash: alloy_primitives::B256,
         }
         let tag = self.agreed_head().map_or_else(|| "latest".to_owned(), |n| format!("0x{n:x}"));
-        let request =
-            alloy_json_rpc::Request::new("eth_getBlockByNumber", alloy_json_rpc::Id::Number(0), (tag, false))
-                .serialize()
-                .map_err(TransportError::ser_err)?;
+        let header: Header = self.call("eth_getBlockByNumber", (tag, false)).await?;
+        Ok(self.bundle(super::BlockRef::new(header.number.to::<u64>(), header.hash)))
+    }
+
+    /// One call of `method` with `params` through the transport, its result parsed as `R`.
+    pub(crate) async fn call<R: serde::de::DeserializeOwned>(
+        &self,
+        method: &'static str,
+        params: impl alloy_json_rpc::RpcSend,
+    ) -> TransportResult<R> {
+        let request = alloy_json_rpc::Request::new(method, alloy_json_rpc::Id::Number(0), params)
+            .serialize()
+            .map_err(TransportError::ser_err)?;
         let answer = self.send_in(RequestPacket::Single(request), None).await?;
         let ResponsePacket::Single(response) = answer else {
-            return Err(TransportErrorKind::custom_str("eth_getBlockByNumber was answered with a batch"));
+            return Err(TransportErrorKind::custom_str("a single call was answered with a batch"));
         };
         let result = match response.payload {
             alloy_json_rpc::ResponsePayload::Success(result) => result,
@@ -335,9 +344,7 @@ impl FailoverTransport {
                 return Err(alloy_json_rpc::RpcError::ErrorResp(payload));
             }
         };
-        let header: Header =
-            serde_json::from_str(result.get()).map_err(|err| TransportError::deser_err(err, result.get()))?;
-        Ok(self.bundle(super::BlockRef::new(header.number.to::<u64>(), header.hash)))
+        serde_json::from_str(result.get()).map_err(|err| TransportError::deser_err(err, result.get()))
     }
 
     /// How `method` is sent, as the table says.

@@ -1,0 +1,417 @@
+//! [`Follower`]: the chain followed block by block through the transport, each block's parent
+//! link verified, its logs fetched by its hash, and a reorg reported with what it dropped.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::time::Duration;
+
+use alloy_primitives::B256;
+use alloy_rpc_types_eth::{Filter, Log};
+use alloy_transport::{TransportError, TransportErrorKind};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+use super::reference::BlockRef;
+use super::transport::FailoverTransport;
+
+/// How many blocks a follower remembers, by default: the deepest reorg it can repair.
+pub const DEFAULT_FOLLOW_DEPTH: usize = 64;
+
+/// Where a [`Follower`] starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Start {
+    /// At this block number: it is the first block yielded.
+    Number(u64),
+    /// At the block with this hash (read once to learn its number).
+    Hash(B256),
+    /// At the head: with a monitor paired, the highest block every provider it admits has;
+    /// without one, the `eth_blockNumber` the transport answers.
+    Head,
+}
+
+/// A block as the follower yields it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FollowedBlock {
+    /// Its number.
+    pub number: u64,
+    /// Its hash.
+    pub hash: B256,
+    /// Its parent's hash: the hash of the block yielded just before it.
+    pub parent_hash: B256,
+    /// Its timestamp (Unix seconds).
+    pub timestamp: u64,
+}
+
+impl FollowedBlock {
+    /// The block as a [`BlockRef`] (to pin a [`Bundle`](super::Bundle) to it, say).
+    pub fn block_ref(&self) -> BlockRef {
+        BlockRef::new(self.number, self.hash)
+    }
+}
+
+/// What a [`Follower`] yields.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum ChainEvent {
+    /// The next canonical block: each exactly once, in order, its parent the block yielded
+    /// before it.
+    Block(FollowedBlock),
+    /// The logs of the block just yielded that match the follower's filter, fetched by its
+    /// hash (EIP-234), so every one belongs to that block; only with a
+    /// [filter](Follower::logs), after each block (an empty list included).
+    Logs {
+        /// The block they belong to.
+        block: BlockRef,
+        /// Its logs, in log-index order.
+        logs: Vec<Log>,
+    },
+    /// Blocks already yielded were replaced: these, newest first, with their logs marked
+    /// `removed`; the blocks of the new branch follow as [`ChainEvent::Block`]s.
+    Reorg {
+        /// How many blocks were dropped.
+        depth: u64,
+        /// The dropped blocks, newest first, each with the logs it had yielded (now removed).
+        dropped: Vec<(FollowedBlock, Vec<Log>)>,
+    },
+}
+
+/// Why a [`Follower`] stopped.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum FollowError {
+    /// A reorg replaced every block the follower remembers (see
+    /// [`depth`](Follower::depth)): the fork point is older. Start a new follower at
+    /// `restart_from` (the oldest block it remembered, now replaced) or earlier.
+    TooDeep {
+        /// The oldest block remembered: every block from here on was replaced.
+        restart_from: u64,
+    },
+    /// The block to start at could not be read.
+    Start(TransportError),
+}
+
+impl fmt::Display for FollowError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FollowError::TooDeep { restart_from } => write!(
+                f,
+                "a reorg replaced every remembered block: the fork is before block {restart_from}; follow again from there or earlier"
+            ),
+            FollowError::Start(err) => write!(f, "the start block could not be read: {err}"),
+        }
+    }
+}
+
+impl std::error::Error for FollowError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            FollowError::Start(err) => Some(err),
+            FollowError::TooDeep { .. } => None,
+        }
+    }
+}
+
+/// What a follower did that a reader of its stream does not see: reads that failed (and were
+/// retried), polls that found nothing new.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FollowStats {
+    /// Blocks yielded.
+    pub blocks: u64,
+    /// Reorgs reported.
+    pub reorgs: u64,
+    /// Reads that failed on every provider and were retried after the poll interval.
+    pub retried: u64,
+    /// JSON-RPC requests sent.
+    pub requests: u64,
+}
+
+/// The chain, followed through a [`FailoverTransport`]: every canonical block exactly once,
+/// in order, each one's parent link verified against the block before it, its logs (for a
+/// filter) fetched by its hash, and a reorg reported with the blocks and logs it dropped
+/// before the new branch is yielded. Made by [`FailoverTransport::follow`]; pull it with
+/// [`next`](Follower::next) (nothing is buffered: a slow consumer slows the polling).
+///
+/// Reads go through the transport, so a provider dying, lagging or rate-limited costs no
+/// block: a read no provider answers is retried after the poll interval, and a block a
+/// provider does not have yet (`null`) is asked again later. With a monitor paired the
+/// follower goes no further than the highest block every admitted provider has, so one
+/// provider running ahead does not pull it onto a branch nobody else has.
+///
+/// ```no_run
+/// # async fn demo(transport: failnext::alloy::FailoverTransport) -> Result<(), failnext::alloy::FollowError> {
+/// use failnext::alloy::{ChainEvent, Start};
+///
+/// let mut follower = transport.follow(Start::Head);
+/// loop {
+///     match follower.next().await? {
+///         ChainEvent::Block(block) => println!("block {} {}", block.number, block.hash),
+///         ChainEvent::Reorg { depth, .. } => println!("reorg of {depth} blocks"),
+///         _ => {}
+///     }
+/// }
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Follower {
+    transport: FailoverTransport,
+    start: Option<Start>,
+    /// The next block number to yield.
+    next: u64,
+    /// The blocks yielded, oldest first, with the logs each yielded; at most `depth`.
+    ring: VecDeque<(FollowedBlock, Vec<Log>)>,
+    depth: usize,
+    filter: Option<Filter>,
+    poll: Option<Duration>,
+    /// The block time learnt from the timestamps of the blocks yielded.
+    block_time: Option<Duration>,
+    /// Events found, not yet handed out.
+    pending: VecDeque<ChainEvent>,
+    /// The highest block known to exist (the head last read).
+    head: u64,
+    stats: FollowStats,
+}
+
+impl FailoverTransport {
+    /// A [`Follower`] of the chain from `start`, through this transport.
+    pub fn follow(&self, start: Start) -> Follower {
+        Follower {
+            transport: self.clone(),
+            start: Some(start),
+            next: 0,
+            ring: VecDeque::new(),
+            depth: DEFAULT_FOLLOW_DEPTH,
+            filter: None,
+            poll: None,
+            block_time: None,
+            pending: VecDeque::new(),
+            head: 0,
+            stats: FollowStats::default(),
+        }
+    }
+}
+
+/// The fields of a block header the follower reads.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Header {
+    number: alloy_primitives::U64,
+    hash: B256,
+    parent_hash: B256,
+    timestamp: alloy_primitives::U64,
+}
+
+impl Header {
+    fn block(&self) -> FollowedBlock {
+        FollowedBlock {
+            number: self.number.to::<u64>(),
+            hash: self.hash,
+            parent_hash: self.parent_hash,
+            timestamp: self.timestamp.to::<u64>(),
+        }
+    }
+}
+
+impl Follower {
+    /// Yields, with each block, the logs matching `filter` (its block range is ignored: each
+    /// block's logs are read by the block's hash).
+    #[must_use]
+    pub fn logs(mut self, filter: Filter) -> Follower {
+        self.filter = Some(filter);
+        self
+    }
+
+    /// Remembers the last `blocks` blocks (at least 1): the deepest reorg it repairs. Default
+    /// [`DEFAULT_FOLLOW_DEPTH`].
+    #[must_use]
+    pub fn depth(mut self, blocks: usize) -> Follower {
+        self.depth = blocks.max(1);
+        self
+    }
+
+    /// Polls for a new head this often. Default: half the block time learnt from the blocks'
+    /// timestamps (at least 50 ms), 1 s until one is learnt.
+    #[must_use]
+    pub fn poll_every(mut self, interval: Duration) -> Follower {
+        self.poll = Some(interval);
+        self
+    }
+
+    /// What the follower did so far.
+    pub fn stats(&self) -> FollowStats {
+        self.stats
+    }
+
+    /// The next event: waits (polling) until there is one.
+    ///
+    /// # Errors
+    ///
+    /// [`FollowError::Start`] when the start block cannot be read (a hash no provider knows);
+    /// [`FollowError::TooDeep`] when a reorg is deeper than the blocks remembered. Reads that
+    /// fail on every provider are retried, never returned.
+    pub async fn next(&mut self) -> Result<ChainEvent, FollowError> {
+        if let Some(start) = self.start.take() {
+            self.next = self.start_number(start).await?;
+        }
+        loop {
+            if let Some(event) = self.pending.pop_front() {
+                return Ok(event);
+            }
+            if self.next > self.head {
+                match self.read_head().await {
+                    Some(head) if head >= self.next => self.head = head,
+                    _ => {
+                        tokio::time::sleep(self.interval()).await;
+                        continue;
+                    }
+                }
+            }
+            self.step().await?;
+        }
+    }
+
+    /// Reads block `self.next`, and queues what it says: the block (and its logs), or a reorg.
+    async fn step(&mut self) -> Result<(), FollowError> {
+        let number = self.next;
+        let Some(header) = self.block_by_number(number).await else {
+            // Not there yet at the provider that answered, or no provider answered.
+            tokio::time::sleep(self.interval()).await;
+            return Ok(());
+        };
+        let block = header.block();
+        if let Some((last, _)) = self.ring.back() {
+            if block.parent_hash != last.hash {
+                return self.reorg().await;
+            }
+        }
+        let logs = match self.filter.clone() {
+            Some(filter) => match self.logs_of(filter, block.hash).await {
+                Some(logs) => logs,
+                None => {
+                    tokio::time::sleep(self.interval()).await;
+                    return Ok(());
+                }
+            },
+            None => Vec::new(),
+        };
+        self.learn_block_time(&block);
+        self.pending.push_back(ChainEvent::Block(block));
+        if self.filter.is_some() {
+            self.pending.push_back(ChainEvent::Logs { block: block.block_ref(), logs: logs.clone() });
+        }
+        self.ring.push_back((block, logs));
+        while self.ring.len() > self.depth {
+            self.ring.pop_front();
+        }
+        self.next = number + 1;
+        self.stats.blocks += 1;
+        Ok(())
+    }
+
+    /// The block at `self.next` does not extend the last one yielded: finds the newest block
+    /// remembered that is still canonical and queues the reorg of those after it.
+    async fn reorg(&mut self) -> Result<(), FollowError> {
+        let mut keep = None;
+        for i in (0..self.ring.len()).rev() {
+            let (block, _) = self.ring[i];
+            let Some(now) = self.block_by_number(block.number).await else {
+                // Unknown now: try again later rather than guess.
+                tokio::time::sleep(self.interval()).await;
+                return Ok(());
+            };
+            if now.hash == block.hash {
+                keep = Some(i);
+                break;
+            }
+        }
+        let Some(keep) = keep else {
+            let restart_from = self.ring.front().map_or(self.next, |(b, _)| b.number);
+            return Err(FollowError::TooDeep { restart_from });
+        };
+        let mut dropped: Vec<(FollowedBlock, Vec<Log>)> = self.ring.drain(keep + 1..).collect();
+        dropped.reverse();
+        for (_, logs) in &mut dropped {
+            logs.iter_mut().for_each(|log| log.removed = true);
+        }
+        self.next = self.ring.back().map_or(self.next, |(b, _)| b.number + 1);
+        self.stats.reorgs += 1;
+        self.pending.push_back(ChainEvent::Reorg { depth: dropped.len() as u64, dropped });
+        Ok(())
+    }
+
+    async fn start_number(&mut self, start: Start) -> Result<u64, FollowError> {
+        match start {
+            Start::Number(n) => Ok(n),
+            Start::Hash(hash) => {
+                let header: Option<Header> = self
+                    .transport
+                    .call("eth_getBlockByHash", (hash, false))
+                    .await
+                    .map_err(FollowError::Start)?;
+                let header = header.ok_or_else(|| {
+                    FollowError::Start(TransportErrorKind::custom_str(&format!(
+                        "no provider knows block {hash}"
+                    )))
+                })?;
+                Ok(header.number.to::<u64>())
+            }
+            Start::Head => loop {
+                if let Some(head) = self.read_head().await {
+                    break Ok(head);
+                }
+                tokio::time::sleep(self.interval()).await;
+            },
+        }
+    }
+
+    /// The head to follow up to: with a monitor paired, the highest block every admitted
+    /// provider has; else `eth_blockNumber`. `None` when no provider answered.
+    async fn read_head(&mut self) -> Option<u64> {
+        if let Some(agreed) = self.transport.agreed_head() {
+            return Some(agreed);
+        }
+        let head: alloy_primitives::U64 = self.read("eth_blockNumber", ()).await?;
+        Some(head.to::<u64>())
+    }
+
+    async fn block_by_number(&mut self, number: u64) -> Option<Header> {
+        self.read::<Option<Header>>("eth_getBlockByNumber", (format!("0x{number:x}"), false)).await.flatten()
+    }
+
+    async fn logs_of(&mut self, filter: Filter, hash: B256) -> Option<Vec<Log>> {
+        let filter = filter.at_block_hash(hash);
+        self.read("eth_getLogs", [filter]).await
+    }
+
+    /// One read through the transport; `None` (counted) when no provider answered it.
+    async fn read<R: DeserializeOwned>(
+        &mut self,
+        method: &'static str,
+        params: impl alloy_json_rpc::RpcSend,
+    ) -> Option<R> {
+        self.stats.requests += 1;
+        match self.transport.call(method, params).await {
+            Ok(value) => Some(value),
+            Err(_) => {
+                self.stats.retried += 1;
+                None
+            }
+        }
+    }
+
+    fn learn_block_time(&mut self, block: &FollowedBlock) {
+        if let Some((last, _)) = self.ring.back() {
+            let seconds = block.timestamp.saturating_sub(last.timestamp);
+            if seconds > 0 {
+                let learnt = Duration::from_secs(seconds);
+                self.block_time = Some(self.block_time.map_or(learnt, |t| (t * 3 + learnt) / 4));
+            }
+        }
+    }
+
+    fn interval(&self) -> Duration {
+        self.poll.unwrap_or_else(|| {
+            self.block_time.map_or(Duration::from_secs(1), |t| (t / 2).max(Duration::from_millis(50)))
+        })
+    }
+}

@@ -1,0 +1,270 @@
+//! The chain follower against loopback providers serving one simulated chain: every block
+//! once and in order, its logs by its hash, reorgs reported with what they dropped, a
+//! provider dying mid-stream costing nothing.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use alloy_primitives::{Address, B256, keccak256};
+use alloy_rpc_types_eth::Filter;
+use failnext::Endpoint;
+use failnext::alloy::{ChainEvent, FailoverTransport, FollowError, Follower, Start};
+use failnext_loopback::{Action, Received, Reply, Server};
+use serde_json::{Value, json};
+
+const EMITTER: &str = "0x00000000000000000000000000000000000000ee";
+
+/// A chain: block `n`'s hash is derived from `n` and the branch it was made on.
+#[derive(Default)]
+struct Chain {
+    /// Per block number: the branch it was made on.
+    branches: Vec<u64>,
+}
+
+impl Chain {
+    fn with(blocks: u64) -> Arc<Mutex<Chain>> {
+        Arc::new(Mutex::new(Chain { branches: vec![0; blocks as usize + 1] }))
+    }
+
+    fn hash(number: u64, branch: u64) -> B256 {
+        keccak256([number.to_be_bytes(), branch.to_be_bytes()].concat())
+    }
+
+    fn hash_of(&self, number: u64) -> Option<B256> {
+        self.branches.get(number as usize).map(|b| Chain::hash(number, *b))
+    }
+
+    fn head(&self) -> u64 {
+        self.branches.len() as u64 - 1
+    }
+
+    fn header(&self, number: u64) -> Value {
+        let Some(hash) = self.hash_of(number) else { return Value::Null };
+        let parent = number.checked_sub(1).and_then(|p| self.hash_of(p)).unwrap_or_default();
+        json!({
+            "number": format!("{number:#x}"),
+            "hash": hash,
+            "parentHash": parent,
+            "timestamp": format!("{:#x}", 1_700_000_000 + number * 12),
+        })
+    }
+
+    fn number_of(&self, hash: B256) -> Option<u64> {
+        (0..=self.head()).find(|n| self.hash_of(*n) == Some(hash))
+    }
+
+    /// One log per block, its data the block number.
+    fn logs(&self, hash: B256) -> Value {
+        let Some(number) = self.number_of(hash) else { return json!([]) };
+        json!([{
+            "address": EMITTER,
+            "topics": [],
+            "data": format!("0x{number:064x}"),
+            "blockHash": hash,
+            "blockNumber": format!("{number:#x}"),
+            "transactionHash": keccak256(hash),
+            "transactionIndex": "0x0",
+            "logIndex": "0x0",
+            "removed": false,
+        }])
+    }
+
+    fn extend(&mut self, to: u64) {
+        let branch = self.branches.last().copied().unwrap_or_default();
+        while self.head() < to {
+            self.branches.push(branch);
+        }
+    }
+
+    /// Replaces the last `depth` blocks with blocks of a new branch.
+    fn reorg(&mut self, depth: u64) {
+        let branch = self.branches.iter().max().copied().unwrap_or_default() + 1;
+        let head = self.head();
+        for n in head + 1 - depth..=head {
+            self.branches[n as usize] = branch;
+        }
+    }
+}
+
+/// A provider serving `chain`; answers 503 while `down` is set.
+async fn provider(chain: Arc<Mutex<Chain>>, down: Arc<AtomicBool>) -> Server {
+    Server::start(Arc::new(move |req: &Received| {
+        if down.load(Ordering::SeqCst) {
+            return Action::Reply(Reply::new(503).text("unavailable"));
+        }
+        let call = req.json();
+        let chain = chain.lock().unwrap();
+        let params = &call["params"];
+        let result = match call["method"].as_str().unwrap_or_default() {
+            "eth_blockNumber" => json!(format!("{:#x}", chain.head())),
+            "eth_getBlockByNumber" => {
+                let n = u64::from_str_radix(params[0].as_str().unwrap_or("0x0").trim_start_matches("0x"), 16);
+                n.map_or(Value::Null, |n| chain.header(n))
+            }
+            "eth_getBlockByHash" => {
+                let hash: B256 = serde_json::from_value(params[0].clone()).unwrap_or_default();
+                chain.number_of(hash).map_or(Value::Null, |n| chain.header(n))
+            }
+            "eth_getLogs" => {
+                let hash: B256 = serde_json::from_value(params[0]["blockHash"].clone()).unwrap_or_default();
+                chain.logs(hash)
+            }
+            _ => Value::Null,
+        };
+        Action::Reply(
+            Reply::new(200).json(json!({"jsonrpc": "2.0", "id": call["id"], "result": result}).to_string()),
+        )
+    }))
+    .await
+}
+
+fn transport(servers: &[(&str, &Server)]) -> FailoverTransport {
+    let endpoints = servers.iter().map(|(id, s)| Endpoint::new(*id, s.url("/")));
+    FailoverTransport::builder(endpoints).attempt_timeout(Duration::from_secs(2)).build().unwrap()
+}
+
+fn filter() -> Filter {
+    Filter::new().address(EMITTER.parse::<Address>().unwrap())
+}
+
+/// The next event, within 5 s.
+async fn next(follower: &mut Follower) -> Result<ChainEvent, FollowError> {
+    tokio::time::timeout(Duration::from_secs(5), follower.next()).await.expect("an event within 5 s")
+}
+
+/// Events until block `last` and its logs are out.
+async fn until_block(follower: &mut Follower, last: u64) -> Vec<ChainEvent> {
+    let mut events = Vec::new();
+    loop {
+        let event = next(follower).await.unwrap();
+        let done = matches!(&event, ChainEvent::Logs { block, .. } if block.number == last);
+        events.push(event);
+        if done {
+            return events;
+        }
+    }
+}
+
+fn blocks(events: &[ChainEvent]) -> Vec<u64> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            ChainEvent::Block(b) => Some(b.number),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_follower_yields_every_block_once_in_order_each_with_its_own_logs() {
+    let chain = Chain::with(10);
+    let p = provider(chain.clone(), Arc::default()).await;
+    let t = transport(&[("p", &p)]);
+    let mut follower = t.follow(Start::Number(1)).logs(filter()).poll_every(Duration::from_millis(10));
+    let events = until_block(&mut follower, 10).await;
+    assert_eq!(blocks(&events), (1..=10).collect::<Vec<_>>());
+    let mut parent = chain.lock().unwrap().hash_of(0).unwrap();
+    for pair in events.chunks(2) {
+        let [ChainEvent::Block(block), ChainEvent::Logs { block: of, logs }] = pair else {
+            panic!("a block, then its logs: {pair:?}")
+        };
+        assert_eq!(block.parent_hash, parent, "block {} links to the one before", block.number);
+        parent = block.hash;
+        assert_eq!(*of, block.block_ref());
+        assert_eq!(logs.len(), 1);
+        assert_eq!(logs[0].block_hash, Some(block.hash), "every log belongs to the block just yielded");
+    }
+    // New blocks are followed as they come.
+    chain.lock().unwrap().extend(12);
+    assert_eq!(blocks(&until_block(&mut follower, 12).await), [11, 12]);
+    assert_eq!(follower.stats().blocks, 12);
+}
+
+#[tokio::test]
+async fn a_reorg_of_depth_3_reports_the_dropped_blocks_and_their_logs_removed_then_the_new_branch() {
+    let chain = Chain::with(10);
+    let p = provider(chain.clone(), Arc::default()).await;
+    let t = transport(&[("p", &p)]);
+    let mut follower = t.follow(Start::Number(1)).logs(filter()).poll_every(Duration::from_millis(10));
+    let before = until_block(&mut follower, 10).await;
+    let old: Vec<B256> = before
+        .iter()
+        .filter_map(|e| match e {
+            ChainEvent::Block(b) if b.number >= 8 => Some(b.hash),
+            _ => None,
+        })
+        .collect();
+    {
+        let mut chain = chain.lock().unwrap();
+        chain.reorg(3);
+        chain.extend(11);
+    }
+    let ChainEvent::Reorg { depth, dropped } = next(&mut follower).await.unwrap() else {
+        panic!("a reorg first")
+    };
+    assert_eq!(depth, 3);
+    let numbers: Vec<u64> = dropped.iter().map(|(b, _)| b.number).collect();
+    assert_eq!(numbers, [10, 9, 8], "newest first");
+    let hashes: Vec<B256> = dropped.iter().rev().map(|(b, _)| b.hash).collect();
+    assert_eq!(hashes, old);
+    assert!(dropped.iter().all(|(_, logs)| logs.len() == 1 && logs.iter().all(|l| l.removed)));
+    let after = until_block(&mut follower, 11).await;
+    assert_eq!(blocks(&after), [8, 9, 10, 11], "then the new branch");
+    let new_8 = chain.lock().unwrap().hash_of(8).unwrap();
+    assert!(matches!(&after[0], ChainEvent::Block(b) if b.hash == new_8));
+}
+
+#[tokio::test]
+async fn a_reorg_deeper_than_the_blocks_remembered_is_a_typed_error_naming_where_to_restart() {
+    let chain = Chain::with(10);
+    let p = provider(chain.clone(), Arc::default()).await;
+    let t = transport(&[("p", &p)]);
+    let mut follower = t.follow(Start::Number(1)).depth(2).poll_every(Duration::from_millis(10));
+    for _ in 1..=10 {
+        next(&mut follower).await.unwrap();
+    }
+    chain.lock().unwrap().reorg(5);
+    chain.lock().unwrap().extend(11);
+    match next(&mut follower).await {
+        Err(FollowError::TooDeep { restart_from }) => assert_eq!(restart_from, 9),
+        other => panic!("too deep: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_provider_dying_mid_stream_costs_no_block_and_no_log() {
+    let chain = Chain::with(5);
+    let down = Arc::new(AtomicBool::new(false));
+    let primary = provider(chain.clone(), down.clone()).await;
+    let backup = provider(chain.clone(), Arc::default()).await;
+    let t = transport(&[("primary", &primary), ("backup", &backup)]);
+    let mut follower = t.follow(Start::Number(1)).logs(filter()).poll_every(Duration::from_millis(10));
+    let mut events = until_block(&mut follower, 5).await;
+    down.store(true, Ordering::SeqCst);
+    chain.lock().unwrap().extend(15);
+    events.extend(until_block(&mut follower, 15).await);
+    down.store(false, Ordering::SeqCst);
+    chain.lock().unwrap().extend(20);
+    events.extend(until_block(&mut follower, 20).await);
+    assert_eq!(blocks(&events), (1..=20).collect::<Vec<_>>(), "every block once, in order");
+    let logs =
+        events.iter().filter(|e| matches!(e, ChainEvent::Logs { logs, .. } if logs.len() == 1)).count();
+    assert_eq!(logs, 20, "every block's log once");
+}
+
+#[tokio::test]
+async fn a_follower_started_at_a_hash_or_the_head_begins_there() {
+    let chain = Chain::with(7);
+    let p = provider(chain.clone(), Arc::default()).await;
+    let t = transport(&[("p", &p)]);
+    let five = chain.lock().unwrap().hash_of(5).unwrap();
+    let mut by_hash = t.follow(Start::Hash(five)).poll_every(Duration::from_millis(10));
+    assert!(
+        matches!(next(&mut by_hash).await.unwrap(), ChainEvent::Block(b) if b.number == 5 && b.hash == five)
+    );
+    let mut at_head = t.follow(Start::Head).poll_every(Duration::from_millis(10));
+    assert!(matches!(next(&mut at_head).await.unwrap(), ChainEvent::Block(b) if b.number == 7));
+    let unknown = t.follow(Start::Hash(B256::repeat_byte(9))).next().await;
+    assert!(matches!(unknown, Err(FollowError::Start(_))), "{unknown:?}");
+}
