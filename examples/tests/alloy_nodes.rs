@@ -16,7 +16,8 @@ use alloy::rpc::client::RpcClient;
 use alloy::rpc::types::TransactionRequest;
 use alloy::signers::local::PrivateKeySigner;
 use failnext::alloy::{
-    BlockRef, CallExt, Delivery, FailoverTransport, Failure, NeverSent, PossiblySubmitted, ServedByCell,
+    BlockRef, CallExt, ChainEvent, Delivery, FailoverTransport, Failure, NeverSent, PossiblySubmitted,
+    ServedByCell, Start,
 };
 use failnext::{Cooldown, Endpoint, Event, Failover};
 use failnext_blocklag::Monitor;
@@ -513,5 +514,59 @@ async fn a_fanout_to_three_nodes_reaches_all_three_and_is_mined_once() {
         assert_eq!(block["transactions"], json!([hash]), "the block's only transaction");
         assert_eq!(n.nonce(DEV_ADDRESSES[1]).await.unwrap(), 1, "the sender's nonce is exactly 1");
         assert_eq!(n.balance(recipient).await.unwrap(), before + 1, "the recipient got 1 wei, once");
+    }
+}
+
+/// Runtime code that emits one event (`LOG0`, no data) whenever it is called:
+/// PUSH1 0 PUSH1 0 LOG0 STOP.
+const EMIT: &str = "0x60006000a000";
+
+const EMITTER: &str = "0x00000000000000000000000000000000000000ee";
+
+#[tokio::test]
+async fn an_anvil_reorg_of_depth_3_under_the_follower_drops_three_blocks_and_their_logs_then_the_new_branch()
+{
+    let n = node(AnvilOptions::new()).await;
+    let emitter = Address::from_str(EMITTER).unwrap();
+    n.rpc("anvil_setCode", json!([emitter, EMIT])).await.unwrap();
+    // Automine: each call is a block of its own, 1 to 10, each with one event.
+    for _ in 0..10 {
+        n.rpc("eth_sendTransaction", json!([{"from": DEV_ADDRESSES[0], "to": emitter}])).await.unwrap();
+    }
+    let (t, _) = transport(&[("only", &n)], None);
+    let filter = alloy::rpc::types::Filter::new().address(emitter);
+    let mut follower = t.follow(Start::Number(1)).logs(filter).poll_every(Duration::from_millis(20));
+    let mut yielded = Vec::new();
+    while yielded.len() < 10 {
+        if let ChainEvent::Logs { block, logs } = within(follower.next()).await.unwrap() {
+            assert_eq!(logs.len(), 1, "block {} has its one event", block.number);
+            assert_eq!(logs[0].block_hash, Some(block.hash));
+            yielded.push(block);
+        }
+    }
+    assert_eq!(yielded.iter().map(|b| b.number).collect::<Vec<_>>(), (1..=10).collect::<Vec<_>>());
+
+    n.rpc("anvil_reorg", json!([3, []])).await.unwrap();
+    let ChainEvent::Reorg { depth, dropped } = within(follower.next()).await.unwrap() else {
+        panic!("a reorg, before anything of the new branch")
+    };
+    assert_eq!(depth, 3);
+    let dropped_numbers: Vec<u64> = dropped.iter().map(|(b, _)| b.number).collect();
+    assert_eq!(dropped_numbers, [10, 9, 8]);
+    for (block, logs) in &dropped {
+        assert_eq!(Some(block.hash), yielded.iter().find(|y| y.number == block.number).map(|y| y.hash));
+        assert!(logs.len() == 1 && logs[0].removed, "block {}'s event is withdrawn", block.number);
+    }
+    // The new branch: blocks 8, 9, 10 again, other hashes, no event in them.
+    for number in 8..=10 {
+        let ChainEvent::Block(block) = within(follower.next()).await.unwrap() else {
+            panic!("block {number}")
+        };
+        assert_eq!(block.number, number);
+        assert!(dropped.iter().all(|(d, _)| d.hash != block.hash), "block {number} is new");
+        let ChainEvent::Logs { logs, .. } = within(follower.next()).await.unwrap() else {
+            panic!("its logs")
+        };
+        assert!(logs.is_empty(), "the new block {number} has no event");
     }
 }

@@ -268,3 +268,21 @@ async fn a_follower_started_at_a_hash_or_the_head_begins_there() {
     let unknown = t.follow(Start::Hash(B256::repeat_byte(9))).next().await;
     assert!(matches!(unknown, Err(FollowError::Start(_))), "{unknown:?}");
 }
+
+#[tokio::test]
+async fn a_reorg_at_the_same_height_is_reported_without_waiting_for_a_new_block() {
+    let chain = Chain::with(6);
+    let p = provider(chain.clone(), Arc::default()).await;
+    let t = transport(&[("p", &p)]);
+    let mut follower = t.follow(Start::Number(1)).poll_every(Duration::from_millis(10));
+    for _ in 1..=6 {
+        next(&mut follower).await.unwrap();
+    }
+    chain.lock().unwrap().reorg(2);
+    let ChainEvent::Reorg { depth, .. } = next(&mut follower).await.unwrap() else { panic!("a reorg") };
+    assert_eq!(depth, 2);
+    let new = chain.lock().unwrap().hash_of(5).unwrap();
+    assert!(
+        matches!(next(&mut follower).await.unwrap(), ChainEvent::Block(b) if b.number == 5 && b.hash == new)
+    );
+}

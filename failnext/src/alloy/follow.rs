@@ -260,6 +260,11 @@ impl Follower {
             if self.next > self.head {
                 match self.read_head().await {
                     Some(head) if head >= self.next => self.head = head,
+                    Some(_) if self.tip_replaced().await => {
+                        // A reorg at the same height (or lower): no new block to show it.
+                        self.reorg().await?;
+                        continue;
+                    }
                     _ => {
                         tokio::time::sleep(self.interval()).await;
                         continue;
@@ -337,6 +342,12 @@ impl Follower {
         self.stats.reorgs += 1;
         self.pending.push_back(ChainEvent::Reorg { depth: dropped.len() as u64, dropped });
         Ok(())
+    }
+
+    /// Whether the last block yielded is no longer the one at its height.
+    async fn tip_replaced(&mut self) -> bool {
+        let Some(last) = self.ring.back().map(|(b, _)| *b) else { return false };
+        self.block_by_number(last.number).await.is_some_and(|now| now.hash != last.hash)
     }
 
     async fn start_number(&mut self, start: Start) -> Result<u64, FollowError> {
