@@ -167,6 +167,7 @@ const EXAMPLES: &[(&str, &[&str], &str)] = &[
     ("alloy-trace", &[], "attempt: backup"),
     ("alloy-write-routes", &[], "backup: possibly submitted"),
     ("alloy-bundle", &[], "the bundle ran at block"),
+    ("alloy-follow", &[], "in order and each once: true"),
     ("blocklag-pairing", &[], "primary eligible: false"),
     ("blocklag-pairing", &[], "served by: backup"),
     (
