@@ -87,36 +87,54 @@ impl Chain {
     }
 }
 
-/// A provider serving `chain`; answers 503 while `down` is set.
+/// A provider serving `chain` (single calls and batches); answers 503 while `down` is set,
+/// and refuses batches while `no_batches` is.
 async fn provider(chain: Arc<Mutex<Chain>>, down: Arc<AtomicBool>) -> Server {
+    provider_with(chain, down, Arc::default()).await
+}
+
+async fn provider_with(
+    chain: Arc<Mutex<Chain>>,
+    down: Arc<AtomicBool>,
+    no_batches: Arc<AtomicBool>,
+) -> Server {
     Server::start(Arc::new(move |req: &Received| {
         if down.load(Ordering::SeqCst) {
             return Action::Reply(Reply::new(503).text("unavailable"));
         }
-        let call = req.json();
+        let body = req.json();
         let chain = chain.lock().unwrap();
-        let params = &call["params"];
-        let result = match call["method"].as_str().unwrap_or_default() {
-            "eth_blockNumber" => json!(format!("{:#x}", chain.head())),
-            "eth_getBlockByNumber" => {
-                let n = u64::from_str_radix(params[0].as_str().unwrap_or("0x0").trim_start_matches("0x"), 16);
-                n.map_or(Value::Null, |n| chain.header(n))
-            }
-            "eth_getBlockByHash" => {
-                let hash: B256 = serde_json::from_value(params[0].clone()).unwrap_or_default();
-                chain.number_of(hash).map_or(Value::Null, |n| chain.header(n))
-            }
-            "eth_getLogs" => {
-                let hash: B256 = serde_json::from_value(params[0]["blockHash"].clone()).unwrap_or_default();
-                chain.logs(hash)
-            }
-            _ => Value::Null,
+        let answer = match &body {
+            Value::Array(_) if no_batches.load(Ordering::SeqCst) => json!({
+                "jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": "batch requests are not supported"}
+            }),
+            Value::Array(calls) => Value::Array(calls.iter().map(|call| one(&chain, call)).collect()),
+            call => one(&chain, call),
         };
-        Action::Reply(
-            Reply::new(200).json(json!({"jsonrpc": "2.0", "id": call["id"], "result": result}).to_string()),
-        )
+        Action::Reply(Reply::new(200).json(answer.to_string()))
     }))
     .await
+}
+
+fn one(chain: &Chain, call: &Value) -> Value {
+    let params = &call["params"];
+    let result = match call["method"].as_str().unwrap_or_default() {
+        "eth_blockNumber" => json!(format!("{:#x}", chain.head())),
+        "eth_getBlockByNumber" => {
+            let n = u64::from_str_radix(params[0].as_str().unwrap_or("0x0").trim_start_matches("0x"), 16);
+            n.map_or(Value::Null, |n| chain.header(n))
+        }
+        "eth_getBlockByHash" => {
+            let hash: B256 = serde_json::from_value(params[0].clone()).unwrap_or_default();
+            chain.number_of(hash).map_or(Value::Null, |n| chain.header(n))
+        }
+        "eth_getLogs" => {
+            let hash: B256 = serde_json::from_value(params[0]["blockHash"].clone()).unwrap_or_default();
+            chain.logs(hash)
+        }
+        _ => Value::Null,
+    };
+    json!({"jsonrpc": "2.0", "id": call["id"], "result": result})
 }
 
 fn transport(servers: &[(&str, &Server)]) -> FailoverTransport {
@@ -285,4 +303,21 @@ async fn a_reorg_at_the_same_height_is_reported_without_waiting_for_a_new_block(
     assert!(
         matches!(next(&mut follower).await.unwrap(), ChainEvent::Block(b) if b.number == 5 && b.hash == new)
     );
+}
+
+#[tokio::test]
+async fn a_follower_catching_up_reads_its_blocks_in_bounded_batches_or_one_by_one_where_batches_are_refused()
+{
+    let chain = Chain::with(100);
+    let p = provider(chain.clone(), Arc::default()).await;
+    let t = transport(&[("p", &p)]);
+    let mut follower = t.follow(Start::Number(1)).logs(filter()).poll_every(Duration::from_millis(10));
+    assert_eq!(blocks(&until_block(&mut follower, 100).await), (1..=100).collect::<Vec<_>>());
+    let requests = follower.stats().requests;
+    assert!(requests <= 2 * 100 / 32 + 6, "blocks and logs 32 at a time: {requests} requests for 100 blocks");
+
+    let refusing = provider_with(chain.clone(), Arc::default(), Arc::new(AtomicBool::new(true))).await;
+    let t = transport(&[("refusing", &refusing)]);
+    let mut follower = t.follow(Start::Number(1)).logs(filter()).poll_every(Duration::from_millis(10));
+    assert_eq!(blocks(&until_block(&mut follower, 20).await), (1..=20).collect::<Vec<_>>(), "one by one");
 }

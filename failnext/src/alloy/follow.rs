@@ -14,6 +14,9 @@ use serde::de::DeserializeOwned;
 use super::reference::BlockRef;
 use super::transport::FailoverTransport;
 
+/// The most blocks read in one request while catching up.
+const BACKFILL: u64 = 32;
+
 /// How many blocks a follower remembers, by default: the deepest reorg it can repair.
 pub const DEFAULT_FOLLOW_DEPTH: usize = 64;
 
@@ -277,39 +280,68 @@ impl Follower {
 
     /// Reads block `self.next`, and queues what it says: the block (and its logs), or a reorg.
     async fn step(&mut self) -> Result<(), FollowError> {
-        let number = self.next;
-        let Some(header) = self.block_by_number(number).await else {
+        let from = self.next;
+        let count = self.head.saturating_sub(from).saturating_add(1).min(BACKFILL);
+        let mut headers = self.blocks_from(from, count).await;
+        if count > 1 && headers.iter().all(Option::is_none) {
+            // No answer to the batch (a provider that refuses batches, say): this block alone.
+            headers = vec![self.block_by_number(from).await];
+        }
+        // The blocks that chain on from the last one yielded, in order: the first that does
+        // not (a reorg, or a provider on another branch) or is missing ends the run.
+        let mut run: Vec<FollowedBlock> = Vec::with_capacity(headers.len());
+        for header in headers {
+            let Some(header) = header else { break };
+            let block = header.block();
+            let parent = run.last().copied().or_else(|| self.ring.back().map(|(b, _)| *b));
+            if block.number != from + run.len() as u64 || parent.is_some_and(|p| p.hash != block.parent_hash)
+            {
+                if run.is_empty() && parent.is_some_and(|p| p.hash != block.parent_hash) {
+                    return self.reorg().await;
+                }
+                break;
+            }
+            run.push(block);
+        }
+        if run.is_empty() {
             // Not there yet at the provider that answered, or no provider answered.
             tokio::time::sleep(self.interval()).await;
             return Ok(());
-        };
-        let block = header.block();
-        if let Some((last, _)) = self.ring.back() {
-            if block.parent_hash != last.hash {
-                return self.reorg().await;
-            }
         }
         let logs = match self.filter.clone() {
-            Some(filter) => match self.logs_of(filter, block.hash).await {
+            None => vec![Vec::new(); run.len()],
+            Some(filter) => match self.logs_of(filter.clone(), &run).await {
                 Some(logs) => logs,
+                // No answer to the batch: the first block's logs alone.
+                None if run.len() > 1 => {
+                    run.truncate(1);
+                    match self.logs_of(filter, &run).await {
+                        Some(logs) => logs,
+                        None => {
+                            tokio::time::sleep(self.interval()).await;
+                            return Ok(());
+                        }
+                    }
+                }
                 None => {
                     tokio::time::sleep(self.interval()).await;
                     return Ok(());
                 }
             },
-            None => Vec::new(),
         };
-        self.learn_block_time(&block);
-        self.pending.push_back(ChainEvent::Block(block));
-        if self.filter.is_some() {
-            self.pending.push_back(ChainEvent::Logs { block: block.block_ref(), logs: logs.clone() });
+        for (block, logs) in run.into_iter().zip(logs) {
+            self.learn_block_time(&block);
+            self.pending.push_back(ChainEvent::Block(block));
+            if self.filter.is_some() {
+                self.pending.push_back(ChainEvent::Logs { block: block.block_ref(), logs: logs.clone() });
+            }
+            self.ring.push_back((block, logs));
+            while self.ring.len() > self.depth {
+                self.ring.pop_front();
+            }
+            self.next = block.number + 1;
+            self.stats.blocks += 1;
         }
-        self.ring.push_back((block, logs));
-        while self.ring.len() > self.depth {
-            self.ring.pop_front();
-        }
-        self.next = number + 1;
-        self.stats.blocks += 1;
         Ok(())
     }
 
@@ -389,9 +421,48 @@ impl Follower {
         self.read::<Option<Header>>("eth_getBlockByNumber", (format!("0x{number:x}"), false)).await.flatten()
     }
 
-    async fn logs_of(&mut self, filter: Filter, hash: B256) -> Option<Vec<Log>> {
-        let filter = filter.at_block_hash(hash);
-        self.read("eth_getLogs", [filter]).await
+    /// Blocks `from` to `from + count - 1`, in one request (a batch when more than one);
+    /// `None` for a block the provider does not have, and all `None` when no provider
+    /// answered.
+    async fn blocks_from(&mut self, from: u64, count: u64) -> Vec<Option<Header>> {
+        if count <= 1 {
+            return vec![self.block_by_number(from).await];
+        }
+        let params = (from..from + count).map(|n| (format!("0x{n:x}"), false)).collect();
+        self.read_batch::<Option<Header>, _>("eth_getBlockByNumber", params)
+            .await
+            .into_iter()
+            .map(Option::flatten)
+            .collect()
+    }
+
+    /// The logs matching `filter` of each block of `blocks`, each read by the block's hash, in
+    /// one request; `None` unless every block's answer came.
+    async fn logs_of(&mut self, filter: Filter, blocks: &[FollowedBlock]) -> Option<Vec<Vec<Log>>> {
+        if let [block] = blocks {
+            let logs = self.read("eth_getLogs", [filter.at_block_hash(block.hash)]).await?;
+            return Some(vec![logs]);
+        }
+        let params = blocks.iter().map(|b| [filter.clone().at_block_hash(b.hash)]).collect();
+        self.read_batch::<Vec<Log>, _>("eth_getLogs", params).await.into_iter().collect()
+    }
+
+    /// One batch of `method` calls through the transport, one per entry of `params`: each
+    /// call's result, `None` where it failed (every one when no provider answered).
+    async fn read_batch<R: DeserializeOwned, P: alloy_json_rpc::RpcSend>(
+        &mut self,
+        method: &'static str,
+        params: Vec<P>,
+    ) -> Vec<Option<R>> {
+        self.stats.requests += 1;
+        let n = params.len();
+        match self.transport.call_batch(method, params).await {
+            Ok(results) => results,
+            Err(_) => {
+                self.stats.retried += 1;
+                (0..n).map(|_| None).collect()
+            }
+        }
     }
 
     /// One read through the transport; `None` (counted) when no provider answered it.

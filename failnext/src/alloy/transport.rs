@@ -347,6 +347,42 @@ impl FailoverTransport {
         serde_json::from_str(result.get()).map_err(|err| TransportError::deser_err(err, result.get()))
     }
 
+    /// One batch of `method` calls through the transport, one per entry of `params`: each
+    /// call's result parsed as `R`, `None` where the call failed or its answer is missing.
+    pub(crate) async fn call_batch<R: serde::de::DeserializeOwned, P: alloy_json_rpc::RpcSend>(
+        &self,
+        method: &'static str,
+        params: Vec<P>,
+    ) -> TransportResult<Vec<Option<R>>> {
+        let n = params.len();
+        let requests = params
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| {
+                alloy_json_rpc::Request::new(method, alloy_json_rpc::Id::Number(i as u64), p)
+                    .serialize()
+                    .map_err(TransportError::ser_err)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let answer = self.send_in(RequestPacket::Batch(requests), None).await?;
+        let responses = match answer {
+            ResponsePacket::Batch(responses) => responses,
+            ResponsePacket::Single(response) => vec![response],
+        };
+        let mut results: Vec<Option<R>> = (0..n).map(|_| None).collect();
+        for response in responses {
+            let (alloy_json_rpc::Id::Number(i), alloy_json_rpc::ResponsePayload::Success(result)) =
+                (&response.id, &response.payload)
+            else {
+                continue;
+            };
+            if let Some(slot) = usize::try_from(*i).ok().and_then(|i| results.get_mut(i)) {
+                *slot = serde_json::from_str(result.get()).ok();
+            }
+        }
+        Ok(results)
+    }
+
     /// How `method` is sent, as the table says.
     pub(crate) fn access(&self, method: &str) -> Access {
         self.table.access(method)
