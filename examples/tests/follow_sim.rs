@@ -1,0 +1,129 @@
+//! The chain follower over the simulator: 10 000 blocks made while three providers fail in the
+//! soak's ways (refused, 503, rate-limited, lagging, slow), at most two at a time: every block
+//! once, in order, each on the chain, its parent link verified. Prints the requests per block
+//! and the delay from a block's making to its yield.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use failnext::Endpoint;
+use failnext::alloy::{ChainEvent, FailoverTransport, Start};
+use failnext_examples::SIM_CHAIN_ID;
+use failnext_examples::sim::{Behaviour, Chain};
+
+const BLOCKS: u64 = 10_000;
+
+/// A seeded xorshift, for the fault schedule.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+fn fault(rng: &mut Rng) -> Behaviour {
+    match rng.below(6) {
+        0 => Behaviour::Down,
+        1 => Behaviour::Status(503),
+        2 => Behaviour::RateLimited { retry_after_secs: 1 },
+        3 => Behaviour::Lagging(5),
+        4 => Behaviour::Slow(Duration::from_millis(30)),
+        _ => Behaviour::Healthy,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_blocks_through_flapping_providers_are_each_yielded_once_in_order_on_the_chain() {
+    // The chain moves only when the test makes blocks.
+    let chain = Chain::start(SIM_CHAIN_ID, Duration::from_secs(3600));
+    let start = chain.head() + 1;
+    let providers = [
+        chain.provider("a").await.unwrap(),
+        chain.provider("b").await.unwrap(),
+        chain.provider("c").await.unwrap(),
+    ];
+    let endpoints: Vec<Endpoint> = providers.iter().map(|p| p.endpoint()).collect();
+    let transport =
+        FailoverTransport::builder(endpoints).attempt_timeout(Duration::from_millis(500)).build().unwrap();
+    let made: Arc<Mutex<Vec<Instant>>> = Arc::default();
+
+    let mut follower = transport.follow(Start::Number(start)).poll_every(Duration::from_millis(5));
+    let follow = tokio::spawn({
+        let made = made.clone();
+        async move {
+            let mut yielded = Vec::new();
+            let mut delays = Vec::new();
+            while (yielded.len() as u64) < BLOCKS {
+                let event = tokio::time::timeout(Duration::from_secs(30), follower.next()).await;
+                match event.expect("an event within 30 s").expect("no error") {
+                    ChainEvent::Block(block) => {
+                        let i = (block.number - start) as usize;
+                        if let Some(at) = made.lock().unwrap().get(i) {
+                            delays.push(at.elapsed());
+                        }
+                        yielded.push(block);
+                    }
+                    other => panic!("only blocks on this chain: {other:?}"),
+                }
+            }
+            (yielded, delays, follower.stats())
+        }
+    });
+
+    // Blocks in bursts of 1 to 20, every 2 ms; every 50 ms one provider changes behaviour,
+    // while at least one stays healthy.
+    let mut rng = Rng(0x5eed_0022);
+    let mut behaviours = [Behaviour::Healthy, Behaviour::Healthy, Behaviour::Healthy];
+    let mut next_fault = Instant::now();
+    while chain.head() < start + BLOCKS - 1 {
+        if Instant::now() >= next_fault {
+            let p = rng.below(3) as usize;
+            let candidate = fault(&mut rng);
+            let healthy_left =
+                behaviours.iter().enumerate().filter(|(i, b)| *i != p && **b == Behaviour::Healthy).count();
+            let behaviour = if healthy_left == 0 { Behaviour::Healthy } else { candidate };
+            providers[p].set(behaviour.clone()).await.unwrap();
+            behaviours[p] = behaviour;
+            next_fault = Instant::now() + Duration::from_millis(50);
+        }
+        let burst = (1 + rng.below(20)).min(start + BLOCKS - 1 - chain.head());
+        chain.advance(burst);
+        let now = Instant::now();
+        made.lock().unwrap().extend(std::iter::repeat_n(now, burst as usize));
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    for p in &providers {
+        p.set(Behaviour::Healthy).await.unwrap();
+    }
+    let (yielded, mut delays, stats) = follow.await.unwrap();
+
+    let numbers: Vec<u64> = yielded.iter().map(|b| b.number).collect();
+    assert_eq!(numbers, (start..start + BLOCKS).collect::<Vec<_>>(), "0 gaps, 0 duplicates, in order");
+    for pair in yielded.windows(2) {
+        assert_eq!(pair[1].parent_hash, pair[0].hash, "block {} links to the one before", pair[1].number);
+    }
+    for block in &yielded {
+        assert_eq!(
+            block.hash.to_string(),
+            providers[0].block_hash(block.number),
+            "block {} is on the chain",
+            block.number
+        );
+    }
+    delays.sort_unstable();
+    let q = |f: f64| delays[((delays.len() - 1) as f64 * f) as usize];
+    let received: u64 = providers.iter().map(|p| p.total()).sum();
+    println!(
+        "follower: {BLOCKS} blocks, {} requests sent ({:.3} per block), {received} received by the providers ({:.3} per block), {} retried; delay from making to yield p50 {:?}, p99 {:?}",
+        stats.requests,
+        stats.requests as f64 / BLOCKS as f64,
+        received as f64 / BLOCKS as f64,
+        stats.retried,
+        q(0.5),
+        q(0.99),
+    );
+}
