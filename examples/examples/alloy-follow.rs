@@ -36,7 +36,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
             }
         }
         match follower.next().await? {
-            ChainEvent::Block(block) => {
+            ChainEvent::Block { block, .. } => {
                 if let Some(parent) = parent {
                     ensure(block.parent_hash == parent, "each block's parent is the block before it")?;
                 }

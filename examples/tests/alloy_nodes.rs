@@ -538,7 +538,7 @@ async fn an_anvil_reorg_of_depth_3_under_the_follower_drops_three_blocks_and_the
     let mut follower = t.follow(Start::Number(1)).logs(filter).poll_every(Duration::from_millis(20));
     let mut yielded = Vec::new();
     while yielded.len() < 10 {
-        if let ChainEvent::Logs { block, logs } = within(follower.next()).await.unwrap() {
+        if let ChainEvent::Logs { block, logs, .. } = within(follower.next()).await.unwrap() {
             assert_eq!(logs.len(), 1, "block {} has its one event", block.number);
             assert_eq!(logs[0].block_hash, Some(block.hash));
             yielded.push(block);
@@ -547,7 +547,7 @@ async fn an_anvil_reorg_of_depth_3_under_the_follower_drops_three_blocks_and_the
     assert_eq!(yielded.iter().map(|b| b.number).collect::<Vec<_>>(), (1..=10).collect::<Vec<_>>());
 
     n.rpc("anvil_reorg", json!([3, []])).await.unwrap();
-    let ChainEvent::Reorg { depth, dropped } = within(follower.next()).await.unwrap() else {
+    let ChainEvent::Reorg { depth, dropped, .. } = within(follower.next()).await.unwrap() else {
         panic!("a reorg, before anything of the new branch")
     };
     assert_eq!(depth, 3);
@@ -559,7 +559,7 @@ async fn an_anvil_reorg_of_depth_3_under_the_follower_drops_three_blocks_and_the
     }
     // The new branch: blocks 8, 9, 10 again, other hashes, no event in them.
     for number in 8..=10 {
-        let ChainEvent::Block(block) = within(follower.next()).await.unwrap() else {
+        let ChainEvent::Block { block, .. } = within(follower.next()).await.unwrap() else {
             panic!("block {number}")
         };
         assert_eq!(block.number, number);

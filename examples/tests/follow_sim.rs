@@ -2,6 +2,7 @@
 //! soak's ways (refused, 503, rate-limited, lagging, slow), at most two at a time: every block
 //! once, in order, each on the chain, its parent link verified. Prints the requests per block
 //! and the delay from a block's making to its yield.
+#![allow(clippy::print_stdout, reason = "the figures of the run, for the closing note")]
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -60,7 +61,7 @@ async fn ten_thousand_blocks_through_flapping_providers_are_each_yielded_once_in
             while (yielded.len() as u64) < BLOCKS {
                 let event = tokio::time::timeout(Duration::from_secs(30), follower.next()).await;
                 match event.expect("an event within 30 s").expect("no error") {
-                    ChainEvent::Block(block) => {
+                    ChainEvent::Block { block, .. } => {
                         let i = (block.number - start) as usize;
                         if let Some(at) = made.lock().unwrap().get(i) {
                             delays.push(at.elapsed());

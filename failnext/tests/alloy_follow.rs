@@ -168,7 +168,7 @@ fn blocks(events: &[ChainEvent]) -> Vec<u64> {
     events
         .iter()
         .filter_map(|e| match e {
-            ChainEvent::Block(b) => Some(b.number),
+            ChainEvent::Block { block: b, .. } => Some(b.number),
             _ => None,
         })
         .collect()
@@ -184,7 +184,7 @@ async fn a_follower_yields_every_block_once_in_order_each_with_its_own_logs() {
     assert_eq!(blocks(&events), (1..=10).collect::<Vec<_>>());
     let mut parent = chain.lock().unwrap().hash_of(0).unwrap();
     for pair in events.chunks(2) {
-        let [ChainEvent::Block(block), ChainEvent::Logs { block: of, logs }] = pair else {
+        let [ChainEvent::Block { block, .. }, ChainEvent::Logs { block: of, logs, .. }] = pair else {
             panic!("a block, then its logs: {pair:?}")
         };
         assert_eq!(block.parent_hash, parent, "block {} links to the one before", block.number);
@@ -209,7 +209,7 @@ async fn a_reorg_of_depth_3_reports_the_dropped_blocks_and_their_logs_removed_th
     let old: Vec<B256> = before
         .iter()
         .filter_map(|e| match e {
-            ChainEvent::Block(b) if b.number >= 8 => Some(b.hash),
+            ChainEvent::Block { block: b, .. } if b.number >= 8 => Some(b.hash),
             _ => None,
         })
         .collect();
@@ -218,7 +218,7 @@ async fn a_reorg_of_depth_3_reports_the_dropped_blocks_and_their_logs_removed_th
         chain.reorg(3);
         chain.extend(11);
     }
-    let ChainEvent::Reorg { depth, dropped } = next(&mut follower).await.unwrap() else {
+    let ChainEvent::Reorg { depth, dropped, .. } = next(&mut follower).await.unwrap() else {
         panic!("a reorg first")
     };
     assert_eq!(depth, 3);
@@ -230,7 +230,7 @@ async fn a_reorg_of_depth_3_reports_the_dropped_blocks_and_their_logs_removed_th
     let after = until_block(&mut follower, 11).await;
     assert_eq!(blocks(&after), [8, 9, 10, 11], "then the new branch");
     let new_8 = chain.lock().unwrap().hash_of(8).unwrap();
-    assert!(matches!(&after[0], ChainEvent::Block(b) if b.hash == new_8));
+    assert!(matches!(&after[0], ChainEvent::Block { block: b, .. } if b.hash == new_8));
 }
 
 #[tokio::test]
@@ -269,6 +269,16 @@ async fn a_provider_dying_mid_stream_costs_no_block_and_no_log() {
     let logs =
         events.iter().filter(|e| matches!(e, ChainEvent::Logs { logs, .. } if logs.len() == 1)).count();
     assert_eq!(logs, 20, "every block's log once");
+    let served = |n: u64| {
+        events.iter().find_map(|e| match e {
+            ChainEvent::Block { block, served_by } if block.number == n => {
+                served_by.as_ref().map(|id| id.to_string())
+            }
+            _ => None,
+        })
+    };
+    assert_eq!(served(1).as_deref(), Some("primary"), "each event names the endpoint that answered");
+    assert_eq!(served(10).as_deref(), Some("backup"), "while the primary was down");
 }
 
 #[tokio::test]
@@ -279,10 +289,10 @@ async fn a_follower_started_at_a_hash_or_the_head_begins_there() {
     let five = chain.lock().unwrap().hash_of(5).unwrap();
     let mut by_hash = t.follow(Start::Hash(five)).poll_every(Duration::from_millis(10));
     assert!(
-        matches!(next(&mut by_hash).await.unwrap(), ChainEvent::Block(b) if b.number == 5 && b.hash == five)
+        matches!(next(&mut by_hash).await.unwrap(), ChainEvent::Block { block: b, .. } if b.number == 5 && b.hash == five)
     );
     let mut at_head = t.follow(Start::Head).poll_every(Duration::from_millis(10));
-    assert!(matches!(next(&mut at_head).await.unwrap(), ChainEvent::Block(b) if b.number == 7));
+    assert!(matches!(next(&mut at_head).await.unwrap(), ChainEvent::Block { block: b, .. } if b.number == 7));
     let unknown = t.follow(Start::Hash(B256::repeat_byte(9))).next().await;
     assert!(matches!(unknown, Err(FollowError::Start(_))), "{unknown:?}");
 }
@@ -301,7 +311,7 @@ async fn a_reorg_at_the_same_height_is_reported_without_waiting_for_a_new_block(
     assert_eq!(depth, 2);
     let new = chain.lock().unwrap().hash_of(5).unwrap();
     assert!(
-        matches!(next(&mut follower).await.unwrap(), ChainEvent::Block(b) if b.number == 5 && b.hash == new)
+        matches!(next(&mut follower).await.unwrap(), ChainEvent::Block { block: b, .. } if b.number == 5 && b.hash == new)
     );
 }
 

@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 
 use super::reference::BlockRef;
 use super::transport::FailoverTransport;
+use crate::EndpointId;
 
 /// The most blocks read in one request while catching up.
 const BACKFILL: u64 = 32;
@@ -59,7 +60,12 @@ impl FollowedBlock {
 pub enum ChainEvent {
     /// The next canonical block: each exactly once, in order, its parent the block yielded
     /// before it.
-    Block(FollowedBlock),
+    Block {
+        /// The block.
+        block: FollowedBlock,
+        /// The endpoint that answered it.
+        served_by: Option<EndpointId>,
+    },
     /// The logs of the block just yielded that match the follower's filter, fetched by its
     /// hash (EIP-234), so every one belongs to that block; only with a
     /// [filter](Follower::logs), after each block (an empty list included).
@@ -68,6 +74,8 @@ pub enum ChainEvent {
         block: BlockRef,
         /// Its logs, in log-index order.
         logs: Vec<Log>,
+        /// The endpoint that answered them.
+        served_by: Option<EndpointId>,
     },
     /// Blocks already yielded were replaced: these, newest first, with their logs marked
     /// `removed`; the blocks of the new branch follow as [`ChainEvent::Block`]s.
@@ -76,6 +84,8 @@ pub enum ChainEvent {
         depth: u64,
         /// The dropped blocks, newest first, each with the logs it had yielded (now removed).
         dropped: Vec<(FollowedBlock, Vec<Log>)>,
+        /// The endpoint whose answer showed the new branch.
+        served_by: Option<EndpointId>,
     },
 }
 
@@ -148,7 +158,7 @@ pub struct FollowStats {
 /// let mut follower = transport.follow(Start::Head);
 /// loop {
 ///     match follower.next().await? {
-///         ChainEvent::Block(block) => println!("block {} {}", block.number, block.hash),
+///         ChainEvent::Block { block, served_by } => println!("block {} from {served_by:?}", block.number),
 ///         ChainEvent::Reorg { depth, .. } => println!("reorg of {depth} blocks"),
 ///         _ => {}
 ///     }
@@ -172,6 +182,8 @@ pub struct Follower {
     pending: VecDeque<ChainEvent>,
     /// The highest block known to exist (the head last read).
     head: u64,
+    /// The endpoint that answered the latest read.
+    served: Option<EndpointId>,
     stats: FollowStats,
 }
 
@@ -189,6 +201,7 @@ impl FailoverTransport {
             block_time: None,
             pending: VecDeque::new(),
             head: 0,
+            served: None,
             stats: FollowStats::default(),
         }
     }
@@ -303,6 +316,7 @@ impl Follower {
             }
             run.push(block);
         }
+        let blocks_served = self.served.clone();
         if run.is_empty() {
             // Not there yet at the provider that answered, or no provider answered.
             tokio::time::sleep(self.interval()).await;
@@ -329,11 +343,13 @@ impl Follower {
                 }
             },
         };
+        let logs_served = self.served.clone();
         for (block, logs) in run.into_iter().zip(logs) {
             self.learn_block_time(&block);
-            self.pending.push_back(ChainEvent::Block(block));
+            self.pending.push_back(ChainEvent::Block { block, served_by: blocks_served.clone() });
             if self.filter.is_some() {
-                self.pending.push_back(ChainEvent::Logs { block: block.block_ref(), logs: logs.clone() });
+                let (of, served_by) = (block.block_ref(), logs_served.clone());
+                self.pending.push_back(ChainEvent::Logs { block: of, logs: logs.clone(), served_by });
             }
             self.ring.push_back((block, logs));
             while self.ring.len() > self.depth {
@@ -372,7 +388,8 @@ impl Follower {
         }
         self.next = self.ring.back().map_or(self.next, |(b, _)| b.number + 1);
         self.stats.reorgs += 1;
-        self.pending.push_back(ChainEvent::Reorg { depth: dropped.len() as u64, dropped });
+        let served_by = self.served.clone();
+        self.pending.push_back(ChainEvent::Reorg { depth: dropped.len() as u64, dropped, served_by });
         Ok(())
     }
 
@@ -457,7 +474,10 @@ impl Follower {
         self.stats.requests += 1;
         let n = params.len();
         match self.transport.call_batch(method, params).await {
-            Ok(results) => results,
+            Ok((results, served)) => {
+                self.served = served;
+                results
+            }
             Err(_) => {
                 self.stats.retried += 1;
                 (0..n).map(|_| None).collect()
@@ -472,8 +492,11 @@ impl Follower {
         params: impl alloy_json_rpc::RpcSend,
     ) -> Option<R> {
         self.stats.requests += 1;
-        match self.transport.call(method, params).await {
-            Ok(value) => Some(value),
+        match self.transport.call_served(method, params).await {
+            Ok((value, served)) => {
+                self.served = served;
+                Some(value)
+            }
             Err(_) => {
                 self.stats.retried += 1;
                 None

@@ -331,9 +331,20 @@ impl FailoverTransport {
         method: &'static str,
         params: impl alloy_json_rpc::RpcSend,
     ) -> TransportResult<R> {
-        let request = alloy_json_rpc::Request::new(method, alloy_json_rpc::Id::Number(0), params)
+        self.call_served(method, params).await.map(|(r, _)| r)
+    }
+
+    /// `call`, with the endpoint that answered.
+    pub(crate) async fn call_served<R: serde::de::DeserializeOwned>(
+        &self,
+        method: &'static str,
+        params: impl alloy_json_rpc::RpcSend,
+    ) -> TransportResult<(R, Option<EndpointId>)> {
+        let cell = super::ServedByCell::new();
+        let mut request = alloy_json_rpc::Request::new(method, alloy_json_rpc::Id::Number(0), params)
             .serialize()
             .map_err(TransportError::ser_err)?;
+        request.meta_mut().extensions_mut().insert(cell.clone());
         let answer = self.send_in(RequestPacket::Single(request), None).await?;
         let ResponsePacket::Single(response) = answer else {
             return Err(TransportErrorKind::custom_str("a single call was answered with a batch"));
@@ -344,7 +355,9 @@ impl FailoverTransport {
                 return Err(alloy_json_rpc::RpcError::ErrorResp(payload));
             }
         };
-        serde_json::from_str(result.get()).map_err(|err| TransportError::deser_err(err, result.get()))
+        let value =
+            serde_json::from_str(result.get()).map_err(|err| TransportError::deser_err(err, result.get()))?;
+        Ok((value, cell.get()))
     }
 
     /// One batch of `method` calls through the transport, one per entry of `params`: each
@@ -353,17 +366,21 @@ impl FailoverTransport {
         &self,
         method: &'static str,
         params: Vec<P>,
-    ) -> TransportResult<Vec<Option<R>>> {
+    ) -> TransportResult<(Vec<Option<R>>, Option<EndpointId>)> {
         let n = params.len();
+        let cell = super::ServedByCell::new();
         let requests = params
             .into_iter()
             .enumerate()
             .map(|(i, p)| {
-                alloy_json_rpc::Request::new(method, alloy_json_rpc::Id::Number(i as u64), p)
-                    .serialize()
-                    .map_err(TransportError::ser_err)
+                let mut request =
+                    alloy_json_rpc::Request::new(method, alloy_json_rpc::Id::Number(i as u64), p)
+                        .serialize()
+                        .map_err(TransportError::ser_err)?;
+                request.meta_mut().extensions_mut().insert(cell.clone());
+                Ok(request)
             })
-            .collect::<Result<Vec<_>, _>>()?;
+            .collect::<Result<Vec<_>, TransportError>>()?;
         let answer = self.send_in(RequestPacket::Batch(requests), None).await?;
         let responses = match answer {
             ResponsePacket::Batch(responses) => responses,
@@ -380,7 +397,7 @@ impl FailoverTransport {
                 *slot = serde_json::from_str(result.get()).ok();
             }
         }
-        Ok(results)
+        Ok((results, cell.get()))
     }
 
     /// How `method` is sent, as the table says.
