@@ -127,6 +127,27 @@ pub enum Event<'a> {
         /// `first`'s recent latencies (or the fallback), within the floor and the ceiling.
         after: Duration,
     },
+    /// A chain follower (`failnext::alloy::Follower`, feature `alloy`) caught up on `blocks`
+    /// blocks from `from` it had not yet seen, read in one request (a gap it filled). Not part
+    /// of a request's sequence.
+    Backfilled {
+        /// The first block read.
+        from: u64,
+        /// How many blocks, in order, from `from`.
+        blocks: u64,
+        /// The endpoint that answered.
+        endpoint: Option<&'a EndpointId>,
+    },
+    /// A chain follower found `depth` blocks it had yielded replaced by another branch: the
+    /// blocks after `kept` were dropped. Not part of a request's sequence.
+    Reorged {
+        /// How many blocks were dropped.
+        depth: u64,
+        /// The newest block it had yielded that is still canonical.
+        kept: u64,
+        /// The endpoint whose answer showed the new branch.
+        endpoint: Option<&'a EndpointId>,
+    },
     /// The request is about to return; always the last event of a request.
     Result {
         /// The endpoint whose response is returned (for a retained response, the one that
@@ -309,6 +330,14 @@ fn trace(event: &Event<'_>) {
         }
         Event::NotReplayable { endpoint } => {
             tracing::info!(endpoint = endpoint.as_str(), "failnext cannot replay a streaming body");
+        }
+        Event::Backfilled { from, blocks, endpoint } => {
+            let endpoint = endpoint.map_or("", |e| e.as_str());
+            tracing::debug!(from, blocks, endpoint, "failnext follower backfilled");
+        }
+        Event::Reorged { depth, kept, endpoint } => {
+            let endpoint = endpoint.map_or("", |e| e.as_str());
+            tracing::warn!(depth, kept, endpoint, "failnext follower saw a reorg");
         }
         Event::Result { endpoint, outcome } => {
             let endpoint = endpoint.map_or("", |e| e.as_str());

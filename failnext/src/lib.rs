@@ -588,8 +588,10 @@
 //!   a URL: `failnext_attempts_total{endpoint, class}`, `failnext_attempt_seconds{endpoint}`
 //!   (histogram), `failnext_failovers_total{endpoint}` (requests that moved on from it),
 //!   `failnext_skips_total{endpoint, reason}` (`excluded`, `ineligible`, `cooling`, `open`,
-//!   `trial_busy`), `failnext_breaker_transitions_total{endpoint, state}`. The application
-//!   installs the recorder (a Prometheus exporter, say).
+//!   `trial_busy`), `failnext_breaker_transitions_total{endpoint, state}`, and for the alloy
+//!   chain follower `failnext_follower_backfilled_blocks_total`,
+//!   `failnext_follower_reorgs_total`, `failnext_follower_reorged_blocks_total`. The
+//!   application installs the recorder (a Prometheus exporter, say).
 //!
 //! failnext enables no TLS backend and no tokio runtime of its own: configure reqwest as you
 //! need.

@@ -10,6 +10,8 @@
 //! | `failnext_hedges_total` | counter | `endpoint` (the one whose first attempt was hedged) |
 //! | `failnext_skips_total` | counter | `endpoint`, `reason` (`excluded`, `ineligible`, `cooling`, `open`, `trial_busy`, `unfit`) |
 //! | `failnext_breaker_transitions_total` | counter | `endpoint`, `state` (`open`, `half_open`, `closed`) |
+//! | `failnext_follower_backfilled_blocks_total` | counter | none (blocks a chain follower read in a batch to catch up) |
+//! | `failnext_follower_reorgs_total`, `failnext_follower_reorged_blocks_total` | counter | none (reorgs a chain follower reported, and the blocks they dropped) |
 //!
 //! Fed from one place, the event stream ([`record`], called for every [`Event`] before the
 //! application's hook sees it): whatever an event says, the metrics say, and nothing else.
@@ -115,6 +117,26 @@ pub(crate) fn record<'k>(event: &Event<'_>, keys: impl Fn(&EndpointId) -> Option
             if let Some(k) = keys(endpoint) {
                 count(&k.breaker[at]);
             }
+        }
+        Event::Backfilled { blocks, .. } => {
+            metrics::with_recorder(|r| {
+                r.register_counter(
+                    &Key::from_static_name("failnext_follower_backfilled_blocks_total"),
+                    &METADATA,
+                )
+                .increment(blocks);
+            });
+        }
+        Event::Reorged { depth, .. } => {
+            metrics::with_recorder(|r| {
+                r.register_counter(&Key::from_static_name("failnext_follower_reorgs_total"), &METADATA)
+                    .increment(1);
+                r.register_counter(
+                    &Key::from_static_name("failnext_follower_reorged_blocks_total"),
+                    &METADATA,
+                )
+                .increment(depth);
+            });
         }
         _ => {}
     }

@@ -331,3 +331,38 @@ async fn a_follower_catching_up_reads_its_blocks_in_bounded_batches_or_one_by_on
     let mut follower = t.follow(Start::Number(1)).logs(filter()).poll_every(Duration::from_millis(10));
     assert_eq!(blocks(&until_block(&mut follower, 20).await), (1..=20).collect::<Vec<_>>(), "one by one");
 }
+
+#[tokio::test]
+async fn a_backfill_and_a_reorg_are_events_of_the_transport() {
+    let chain = Chain::with(40);
+    let p = provider(chain.clone(), Arc::default()).await;
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let t = FailoverTransport::builder([Endpoint::new("p", p.url("/"))])
+        .on_event({
+            let seen = seen.clone();
+            move |event: &failnext::Event<'_>| match event {
+                failnext::Event::Backfilled { from, blocks, endpoint } => {
+                    seen.lock().unwrap().push(format!("backfilled {from}+{blocks} from {endpoint:?}"));
+                }
+                failnext::Event::Reorged { depth, kept, .. } => {
+                    seen.lock().unwrap().push(format!("reorged {depth} after {kept}"));
+                }
+                _ => {}
+            }
+        })
+        .build()
+        .unwrap();
+    let mut follower = t.follow(Start::Number(1)).poll_every(Duration::from_millis(10));
+    for _ in 1..=40 {
+        next(&mut follower).await.unwrap();
+    }
+    chain.lock().unwrap().reorg(2);
+    assert!(matches!(next(&mut follower).await.unwrap(), ChainEvent::Reorg { depth: 2, .. }));
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(
+        seen.first().map(String::as_str),
+        Some("backfilled 1+32 from Some(\"p\")"),
+        "{seen:?}"
+    );
+    assert!(seen.contains(&"reorged 2 after 38".to_owned()), "{seen:?}");
+}

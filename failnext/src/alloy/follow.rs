@@ -344,6 +344,14 @@ impl Follower {
             },
         };
         let logs_served = self.served.clone();
+        if run.len() > 1 {
+            let (first, blocks) = (run[0].number, run.len() as u64);
+            self.transport.failover().shared.emit(|| crate::Event::Backfilled {
+                from: first,
+                blocks,
+                endpoint: blocks_served.as_ref(),
+            });
+        }
         for (block, logs) in run.into_iter().zip(logs) {
             self.learn_block_time(&block);
             self.pending.push_back(ChainEvent::Block { block, served_by: blocks_served.clone() });
@@ -389,6 +397,12 @@ impl Follower {
         self.next = self.ring.back().map_or(self.next, |(b, _)| b.number + 1);
         self.stats.reorgs += 1;
         let served_by = self.served.clone();
+        let kept = self.ring.back().map_or(0, |(b, _)| b.number);
+        self.transport.failover().shared.emit(|| crate::Event::Reorged {
+            depth: dropped.len() as u64,
+            kept,
+            endpoint: served_by.as_ref(),
+        });
         self.pending.push_back(ChainEvent::Reorg { depth: dropped.len() as u64, dropped, served_by });
         Ok(())
     }
