@@ -11,6 +11,8 @@
 
 mod check;
 pub mod demo;
+#[cfg(feature = "alloy")]
+pub mod following;
 mod jsonrpc;
 pub mod monitoring;
 mod network;

@@ -359,10 +359,6 @@ async fn a_backfill_and_a_reorg_are_events_of_the_transport() {
     chain.lock().unwrap().reorg(2);
     assert!(matches!(next(&mut follower).await.unwrap(), ChainEvent::Reorg { depth: 2, .. }));
     let seen = seen.lock().unwrap().clone();
-    assert_eq!(
-        seen.first().map(String::as_str),
-        Some("backfilled 1+32 from Some(\"p\")"),
-        "{seen:?}"
-    );
+    assert_eq!(seen.first().map(String::as_str), Some("backfilled 1+32 from Some(\"p\")"), "{seen:?}");
     assert!(seen.contains(&"reorged 2 after 38".to_owned()), "{seen:?}");
 }

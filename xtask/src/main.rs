@@ -192,7 +192,11 @@ fn examples() -> Result<(), DynError> {
         let demo = target_dir().join("debug").join("demo");
         // Then the rehearsal of read bundles (the build has the alloy feature): its line ends in
         // "held" only when every rule of it held.
-        run_checked_lines(&demo, &["--seconds", "6"], &["invariants: all held", "rehearsal: ", "): held"])?;
+        run_checked_lines(
+            &demo,
+            &["--seconds", "6"],
+            &["invariants: all held", "rehearsal: ", "): held", "in order: true"],
+        )?;
         Ok(())
     })
 }

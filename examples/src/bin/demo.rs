@@ -104,7 +104,12 @@ async fn main() -> ExitCode {
                 show_metrics(metrics).await;
             }
             let rehearsed = !simulated || rehearsal().await;
-            if summary.invariants_hold() && rehearsed { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+            let followed = !simulated || following().await;
+            if summary.invariants_hold() && rehearsed && followed {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
         }
         Err(e) => {
             eprintln!("demo: {e}");
@@ -129,6 +134,27 @@ async fn rehearsal() -> bool {
             false
         }
     }
+}
+
+/// The chain follower through the primary's outages (feature `alloy`): prints its line;
+/// whether it held.
+#[cfg(feature = "alloy")]
+async fn following() -> bool {
+    match failnext_examples::following::follow(300).await {
+        Ok(followed) => {
+            println!("{followed}");
+            followed.holds()
+        }
+        Err(e) => {
+            eprintln!("demo: the follower could not run: {e}");
+            false
+        }
+    }
+}
+
+#[cfg(not(feature = "alloy"))]
+async fn following() -> bool {
+    true
 }
 
 #[cfg(not(feature = "alloy"))]
