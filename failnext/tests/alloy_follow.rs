@@ -362,3 +362,41 @@ async fn a_backfill_and_a_reorg_are_events_of_the_transport() {
     assert_eq!(seen.first().map(String::as_str), Some("backfilled 1+32 from Some(\"p\")"), "{seen:?}");
     assert!(seen.contains(&"reorged 2 after 38".to_owned()), "{seen:?}");
 }
+
+/// A health source that admits every endpoint and knows each one's head.
+struct Heads(Mutex<Vec<(&'static str, u64)>>);
+
+impl failnext::HealthSource for Heads {
+    fn eligible(&self, _: &failnext::EndpointId) -> bool {
+        true
+    }
+
+    fn head_of(&self, id: &failnext::EndpointId) -> Option<u64> {
+        self.0.lock().unwrap().iter().find(|(e, _)| *e == id.as_str()).map(|(_, h)| *h)
+    }
+}
+
+#[tokio::test]
+async fn a_paired_follower_goes_no_further_than_the_block_every_admitted_provider_has() {
+    let chain = Chain::with(20);
+    let (a, b) =
+        (provider(chain.clone(), Arc::default()).await, provider(chain.clone(), Arc::default()).await);
+    let heads = Arc::new(Heads(Mutex::new(vec![("a", 20), ("b", 10)])));
+    let t = FailoverTransport::builder([Endpoint::new("a", a.url("/")), Endpoint::new("b", b.url("/"))])
+        .monitor(heads.clone())
+        .build()
+        .unwrap();
+    let mut follower = t.follow(Start::Number(1)).poll_every(Duration::from_millis(10));
+    for n in 1..=10 {
+        assert!(
+            matches!(next(&mut follower).await.unwrap(), ChainEvent::Block { block, .. } if block.number == n)
+        );
+    }
+    // a runs ahead: block 11 waits until b has it too.
+    let early = tokio::time::timeout(Duration::from_millis(200), follower.next()).await;
+    assert!(early.is_err(), "nothing past the agreed head: {early:?}");
+    heads.0.lock().unwrap()[1].1 = 12;
+    assert!(
+        matches!(next(&mut follower).await.unwrap(), ChainEvent::Block { block, .. } if block.number == 11)
+    );
+}
