@@ -16,47 +16,9 @@ use failnext_loopback::{Action, End, Received, Reply, Server, refused_url};
 use serde_json::{Value, json};
 use tower_service::Service;
 
-/// A JSON-RPC stub: `answer(method, params)` gives the reply for each call of a single
-/// request (a batch is answered call by call, as a JSON array).
-async fn node(answer: impl Fn(&str, &Value) -> Answer + Send + Sync + 'static) -> Server {
-    let answer = Arc::new(answer);
-    Server::start(Arc::new(move |req: &Received| {
-        let Ok(body) = serde_json::from_slice::<Value>(&req.body) else { return Action::Close };
-        let one = |call: &Value| -> Result<Value, Box<Action>> {
-            let method = call["method"].as_str().unwrap_or_default();
-            match answer(method, &call["params"]) {
-                Answer::Result(r) => Ok(json!({"jsonrpc": "2.0", "id": call["id"], "result": r})),
-                Answer::Error(code, message) => Ok(
-                    json!({"jsonrpc": "2.0", "id": call["id"], "error": {"code": code, "message": message}}),
-                ),
-                Answer::Do(action) => Err(Box::new(action)),
-            }
-        };
-        let reply = match &body {
-            Value::Array(calls) => calls.iter().map(one).collect::<Result<Vec<_>, _>>().map(Value::Array),
-            call => one(call),
-        };
-        match reply {
-            Ok(v) => Action::Reply(Reply::new(200).json(v.to_string())),
-            Err(action) => *action,
-        }
-    }))
-    .await
-}
-
-enum Answer {
-    Result(Value),
-    Error(i64, &'static str),
-    Do(Action),
-}
-
-fn ok(v: Value) -> Answer {
-    Answer::Result(v)
-}
-
-fn status(code: u16) -> Answer {
-    Answer::Do(Action::Reply(Reply::new(code).text("unavailable")))
-}
+#[path = "shared/stubs.rs"]
+mod stubs;
+use stubs::{Answer, node, ok, status};
 
 fn transport(urls: &[(&str, String)]) -> FailoverTransport {
     let endpoints = urls.iter().map(|(id, url)| Endpoint::new(*id, url.clone()));

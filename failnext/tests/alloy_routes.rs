@@ -18,42 +18,14 @@ use failnext::alloy::{
 use failnext::{Endpoint, EndpointId};
 use failnext_loopback::{Action, Handler, Later, Received, Reply, Server, refused_url};
 use serde_json::{Value, json};
+
+#[path = "shared/stubs.rs"]
+mod stubs;
+use stubs::{Answer, node, ok, status};
 use tokio::time::Instant;
 use tower_service::Service;
 
 // ===== loopback stubs =====
-
-/// What a stub does with one call.
-enum Answer {
-    Result(Value),
-    Error(i64, &'static str),
-    Do(Action),
-}
-
-fn ok(v: Value) -> Answer {
-    Answer::Result(v)
-}
-
-fn status(code: u16) -> Answer {
-    Answer::Do(Action::Reply(Reply::new(code).text("unavailable")))
-}
-
-/// A JSON-RPC stub: `answer(method, params)` gives the reply to each single call.
-async fn node(answer: impl Fn(&str, &Value) -> Answer + Send + Sync + 'static) -> Server {
-    Server::start(Arc::new(move |req: &Received| {
-        let call = req.json();
-        let method = call["method"].as_str().unwrap_or_default();
-        let body = match answer(method, &call["params"]) {
-            Answer::Result(r) => json!({"jsonrpc": "2.0", "id": call["id"], "result": r}),
-            Answer::Error(code, message) => {
-                json!({"jsonrpc": "2.0", "id": call["id"], "error": {"code": code, "message": message}})
-            }
-            Answer::Do(action) => return action,
-        };
-        Action::Reply(Reply::new(200).json(body.to_string()))
-    }))
-    .await
-}
 
 /// A stub that accepts every transaction (answers its hash) and answers `0x10` to the rest.
 async fn accepting() -> Server {
