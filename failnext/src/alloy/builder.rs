@@ -386,9 +386,9 @@ impl FailoverTransportBuilder {
         let known = |id: &EndpointId| {
             if self.ids.contains(id) { Ok(()) } else { Err(ConfigError::unknown_endpoint(id.clone())) }
         };
-        let named =
+        let mut named =
             self.writes.iter().chain(&self.broadcast).flatten().chain(self.lacks.iter().map(|(id, _)| id));
-        named.clone().try_for_each(known)?;
+        named.try_for_each(known)?;
         if let (Some(writes), Some(broadcast)) = (&self.writes, &self.broadcast) {
             if let Some(id) = broadcast.iter().find(|id| !writes.contains(id)) {
                 return Err(ConfigError::broadcast_outside_writes(id.clone()));

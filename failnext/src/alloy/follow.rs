@@ -207,10 +207,10 @@ impl FailoverTransport {
     }
 }
 
-/// The fields of a block header the follower reads.
+/// The fields of a block header the follower (and a bundle at the head) reads.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Header {
+pub(crate) struct Header {
     number: alloy_primitives::U64,
     hash: B256,
     parent_hash: B256,
@@ -218,7 +218,7 @@ struct Header {
 }
 
 impl Header {
-    fn block(&self) -> FollowedBlock {
+    pub(crate) fn block(&self) -> FollowedBlock {
         FollowedBlock {
             number: self.number.to::<u64>(),
             hash: self.hash,

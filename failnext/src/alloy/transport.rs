@@ -315,14 +315,9 @@ impl FailoverTransport {
     /// The read's failure (see [`Failure`](super::Failure)); an answer without that block
     /// (`null`) or one that is not a block is a deserialization error.
     pub async fn bundle_at_head(&self) -> TransportResult<super::Bundle> {
-        #[derive(serde::Deserialize)]
-        struct Header {
-            number: alloy_primitives::U64,
-            hash: alloy_primitives::B256,
-        }
         let tag = self.agreed_head().map_or_else(|| "latest".to_owned(), |n| format!("0x{n:x}"));
-        let header: Header = self.call("eth_getBlockByNumber", (tag, false)).await?;
-        Ok(self.bundle(super::BlockRef::new(header.number.to::<u64>(), header.hash)))
+        let header: super::follow::Header = self.call("eth_getBlockByNumber", (tag, false)).await?;
+        Ok(self.bundle(header.block().block_ref()))
     }
 
     /// One call of `method` with `params` through the transport, its result parsed as `R`.
@@ -341,10 +336,7 @@ impl FailoverTransport {
         params: impl alloy_json_rpc::RpcSend,
     ) -> TransportResult<(R, Option<EndpointId>)> {
         let cell = super::ServedByCell::new();
-        let mut request = alloy_json_rpc::Request::new(method, alloy_json_rpc::Id::Number(0), params)
-            .serialize()
-            .map_err(TransportError::ser_err)?;
-        request.meta_mut().extensions_mut().insert(cell.clone());
+        let request = served_request(method, 0, params, &cell)?;
         let answer = self.send_in(RequestPacket::Single(request), None).await?;
         let ResponsePacket::Single(response) = answer else {
             return Err(TransportErrorKind::custom_str("a single call was answered with a batch"));
@@ -369,17 +361,9 @@ impl FailoverTransport {
     ) -> TransportResult<(Vec<Option<R>>, Option<EndpointId>)> {
         let n = params.len();
         let cell = super::ServedByCell::new();
-        let requests = params
-            .into_iter()
-            .enumerate()
-            .map(|(i, p)| {
-                let mut request =
-                    alloy_json_rpc::Request::new(method, alloy_json_rpc::Id::Number(i as u64), p)
-                        .serialize()
-                        .map_err(TransportError::ser_err)?;
-                request.meta_mut().extensions_mut().insert(cell.clone());
-                Ok(request)
-            })
+        let requests = (0_u64..)
+            .zip(params)
+            .map(|(i, p)| served_request(method, i, p, &cell))
             .collect::<Result<Vec<_>, TransportError>>()?;
         let answer = self.send_in(RequestPacket::Batch(requests), None).await?;
         let responses = match answer {
@@ -424,7 +408,7 @@ impl FailoverTransport {
         let reads = plan.calls.is_empty();
         // Writes go only where the user routed them; a raw transaction to every fan-out
         // endpoint at once.
-        let fanout = self.fanout.as_deref().zip(plan.raw_broadcast(&packet));
+        let fanout = self.fanout.as_deref().and_then(|to| Some((to, plan.raw_broadcast(&packet)?)));
         if let Some(writes) = self.writes.as_deref().filter(|_| plan.writes()) {
             plan.excluded.extend(self.endpoints.iter().filter(|id| !writes.contains(id)).cloned());
         }
@@ -727,6 +711,21 @@ enum Route {
     Direct { client: reqwest::Client },
     /// The caller's chain, which carries `Failover`.
     Chain(ClientWithMiddleware),
+}
+
+/// A call of `method` with `params` and id `id`, whose answering endpoint is written into
+/// `cell`.
+fn served_request(
+    method: &'static str,
+    id: u64,
+    params: impl alloy_json_rpc::RpcSend,
+    cell: &super::ServedByCell,
+) -> TransportResult<alloy_json_rpc::SerializedRequest> {
+    let mut request = alloy_json_rpc::Request::new(method, alloy_json_rpc::Id::Number(id), params)
+        .serialize()
+        .map_err(TransportError::ser_err)?;
+    request.meta_mut().extensions_mut().insert(cell.clone());
+    Ok(request)
 }
 
 /// The code and message of the first JSON-RPC error in `answer`, if any.
