@@ -261,14 +261,7 @@ async fn a_receipt_and_the_pending_nonce_are_read_where_the_transaction_was_broa
     log.take();
     // The primary (another chain) has never heard of it: the lookups follow the broadcast.
     // anvil mines right after it answers: poll (bounded) as a bot would.
-    let mut receipt = None;
-    for _ in 0..100 {
-        receipt = within(provider.get_transaction_receipt(hash)).await.unwrap();
-        if receipt.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let receipt = receipt_through(&provider, hash).await;
     assert!(receipt.is_some_and(|r| r.status()), "the backup's receipt");
     let nonce =
         within(provider.get_transaction_count(Address::from_str(DEV_ADDRESSES[3]).unwrap()).pending())
@@ -349,15 +342,7 @@ async fn a_contract_call_through_a_bundle_by_alloys_default_call_reads_the_pinne
     // The caller pays for a transfer, mined in a later block.
     let (raw, hash) = transfer(0, 0).await;
     assert_eq!(*within(plain.send_raw_transaction(&raw)).await.unwrap().tx_hash(), hash);
-    let mut mined = None;
-    for _ in 0..100 {
-        mined = within(plain.get_transaction_receipt(hash)).await.unwrap();
-        if mined.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let mined = mined.expect("the transfer was mined");
+    let mined = receipt_through(&plain, hash).await.expect("the transfer was mined");
     assert!(mined.block_number.is_some_and(|b| b > head.number), "in a later block: {mined:?}");
     let new = within(plain.get_balance(caller)).await.unwrap();
     assert!(new < old, "the caller paid: {old} -> {new}");
@@ -376,6 +361,21 @@ async fn a_contract_call_through_a_bundle_by_alloys_default_call_reads_the_pinne
     let now = within(Probe::new(probe, &plain).callerBalance().from(caller).call()).await.unwrap();
     assert_eq!(now, new, "sol! call() on the plain provider");
     assert_eq!(U256::from_be_slice(&within(plain.call(tx)).await.unwrap()), new, "Provider::call");
+}
+
+/// The receipt of `hash` read through `provider` once it is mined (anvil mines right after it
+/// answers: polled, bounded, as a bot would); `None` if it never is.
+async fn receipt_through(
+    provider: &impl Provider,
+    hash: B256,
+) -> Option<alloy::rpc::types::TransactionReceipt> {
+    for _ in 0..100 {
+        if let Some(receipt) = within(provider.get_transaction_receipt(hash)).await.unwrap() {
+            return Some(receipt);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    None
 }
 
 /// A client for the builder's transport: no proxy on loopback.
