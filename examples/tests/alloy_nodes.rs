@@ -570,3 +570,192 @@ async fn an_anvil_reorg_of_depth_3_under_the_follower_drops_three_blocks_and_the
         assert!(logs.is_empty(), "the new block {number} has no event");
     }
 }
+
+/// The genesis timestamp of the nodes of [`Network`]: with it fixed, two nodes started apart
+/// have the same genesis block.
+const GENESIS_TIME: u64 = 1_700_000_000;
+
+/// Nodes that make one chain: each started with the same genesis, the emitter's code set,
+/// and every block made on each live node from the same signed transaction at the same
+/// timestamp, so every node has the same block (hash included) at each height. A node
+/// started again is given the blocks made so far before it rejoins, as a node resyncing.
+struct Network {
+    nodes: Vec<Option<Anvil>>,
+    ports: Vec<u16>,
+    /// The signed transaction of each block made, block 1 first.
+    made: Vec<Bytes>,
+}
+
+impl Network {
+    fn options() -> AnvilOptions {
+        AnvilOptions::new().arg("--no-mining").arg("--timestamp").arg(GENESIS_TIME.to_string())
+    }
+
+    async fn start(count: usize) -> Network {
+        let mut network = Network { nodes: Vec::new(), ports: Vec::new(), made: Vec::new() };
+        for _ in 0..count {
+            let n = Network::fresh(node(Network::options()).await).await;
+            network.ports.push(n.port());
+            network.nodes.push(Some(n));
+        }
+        network
+    }
+
+    async fn fresh(n: Anvil) -> Anvil {
+        n.rpc("anvil_setCode", json!([EMITTER, EMIT])).await.unwrap();
+        n
+    }
+
+    fn node(&self, i: usize) -> &Anvil {
+        self.nodes[i].as_ref().expect("a running node")
+    }
+
+    /// Block `number` (from 1) on `n`: its transaction, then mined at its timestamp.
+    async fn make_on(n: &Anvil, number: usize, raw: &Bytes) {
+        n.rpc("eth_sendRawTransaction", json!([raw])).await.unwrap();
+        n.rpc("evm_mine", json!([GENESIS_TIME + 2 * number as u64])).await.unwrap();
+    }
+
+    /// The next block, on every node that is running and not paused (`skip`).
+    async fn make(&mut self, skip: &[usize]) {
+        let number = self.made.len() + 1;
+        let raw = emit_call(number as u64 - 1).await;
+        for (i, n) in self.nodes.iter().enumerate() {
+            if let Some(n) = n.as_ref().filter(|_| !skip.contains(&i)) {
+                Network::make_on(n, number, &raw).await;
+            }
+        }
+        self.made.push(raw);
+    }
+
+    fn kill(&mut self, i: usize) {
+        self.nodes[i] = None;
+    }
+
+    /// Node `i` started again on its port, and given every block made before it answers.
+    async fn restart(&mut self, i: usize) {
+        let n = Network::fresh(node(Network::options().port(self.ports[i])).await).await;
+        for (k, raw) in self.made.iter().enumerate() {
+            Network::make_on(&n, k + 1, raw).await;
+        }
+        self.nodes[i] = Some(n);
+    }
+
+    /// The blocks made since node `i` was paused, given to it once it is resumed.
+    async fn catch_up(&self, i: usize) {
+        let n = self.node(i);
+        let have = usize::try_from(n.block_number().await.unwrap()).unwrap();
+        for (k, raw) in self.made.iter().enumerate().skip(have) {
+            Network::make_on(n, k + 1, raw).await;
+        }
+    }
+}
+
+/// A signed call of the emitter by dev account 0 with `nonce`: one event.
+async fn emit_call(nonce: u64) -> Bytes {
+    let signer = PrivateKeySigner::from_str(DEV_PRIVATE_KEYS[0]).unwrap();
+    let tx = TransactionRequest::default()
+        .with_to(Address::from_str(EMITTER).unwrap())
+        .with_nonce(nonce)
+        .with_chain_id(DEFAULT_CHAIN_ID)
+        .with_gas_limit(50_000)
+        .with_max_fee_per_gas(20_000_000_000)
+        .with_max_priority_fee_per_gas(1_000_000_000);
+    let envelope =
+        <TransactionRequest as NetworkTransactionBuilder<Ethereum>>::build(tx, &EthereumWallet::from(signer))
+            .await
+            .unwrap();
+    Bytes::from(envelope.encoded_2718())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::print_stdout, reason = "the figure of the run, for the closing note")]
+async fn three_hundred_blocks_through_two_primary_restarts_and_a_stopped_backup_are_each_followed_once_with_their_logs()
+ {
+    let mut network = Network::start(2).await;
+    let endpoints =
+        vec![Endpoint::new("primary", network.node(0).url()), Endpoint::new("backup", network.node(1).url())];
+    let transport =
+        FailoverTransport::builder(endpoints).attempt_timeout(Duration::from_millis(300)).build().unwrap();
+    let filter = alloy::rpc::types::Filter::new().address(Address::from_str(EMITTER).unwrap());
+    let mut follower = transport.follow(Start::Number(1)).logs(filter).poll_every(Duration::from_millis(20));
+    let follow = tokio::spawn(async move {
+        let (mut blocks, mut logs, mut served) = (Vec::new(), Vec::new(), Vec::new());
+        while blocks.len() < 300 {
+            match tokio::time::timeout(Duration::from_secs(30), follower.next()).await {
+                Ok(Ok(ChainEvent::Block { block, served_by })) => {
+                    blocks.push(block);
+                    served.push(served_by);
+                }
+                Ok(Ok(ChainEvent::Logs { block, logs: found, .. })) => logs.push((block, found)),
+                Ok(Ok(other)) => panic!("the nodes make one chain, no reorg: {other:?}"),
+                Ok(Err(err)) => panic!("the follower stopped: {err}"),
+                Err(_) => panic!("no event for 30 s after block {}", blocks.len()),
+            }
+        }
+        // The logs of the last block come after it.
+        if logs.len() < blocks.len() {
+            if let Ok(Ok(ChainEvent::Logs { block, logs: found, .. })) =
+                tokio::time::timeout(Duration::from_secs(30), follower.next()).await
+            {
+                logs.push((block, found));
+            }
+        }
+        (blocks, logs, served)
+    });
+
+    // 300 blocks, one every 10 ms: the primary killed at 60 and started again at 110 (the
+    // blocks it missed given to it first), the backup stopped (SIGSTOP: its connections hang)
+    // from 150 to 200, the primary killed again from 230 to 270.
+    for number in 1..=300 {
+        match number {
+            60 | 230 => network.kill(0),
+            110 | 270 => network.restart(0).await,
+            150 => network.node(1).pause().unwrap(),
+            200 => {
+                network.node(1).resume().unwrap();
+                network.catch_up(1).await;
+            }
+            _ => {}
+        }
+        let paused = if (150..200).contains(&number) { vec![1] } else { vec![] };
+        network.make(&paused).await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (blocks, logs, served) = within(follow).await.unwrap();
+
+    let numbers: Vec<u64> = blocks.iter().map(|b| b.number).collect();
+    assert_eq!(numbers, (1..=300).collect::<Vec<_>>(), "every block once, in order");
+    for (i, block) in blocks.iter().enumerate() {
+        let params = json!([format!("{:#x}", block.number), false]);
+        let primary = within(network.node(0).rpc("eth_getBlockByNumber", params.clone())).await.unwrap();
+        let backup = within(network.node(1).rpc("eth_getBlockByNumber", params)).await.unwrap();
+        assert_eq!(primary["hash"], backup["hash"], "the nodes agree on block {}", block.number);
+        assert_eq!(
+            primary["hash"].as_str(),
+            Some(block.hash.to_string().as_str()),
+            "block {} is the chain's",
+            block.number
+        );
+        if i > 0 {
+            assert_eq!(
+                block.parent_hash,
+                blocks[i - 1].hash,
+                "block {} links to the one before",
+                block.number
+            );
+        }
+    }
+    assert_eq!(logs.len(), 300, "the logs of every block");
+    let mut seen = std::collections::HashSet::new();
+    for ((of, found), block) in logs.iter().zip(&blocks) {
+        assert_eq!(of.hash, block.hash, "block {}'s logs follow it", block.number);
+        assert_eq!(found.len(), 1, "block {} has its one event", block.number);
+        assert_eq!(found[0].block_hash, Some(block.hash));
+        assert!(!found[0].removed);
+        assert!(seen.insert(found[0].transaction_hash), "block {}'s event is yielded once", block.number);
+    }
+    let by_backup = served.iter().filter(|s| s.as_ref().is_some_and(|id| id.as_str() == "backup")).count();
+    assert!(by_backup > 0, "the backup served the blocks the primary was down for");
+    println!("follower through restarts: 300 blocks, {by_backup} served by the backup");
+}

@@ -1,7 +1,8 @@
 //! The chain follower over the simulator: 10 000 blocks made while three providers fail in the
-//! soak's ways (refused, 503, rate-limited, lagging, slow), at most two at a time: every block
-//! once, in order, each on the chain, its parent link verified. Prints the requests per block
-//! and the delay from a block's making to its yield.
+//! soak's ways (its measure's mix: refused, 5xx, rate-limited, JSON-RPC errors, malformed,
+//! truncated and reset bodies, hanging, lagging, stalled, on another chain; and slow), at most
+//! two at a time: every block once, in order, each on the chain, its parent link verified.
+//! Prints the requests per block and the delay from a block's making to its yield.
 #![allow(clippy::print_stdout, reason = "the figures of the run, for the closing note")]
 
 use std::sync::{Arc, Mutex};
@@ -26,14 +27,25 @@ impl Rng {
     }
 }
 
+/// One fault of the soak's mix (its measure's faults, each as often), or a slow answer.
 fn fault(rng: &mut Rng) -> Behaviour {
-    match rng.below(6) {
-        0 => Behaviour::Down,
-        1 => Behaviour::Status(503),
-        2 => Behaviour::RateLimited { retry_after_secs: 1 },
-        3 => Behaviour::Lagging(5),
-        4 => Behaviour::Slow(Duration::from_millis(30)),
-        _ => Behaviour::Healthy,
+    match rng.below(65) {
+        0..6 => Behaviour::Down,
+        6..16 => Behaviour::Status([502, 503, 504][rng.below(3) as usize]),
+        16..22 => Behaviour::RateLimited { retry_after_secs: 1 },
+        22..31 => {
+            let (code, message) =
+                [(-32005, "limit exceeded"), (-32603, "internal error")][rng.below(2) as usize];
+            Behaviour::JsonRpcError { code, message: message.to_owned() }
+        }
+        31..36 => Behaviour::Malformed,
+        36..41 => Behaviour::Truncated,
+        41..46 => Behaviour::ResetMidBody,
+        46..51 => Behaviour::Hang,
+        51..57 => Behaviour::Lagging(3 + rng.below(4)),
+        57..60 => Behaviour::Stalled,
+        60..64 => Behaviour::WrongChain(1 + rng.below(10)),
+        _ => Behaviour::Slow(Duration::from_millis(30)),
     }
 }
 
@@ -75,11 +87,12 @@ async fn ten_thousand_blocks_through_flapping_providers_are_each_yielded_once_in
         }
     });
 
-    // Blocks in bursts of 1 to 20, every 2 ms; every 50 ms one provider changes behaviour,
+    // Blocks in bursts of 1 to 6, every 2 ms; every 25 ms one provider changes behaviour,
     // while at least one stays healthy.
     let mut rng = Rng(0x5eed_0022);
     let mut behaviours = [Behaviour::Healthy, Behaviour::Healthy, Behaviour::Healthy];
     let mut next_fault = Instant::now();
+    let mut faults = 0;
     while chain.head() < start + BLOCKS - 1 {
         if Instant::now() >= next_fault {
             let p = rng.below(3) as usize;
@@ -87,11 +100,12 @@ async fn ten_thousand_blocks_through_flapping_providers_are_each_yielded_once_in
             let healthy_left =
                 behaviours.iter().enumerate().filter(|(i, b)| *i != p && **b == Behaviour::Healthy).count();
             let behaviour = if healthy_left == 0 { Behaviour::Healthy } else { candidate };
+            faults += usize::from(behaviour != Behaviour::Healthy);
             providers[p].set(behaviour.clone()).await.unwrap();
             behaviours[p] = behaviour;
-            next_fault = Instant::now() + Duration::from_millis(50);
+            next_fault = Instant::now() + Duration::from_millis(25);
         }
-        let burst = (1 + rng.below(20)).min(start + BLOCKS - 1 - chain.head());
+        let burst = (1 + rng.below(6)).min(start + BLOCKS - 1 - chain.head());
         chain.advance(burst);
         let now = Instant::now();
         made.lock().unwrap().extend(std::iter::repeat_n(now, burst as usize));
@@ -119,11 +133,12 @@ async fn ten_thousand_blocks_through_flapping_providers_are_each_yielded_once_in
     let q = |f: f64| delays[((delays.len() - 1) as f64 * f) as usize];
     let received: u64 = providers.iter().map(|p| p.total()).sum();
     println!(
-        "follower: {BLOCKS} blocks, {} requests sent ({:.3} per block), {received} received by the providers ({:.3} per block), {} retried; delay from making to yield p50 {:?}, p99 {:?}",
+        "follower: {BLOCKS} blocks through {faults} faults, {} requests sent ({:.3} per block), {received} received by the providers ({:.3} per block), {} retried, {} blocks off the chain refused; delay from making to yield p50 {:?}, p99 {:?}",
         stats.requests,
         stats.requests as f64 / BLOCKS as f64,
         received as f64 / BLOCKS as f64,
         stats.retried,
+        stats.off_chain,
         q(0.5),
         q(0.99),
     );

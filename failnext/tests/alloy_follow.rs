@@ -98,11 +98,25 @@ async fn provider_with(
     down: Arc<AtomicBool>,
     no_batches: Arc<AtomicBool>,
 ) -> Server {
+    serve(Arc::new(move || chain.clone()), down, no_batches).await
+}
+
+/// A provider serving `chain`, or `other` while `switched` is set: a node moved onto another
+/// chain (or a branch of its own), whose blocks no other provider has.
+async fn switching(chain: Arc<Mutex<Chain>>, other: Arc<Mutex<Chain>>, switched: Arc<AtomicBool>) -> Server {
+    let pick = move || if switched.load(Ordering::SeqCst) { other.clone() } else { chain.clone() };
+    serve(Arc::new(pick), Arc::default(), Arc::default()).await
+}
+
+type Pick = Arc<dyn Fn() -> Arc<Mutex<Chain>> + Send + Sync>;
+
+async fn serve(pick: Pick, down: Arc<AtomicBool>, no_batches: Arc<AtomicBool>) -> Server {
     Server::start(Arc::new(move |req: &Received| {
         if down.load(Ordering::SeqCst) {
             return Action::Reply(Reply::new(503).text("unavailable"));
         }
         let body = req.json();
+        let chain = pick();
         let chain = chain.lock().unwrap();
         let answer = match &body {
             Value::Array(_) if no_batches.load(Ordering::SeqCst) => json!({
@@ -399,4 +413,103 @@ async fn a_paired_follower_goes_no_further_than_the_block_every_admitted_provide
     assert!(
         matches!(next(&mut follower).await.unwrap(), ChainEvent::Block { block, .. } if block.number == 11)
     );
+}
+
+/// Another chain of `blocks` blocks: every hash differs from [`Chain::with`]'s.
+fn other_chain(blocks: u64) -> Arc<Mutex<Chain>> {
+    Arc::new(Mutex::new(Chain { branches: vec![77; blocks as usize + 1] }))
+}
+
+#[tokio::test]
+async fn a_provider_switching_chains_mid_stream_is_avoided_costing_no_block_and_no_false_reorg() {
+    let chain = Chain::with(5);
+    let switched = Arc::new(AtomicBool::new(false));
+    let primary = switching(chain.clone(), other_chain(40), switched.clone()).await;
+    let backup = provider(chain.clone(), Arc::default()).await;
+    let t = transport(&[("primary", &primary), ("backup", &backup)]);
+    let mut follower = t.follow(Start::Number(1)).logs(filter()).poll_every(Duration::from_millis(10));
+    let mut events = until_block(&mut follower, 5).await;
+    let before = primary.requests();
+    switched.store(true, Ordering::SeqCst);
+    chain.lock().unwrap().extend(20);
+    events.extend(until_block(&mut follower, 20).await);
+    assert!(events.iter().all(|e| !matches!(e, ChainEvent::Reorg { .. })), "no reorg: {events:?}");
+    assert_eq!(blocks(&events), (1..=20).collect::<Vec<_>>(), "every block once, in order");
+    for event in &events {
+        if let ChainEvent::Block { block, .. } = event {
+            assert_eq!(
+                Some(block.hash),
+                chain.lock().unwrap().hash_of(block.number),
+                "block {} is the chain's",
+                block.number
+            );
+        }
+    }
+    let logs =
+        events.iter().filter(|e| matches!(e, ChainEvent::Logs { logs, .. } if logs.len() == 1)).count();
+    assert_eq!(logs, 20, "every block's log once");
+    let asked = primary.requests() - before;
+    assert!(
+        asked <= 3,
+        "the provider off the chain is avoided once found: {asked} requests after it switched"
+    );
+}
+
+#[tokio::test]
+async fn a_provider_on_another_chain_at_the_start_is_outvoted_and_does_not_set_the_chain_followed() {
+    let chain = Chain::with(10);
+    let wrong = switching(chain.clone(), other_chain(10), Arc::new(AtomicBool::new(true))).await;
+    let b = provider(chain.clone(), Arc::default()).await;
+    let c = provider(chain.clone(), Arc::default()).await;
+    let t = transport(&[("wrong", &wrong), ("b", &b), ("c", &c)]);
+    let mut follower = t.follow(Start::Number(1)).poll_every(Duration::from_millis(10));
+    for number in 1..=10 {
+        let ChainEvent::Block { block, served_by } = next(&mut follower).await.unwrap() else {
+            panic!("blocks only")
+        };
+        assert_eq!(block.number, number);
+        assert_eq!(Some(block.hash), chain.lock().unwrap().hash_of(number), "block {number} is the chain's");
+        assert_ne!(served_by.map(|id| id.to_string()).as_deref(), Some("wrong"));
+    }
+}
+
+#[tokio::test]
+async fn two_providers_disagreeing_on_the_first_block_start_nothing_until_they_agree() {
+    let chain = Chain::with(3);
+    let switched = Arc::new(AtomicBool::new(true));
+    let wrong = switching(chain.clone(), other_chain(3), switched.clone()).await;
+    let right = provider(chain.clone(), Arc::default()).await;
+    let t = transport(&[("wrong", &wrong), ("right", &right)]);
+    let mut follower = t.follow(Start::Number(1)).poll_every(Duration::from_millis(10));
+    let waited = tokio::time::timeout(Duration::from_millis(300), follower.next()).await;
+    assert!(waited.is_err(), "no block two providers disagree on: {waited:?}");
+    switched.store(false, Ordering::SeqCst);
+    let ChainEvent::Block { block, .. } = next(&mut follower).await.unwrap() else { panic!("a block") };
+    assert_eq!(Some(block.hash), chain.lock().unwrap().hash_of(1));
+}
+
+#[tokio::test]
+async fn a_reorg_two_providers_show_is_confirmed_by_the_second_and_reported_once() {
+    let chain = Chain::with(8);
+    let a = provider(chain.clone(), Arc::default()).await;
+    let b = provider(chain.clone(), Arc::default()).await;
+    let t = transport(&[("a", &a), ("b", &b)]);
+    let mut follower = t.follow(Start::Number(1)).poll_every(Duration::from_millis(10));
+    for _ in 1..=8 {
+        next(&mut follower).await.unwrap();
+    }
+    {
+        let mut chain = chain.lock().unwrap();
+        chain.reorg(3);
+        chain.extend(9);
+    }
+    let ChainEvent::Reorg { depth, .. } = next(&mut follower).await.unwrap() else { panic!("a reorg") };
+    assert_eq!(depth, 3);
+    for number in 6..=9 {
+        let ChainEvent::Block { block, .. } = next(&mut follower).await.unwrap() else {
+            panic!("block {number}")
+        };
+        assert_eq!((block.number, Some(block.hash)), (number, chain.lock().unwrap().hash_of(number)));
+    }
+    assert_eq!(follower.stats().reorgs, 1);
 }

@@ -21,6 +21,10 @@ const BACKFILL: u64 = 32;
 /// How many blocks a follower remembers, by default: the deepest reorg it can repair.
 pub const DEFAULT_FOLLOW_DEPTH: usize = 64;
 
+/// How long the follower's reads avoid a provider that showed a block off the chain it
+/// follows (another chain, a branch of its own) while another provider showed the chain.
+const OFF_CHAIN_FOR: Duration = Duration::from_secs(5);
+
 /// Where a [`Follower`] starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -135,6 +139,10 @@ pub struct FollowStats {
     pub reorgs: u64,
     /// Reads that failed on every provider and were retried after the poll interval.
     pub retried: u64,
+    /// Blocks a provider showed off the chain followed (on another chain, or a branch of its
+    /// own) that a second provider did not confirm: never yielded, the provider avoided for a
+    /// while.
+    pub off_chain: u64,
     /// JSON-RPC requests sent.
     pub requests: u64,
 }
@@ -184,6 +192,8 @@ pub struct Follower {
     head: u64,
     /// The endpoint that answered the latest read.
     served: Option<EndpointId>,
+    /// Providers whose blocks were off the chain followed, avoided until then.
+    off_chain: Vec<(EndpointId, tokio::time::Instant)>,
     stats: FollowStats,
 }
 
@@ -202,6 +212,7 @@ impl FailoverTransport {
             pending: VecDeque::new(),
             head: 0,
             served: None,
+            off_chain: Vec::new(),
             stats: FollowStats::default(),
         }
     }
@@ -266,8 +277,9 @@ impl Follower {
     /// [`FollowError::TooDeep`] when a reorg is deeper than the blocks remembered. Reads that
     /// fail on every provider are retried, never returned.
     pub async fn next(&mut self) -> Result<ChainEvent, FollowError> {
-        if let Some(start) = self.start.take() {
+        if let Some(start) = self.start {
             self.next = self.start_number(start).await?;
+            self.start = None;
         }
         loop {
             if let Some(event) = self.pending.pop_front() {
@@ -276,9 +288,13 @@ impl Follower {
             if self.next > self.head {
                 match self.read_head().await {
                     Some(head) if head >= self.next => self.head = head,
-                    Some(_) if self.tip_replaced().await => {
-                        // A reorg at the same height (or lower): no new block to show it.
-                        self.reorg().await?;
+                    Some(_) => {
+                        if let Some(other) = self.tip_replaced().await {
+                            // A reorg at the same height (or lower): no new block to show it.
+                            self.disputed(other).await?;
+                        } else {
+                            tokio::time::sleep(self.interval()).await;
+                        }
                         continue;
                     }
                     _ => {
@@ -295,10 +311,10 @@ impl Follower {
     async fn step(&mut self) -> Result<(), FollowError> {
         let from = self.next;
         let count = self.head.saturating_sub(from).saturating_add(1).min(BACKFILL);
-        let mut headers = self.blocks_from(from, count).await;
+        let mut headers = self.blocks_from(from, count, &[]).await;
         if count > 1 && headers.iter().all(Option::is_none) {
             // No answer to the batch (a provider that refuses batches, say): this block alone.
-            headers = vec![self.block_by_number(from).await];
+            headers = vec![self.block_by_number(from, &[]).await];
         }
         // The blocks that chain on from the last one yielded, in order: the first that does
         // not (a reorg, or a provider on another branch) or is missing ends the run.
@@ -310,14 +326,14 @@ impl Follower {
             if block.number != from + run.len() as u64 || parent.is_some_and(|p| p.hash != block.parent_hash)
             {
                 if run.is_empty() && parent.is_some_and(|p| p.hash != block.parent_hash) {
-                    return self.reorg().await;
+                    return self.disputed(block).await;
                 }
                 break;
             }
             run.push(block);
         }
         let blocks_served = self.served.clone();
-        if run.is_empty() {
+        if run.is_empty() || !self.anchored(&run[0], blocks_served.as_ref()).await {
             // Not there yet at the provider that answered, or no provider answered.
             tokio::time::sleep(self.interval()).await;
             return Ok(());
@@ -369,13 +385,82 @@ impl Follower {
         Ok(())
     }
 
+    /// Whether the first block to yield may be: nothing was yielded yet, so no parent link
+    /// vouches for it. Other providers (up to two) are asked for the block at its height: the
+    /// first to show the same block settles it; two showing another block between them
+    /// outvote it (and its provider is avoided for a while); with no other answer its word
+    /// is taken. Otherwise it is asked for again: one provider off the chain at the start
+    /// does not set the chain followed.
+    async fn anchored(&mut self, first: &FollowedBlock, by: Option<&EndpointId>) -> bool {
+        let (true, Some(by)) = (self.ring.is_empty() && self.transport.endpoint_count() > 1, by) else {
+            return true;
+        };
+        let mut avoid = vec![by.clone()];
+        let mut others: Vec<B256> = Vec::new();
+        while avoid.len() < self.transport.endpoint_count().min(3) {
+            let Some(other) = self.block_by_number(first.number, &avoid).await else { break };
+            if other.hash == first.hash {
+                return true;
+            }
+            if others.contains(&other.hash) {
+                self.avoid_off_chain(by.clone());
+                return false;
+            }
+            others.push(other.hash);
+            match self.served.clone() {
+                Some(id) if !avoid.contains(&id) => avoid.push(id),
+                _ => break,
+            }
+        }
+        others.is_empty()
+    }
+
+    /// A block (`claimed`, answered by `self.served`) that does not chain on from the blocks
+    /// yielded: a reorg, or a provider off the chain (on another chain, on a branch of its
+    /// own). A second provider is asked for the block at its height: showing the same block,
+    /// it confirms the reorg; showing the chain followed, the first provider is avoided for a
+    /// while; neither (or no answer), the block is asked for again after the poll interval.
+    /// With one endpoint its word is taken.
+    async fn disputed(&mut self, claimed: FollowedBlock) -> Result<(), FollowError> {
+        let Some(by) = self.served.clone().filter(|_| self.transport.endpoint_count() > 1) else {
+            return self.reorg().await;
+        };
+        match self.block_by_number(claimed.number, std::slice::from_ref(&by)).await.map(|h| h.block()) {
+            Some(other) if other.hash == claimed.hash => self.reorg().await,
+            Some(other) if self.on_chain(&other) => {
+                self.avoid_off_chain(by);
+                Ok(())
+            }
+            _ => {
+                tokio::time::sleep(self.interval()).await;
+                Ok(())
+            }
+        }
+    }
+
+    /// `endpoint`'s blocks were off the chain followed: reads avoid it for a while.
+    fn avoid_off_chain(&mut self, endpoint: EndpointId) {
+        self.stats.off_chain += 1;
+        self.off_chain.retain(|(id, _)| *id != endpoint);
+        self.off_chain.push((endpoint, tokio::time::Instant::now() + OFF_CHAIN_FOR));
+    }
+
+    /// Whether `block` is one of the blocks yielded, or the next one after the last.
+    fn on_chain(&self, block: &FollowedBlock) -> bool {
+        self.ring.iter().any(|(b, _)| b.hash == block.hash)
+            || self
+                .ring
+                .back()
+                .is_some_and(|(last, _)| last.number + 1 == block.number && last.hash == block.parent_hash)
+    }
+
     /// The block at `self.next` does not extend the last one yielded: finds the newest block
     /// remembered that is still canonical and queues the reorg of those after it.
     async fn reorg(&mut self) -> Result<(), FollowError> {
         let mut keep = None;
         for i in (0..self.ring.len()).rev() {
             let (block, _) = self.ring[i];
-            let Some(now) = self.block_by_number(block.number).await else {
+            let Some(now) = self.block_by_number(block.number, &[]).await else {
                 // Unknown now: try again later rather than guess.
                 tokio::time::sleep(self.interval()).await;
                 return Ok(());
@@ -407,10 +492,13 @@ impl Follower {
         Ok(())
     }
 
-    /// Whether the last block yielded is no longer the one at its height.
-    async fn tip_replaced(&mut self) -> bool {
-        let Some(last) = self.ring.back().map(|(b, _)| *b) else { return false };
-        self.block_by_number(last.number).await.is_some_and(|now| now.hash != last.hash)
+    /// The block now at the height of the last one yielded, when it is another one.
+    async fn tip_replaced(&mut self) -> Option<FollowedBlock> {
+        let last = self.ring.back().map(|(b, _)| *b)?;
+        self.block_by_number(last.number, &[])
+            .await
+            .map(|now| now.block())
+            .filter(|now| now.hash != last.hash)
     }
 
     async fn start_number(&mut self, start: Start) -> Result<u64, FollowError> {
@@ -444,23 +532,25 @@ impl Follower {
         if let Some(agreed) = self.transport.agreed_head() {
             return Some(agreed);
         }
-        let head: alloy_primitives::U64 = self.read("eth_blockNumber", ()).await?;
+        let head: alloy_primitives::U64 = self.read("eth_blockNumber", (), &[]).await?;
         Some(head.to::<u64>())
     }
 
-    async fn block_by_number(&mut self, number: u64) -> Option<Header> {
-        self.read::<Option<Header>>("eth_getBlockByNumber", (format!("0x{number:x}"), false)).await.flatten()
+    /// Block `number`, read from none of `avoid`.
+    async fn block_by_number(&mut self, number: u64, avoid: &[EndpointId]) -> Option<Header> {
+        let params = (format!("0x{number:x}"), false);
+        self.read::<Option<Header>>("eth_getBlockByNumber", params, avoid).await.flatten()
     }
 
     /// Blocks `from` to `from + count - 1`, in one request (a batch when more than one);
     /// `None` for a block the provider does not have, and all `None` when no provider
     /// answered.
-    async fn blocks_from(&mut self, from: u64, count: u64) -> Vec<Option<Header>> {
+    async fn blocks_from(&mut self, from: u64, count: u64, avoid: &[EndpointId]) -> Vec<Option<Header>> {
         if count <= 1 {
-            return vec![self.block_by_number(from).await];
+            return vec![self.block_by_number(from, avoid).await];
         }
         let params = (from..from + count).map(|n| (format!("0x{n:x}"), false)).collect();
-        self.read_batch::<Option<Header>, _>("eth_getBlockByNumber", params)
+        self.read_batch::<Option<Header>, _>("eth_getBlockByNumber", params, avoid)
             .await
             .into_iter()
             .map(Option::flatten)
@@ -471,50 +561,74 @@ impl Follower {
     /// one request; `None` unless every block's answer came.
     async fn logs_of(&mut self, filter: Filter, blocks: &[FollowedBlock]) -> Option<Vec<Vec<Log>>> {
         if let [block] = blocks {
-            let logs = self.read("eth_getLogs", [filter.at_block_hash(block.hash)]).await?;
+            let logs = self.read("eth_getLogs", [filter.at_block_hash(block.hash)], &[]).await?;
             return Some(vec![logs]);
         }
         let params = blocks.iter().map(|b| [filter.clone().at_block_hash(b.hash)]).collect();
-        self.read_batch::<Vec<Log>, _>("eth_getLogs", params).await.into_iter().collect()
+        self.read_batch::<Vec<Log>, _>("eth_getLogs", params, &[]).await.into_iter().collect()
     }
 
-    /// One batch of `method` calls through the transport, one per entry of `params`: each
-    /// call's result, `None` where it failed (every one when no provider answered).
+    /// One batch of `method` calls through the transport, one per entry of `params`, to none
+    /// of `avoid` (nor a provider found off the chain): each call's result, `None` where it
+    /// failed (every one when no provider answered).
     async fn read_batch<R: DeserializeOwned, P: alloy_json_rpc::RpcSend>(
         &mut self,
         method: &'static str,
         params: Vec<P>,
+        avoid: &[EndpointId],
     ) -> Vec<Option<R>> {
         self.stats.requests += 1;
         let n = params.len();
-        match self.transport.call_batch(method, params).await {
+        let avoid = self.avoiding(avoid);
+        match self.transport.call_batch(method, params, &avoid).await {
             Ok((results, served)) => {
                 self.served = served;
                 results
             }
             Err(_) => {
-                self.stats.retried += 1;
+                self.failed(&avoid);
                 (0..n).map(|_| None).collect()
             }
         }
     }
 
-    /// One read through the transport; `None` (counted) when no provider answered it.
+    /// One read through the transport, to none of `avoid` (nor a provider found off the
+    /// chain); `None` (counted) when no provider answered it.
     async fn read<R: DeserializeOwned>(
         &mut self,
         method: &'static str,
         params: impl alloy_json_rpc::RpcSend,
+        avoid: &[EndpointId],
     ) -> Option<R> {
         self.stats.requests += 1;
-        match self.transport.call_served(method, params).await {
+        let avoid = self.avoiding(avoid);
+        match self.transport.call_served(method, params, &avoid).await {
             Ok((value, served)) => {
                 self.served = served;
                 Some(value)
             }
             Err(_) => {
-                self.stats.retried += 1;
+                self.failed(&avoid);
                 None
             }
+        }
+    }
+
+    /// `avoid`, and the providers still avoided for being off the chain.
+    fn avoiding(&mut self, avoid: &[EndpointId]) -> Vec<EndpointId> {
+        let now = tokio::time::Instant::now();
+        self.off_chain.retain(|(_, until)| *until > now);
+        let mut all = avoid.to_vec();
+        all.extend(self.off_chain.iter().map(|(id, _)| id.clone()).filter(|id| !avoid.contains(id)));
+        all
+    }
+
+    /// A read no provider answered: counted, and when it avoided providers for being off the
+    /// chain, they are heard again (each of their blocks is still checked against the chain).
+    fn failed(&mut self, avoided: &[EndpointId]) {
+        self.stats.retried += 1;
+        if !avoided.is_empty() {
+            self.off_chain.clear();
         }
     }
 

@@ -198,6 +198,11 @@ impl FailoverTransport {
         self.memory.fanout(hash)
     }
 
+    /// How many endpoints the transport has.
+    pub(crate) fn endpoint_count(&self) -> usize {
+        self.endpoints.len()
+    }
+
     /// The highest block every provider the paired source admits is known to have (`None`
     /// without a source, or when it knows no head of an admitted provider).
     pub(crate) fn agreed_head(&self) -> Option<u64> {
@@ -326,17 +331,18 @@ impl FailoverTransport {
         method: &'static str,
         params: impl alloy_json_rpc::RpcSend,
     ) -> TransportResult<R> {
-        self.call_served(method, params).await.map(|(r, _)| r)
+        self.call_served(method, params, &[]).await.map(|(r, _)| r)
     }
 
-    /// `call`, with the endpoint that answered.
+    /// `call`, never to the endpoints of `avoid`, with the endpoint that answered.
     pub(crate) async fn call_served<R: serde::de::DeserializeOwned>(
         &self,
         method: &'static str,
         params: impl alloy_json_rpc::RpcSend,
+        avoid: &[EndpointId],
     ) -> TransportResult<(R, Option<EndpointId>)> {
         let cell = super::ServedByCell::new();
-        let request = served_request(method, 0, params, &cell)?;
+        let request = served_request(method, 0, params, &cell, avoid)?;
         let answer = self.send_in(RequestPacket::Single(request), None).await?;
         let ResponsePacket::Single(response) = answer else {
             return Err(TransportErrorKind::custom_str("a single call was answered with a batch"));
@@ -353,17 +359,19 @@ impl FailoverTransport {
     }
 
     /// One batch of `method` calls through the transport, one per entry of `params`: each
-    /// call's result parsed as `R`, `None` where the call failed or its answer is missing.
+    /// call's result parsed as `R`, `None` where the call failed or its answer is missing;
+    /// never to the endpoints of `avoid`.
     pub(crate) async fn call_batch<R: serde::de::DeserializeOwned, P: alloy_json_rpc::RpcSend>(
         &self,
         method: &'static str,
         params: Vec<P>,
+        avoid: &[EndpointId],
     ) -> TransportResult<(Vec<Option<R>>, Option<EndpointId>)> {
         let n = params.len();
         let cell = super::ServedByCell::new();
         let requests = (0_u64..)
             .zip(params)
-            .map(|(i, p)| served_request(method, i, p, &cell))
+            .map(|(i, p)| served_request(method, i, p, &cell, avoid))
             .collect::<Result<Vec<_>, TransportError>>()?;
         let answer = self.send_in(RequestPacket::Batch(requests), None).await?;
         let responses = match answer {
@@ -714,17 +722,22 @@ enum Route {
 }
 
 /// A call of `method` with `params` and id `id`, whose answering endpoint is written into
-/// `cell`.
+/// `cell`, sent to none of `avoid`.
 fn served_request(
     method: &'static str,
     id: u64,
     params: impl alloy_json_rpc::RpcSend,
     cell: &super::ServedByCell,
+    avoid: &[EndpointId],
 ) -> TransportResult<alloy_json_rpc::SerializedRequest> {
     let mut request = alloy_json_rpc::Request::new(method, alloy_json_rpc::Id::Number(id), params)
         .serialize()
         .map_err(TransportError::ser_err)?;
-    request.meta_mut().extensions_mut().insert(cell.clone());
+    let extensions = request.meta_mut().extensions_mut();
+    extensions.insert(cell.clone());
+    if !avoid.is_empty() {
+        extensions.insert(crate::ExcludedEndpoints(avoid.to_vec()));
+    }
     Ok(request)
 }
 

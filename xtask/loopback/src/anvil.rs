@@ -93,13 +93,20 @@ const STDERR_CAP: usize = 64 * 1024;
 pub struct AnvilOptions {
     chain_id: u64,
     block_time: Option<Duration>,
+    port: Option<u16>,
     args: Vec<String>,
     binary: Option<PathBuf>,
 }
 
 impl Default for AnvilOptions {
     fn default() -> Self {
-        AnvilOptions { chain_id: DEFAULT_CHAIN_ID, block_time: None, args: Vec::new(), binary: None }
+        AnvilOptions {
+            chain_id: DEFAULT_CHAIN_ID,
+            block_time: None,
+            port: None,
+            args: Vec::new(),
+            binary: None,
+        }
     }
 }
 
@@ -120,6 +127,14 @@ impl AnvilOptions {
     #[must_use]
     pub fn block_time(mut self, interval: Duration) -> Self {
         self.block_time = Some(interval);
+        self
+    }
+
+    /// Listens on this loopback port rather than one the kernel picks: to start a node again
+    /// where its clients expect it, on the [`port`](Anvil::port) of the one it replaces.
+    #[must_use]
+    pub fn port(mut self, port: u16) -> Self {
+        self.port = Some(port);
         self
     }
 
@@ -158,8 +173,8 @@ pub struct Anvil {
 // ===== impl Anvil =====
 
 impl Anvil {
-    /// Starts a node on a free loopback port and waits (at most 10 s) until it answers
-    /// `eth_chainId` with the configured chain id.
+    /// Starts a node on a free loopback port (or the one [`AnvilOptions::port`] gives) and
+    /// waits (at most 10 s) until it answers `eth_chainId` with the configured chain id.
     ///
     /// # Errors
     ///
@@ -174,8 +189,9 @@ impl Anvil {
         Ok(anvil)
     }
 
-    /// Runs anvil on `--port 0`: the kernel picks a free port when anvil binds, and anvil
-    /// prints it, so no other process can take it between picking and binding.
+    /// Runs anvil on `--port 0` (unless a port is given): the kernel picks a free port when
+    /// anvil binds, and anvil prints it, so no other process can take it between picking and
+    /// binding.
     fn spawn(
         binary: &Path,
         options: &AnvilOptions,
@@ -183,7 +199,7 @@ impl Anvil {
     ) -> Result<(Anvil, oneshot::Receiver<u16>), AnvilError> {
         let mut command = Command::new(binary);
         command
-            .args(["--host", "127.0.0.1", "--port", "0"])
+            .args(["--host", "127.0.0.1", "--port", &options.port.unwrap_or(0).to_string()])
             .args(["--chain-id", &options.chain_id.to_string()]);
         if let Some(interval) = options.block_time {
             command.args(["--block-time", &interval.as_secs_f64().to_string()]);
