@@ -513,3 +513,75 @@ async fn a_reorg_two_providers_show_is_confirmed_by_the_second_and_reported_once
     }
     assert_eq!(follower.stats().reorgs, 1);
 }
+
+/// A loopback WebSocket provider of `newHeads` notifications: its first connection is closed
+/// right after the subscription (a lost subscription), the next one is sent a notification
+/// each time `announce` is notified.
+#[cfg(feature = "ws")]
+async fn new_heads(announce: Arc<tokio::sync::Notify>) -> (url::Url, Arc<std::sync::atomic::AtomicUsize>) {
+    use futures::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = url::Url::parse(&format!("ws://{}", listener.local_addr().unwrap())).unwrap();
+    let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = connections.clone();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let first = count.fetch_add(1, Ordering::SeqCst) == 0;
+            let announce = announce.clone();
+            tokio::spawn(async move {
+                let mut ws = tokio_tungstenite::accept_async(tcp).await.unwrap();
+                let Some(Ok(Message::Text(subscribe))) = ws.next().await else { return };
+                assert!(subscribe.contains("newHeads"), "{subscribe}");
+                let _ = ws.send(Message::text(r#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#)).await;
+                if first {
+                    let _ = ws.close(None).await;
+                    return;
+                }
+                loop {
+                    announce.notified().await;
+                    let note = r#"{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":"0x1","result":{}}}"#;
+                    if ws.send(Message::text(note)).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (url, connections)
+}
+
+#[cfg(feature = "ws")]
+#[tokio::test]
+async fn a_new_head_announced_over_websocket_is_followed_at_once_and_a_lost_subscription_is_made_again() {
+    let chain = Chain::with(3);
+    let p = provider(chain.clone(), Arc::default()).await;
+    let t = transport(&[("p", &p)]);
+    let announce = Arc::new(tokio::sync::Notify::new());
+    let (url, connections) = new_heads(announce.clone()).await;
+    // Polling alone would wait an hour.
+    let mut follower =
+        t.follow(Start::Number(1)).poll_every(Duration::from_secs(3600)).wake_on_new_heads([url]);
+    for _ in 1..=3 {
+        next(&mut follower).await.unwrap();
+    }
+    let fourth = tokio::spawn(async move {
+        let event = next(&mut follower).await.unwrap();
+        (event, follower)
+    });
+    // The first subscription is closed by the provider; once the second one is up, a block.
+    while connections.load(Ordering::SeqCst) < 2 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    chain.lock().unwrap().extend(4);
+    let (event, follower) = loop {
+        announce.notify_waiters();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        if fourth.is_finished() {
+            break fourth.await.unwrap();
+        }
+    };
+    assert!(matches!(event, ChainEvent::Block { block, .. } if block.number == 4), "{event:?}");
+    assert!(follower.stats().woken >= 1);
+}

@@ -147,7 +147,7 @@ fn bench(args: &[String]) -> Result<(), DynError> {
 
 /// The features CI builds: every one but `failnext-examples/tls`, which only matters against
 /// real https providers and would build a C crypto library on every run.
-const FEATURES: &str = "failnext/tracing,failnext/jsonrpc,failnext/alloy,failnext/serde,failnext/metrics,failnext-blocklag/serde,failnext-blocklag/metrics,failnext-examples/alloy,failnext-examples/prometheus";
+const FEATURES: &str = "failnext/tracing,failnext/jsonrpc,failnext/alloy,failnext/ws,failnext/serde,failnext/metrics,failnext-blocklag/serde,failnext-blocklag/metrics,failnext-examples/alloy,failnext-examples/prometheus";
 
 /// Each example, its arguments, and a line its output must contain. Examples run against the
 /// simulator: the variables that would point them at real providers are removed.

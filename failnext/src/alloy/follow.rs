@@ -145,6 +145,8 @@ pub struct FollowStats {
     pub off_chain: u64,
     /// JSON-RPC requests sent.
     pub requests: u64,
+    /// Waits ended early by a provider announcing a new head (feature `ws`).
+    pub woken: u64,
 }
 
 /// The chain, followed through a [`FailoverTransport`]: every canonical block exactly once,
@@ -157,7 +159,11 @@ pub struct FollowStats {
 /// block: a read no provider answers is retried after the poll interval, and a block a
 /// provider does not have yet (`null`) is asked again later. With a monitor paired the
 /// follower goes no further than the highest block every admitted provider has, so one
-/// provider running ahead does not pull it onto a branch nobody else has.
+/// provider running ahead does not pull it onto a branch nobody else has. A block that does
+/// not chain on from the last one yielded is believed (a reorg) only when a second provider
+/// shows the same block; when another shows the chain followed instead, the provider that
+/// answered it is on another chain or a branch of its own, and the follower's reads avoid it
+/// for a while. With one endpoint, its word is taken.
 ///
 /// ```no_run
 /// # async fn demo(transport: failnext::alloy::FailoverTransport) -> Result<(), failnext::alloy::FollowError> {
@@ -194,6 +200,9 @@ pub struct Follower {
     served: Option<EndpointId>,
     /// Providers whose blocks were off the chain followed, avoided until then.
     off_chain: Vec<(EndpointId, tokio::time::Instant)>,
+    /// New-head subscriptions that end a wait early.
+    #[cfg(feature = "ws")]
+    wake: Option<super::wake::Wake>,
     stats: FollowStats,
 }
 
@@ -213,6 +222,8 @@ impl FailoverTransport {
             head: 0,
             served: None,
             off_chain: Vec::new(),
+            #[cfg(feature = "ws")]
+            wake: None,
             stats: FollowStats::default(),
         }
     }
@@ -264,6 +275,30 @@ impl Follower {
         self
     }
 
+    /// Also polls as soon as one of these providers announces a new head: a WebSocket
+    /// `eth_subscribe("newHeads")` subscription at each URL (`ws://`, or `wss://` with a TLS
+    /// feature of `tokio-tungstenite` enabled in the application), kept for as long as the
+    /// follower lives and made again when lost. A notification is only a reason to poll now:
+    /// blocks and logs are still read through the transport and verified as without it, so
+    /// a subscription that lies, lags or drops costs latency, never a block. Feature `ws`.
+    ///
+    /// ```no_run
+    /// # fn demo(transport: failnext::alloy::FailoverTransport) -> Result<(), url::ParseError> {
+    /// use failnext::alloy::Start;
+    ///
+    /// let follower = transport
+    ///     .follow(Start::Head)
+    ///     .wake_on_new_heads([url::Url::parse("ws://127.0.0.1:8546")?]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(feature = "ws")]
+    #[must_use]
+    pub fn wake_on_new_heads(mut self, urls: impl IntoIterator<Item = url::Url>) -> Follower {
+        self.wake = Some(super::wake::Wake::new(urls.into_iter().collect()));
+        self
+    }
+
     /// What the follower did so far.
     pub fn stats(&self) -> FollowStats {
         self.stats
@@ -293,12 +328,12 @@ impl Follower {
                             // A reorg at the same height (or lower): no new block to show it.
                             self.disputed(other).await?;
                         } else {
-                            tokio::time::sleep(self.interval()).await;
+                            self.pause().await;
                         }
                         continue;
                     }
                     _ => {
-                        tokio::time::sleep(self.interval()).await;
+                        self.pause().await;
                         continue;
                     }
                 }
@@ -335,7 +370,7 @@ impl Follower {
         let blocks_served = self.served.clone();
         if run.is_empty() || !self.anchored(&run[0], blocks_served.as_ref()).await {
             // Not there yet at the provider that answered, or no provider answered.
-            tokio::time::sleep(self.interval()).await;
+            self.pause().await;
             return Ok(());
         }
         let logs = match self.filter.clone() {
@@ -348,13 +383,13 @@ impl Follower {
                     match self.logs_of(filter, &run).await {
                         Some(logs) => logs,
                         None => {
-                            tokio::time::sleep(self.interval()).await;
+                            self.pause().await;
                             return Ok(());
                         }
                     }
                 }
                 None => {
-                    tokio::time::sleep(self.interval()).await;
+                    self.pause().await;
                     return Ok(());
                 }
             },
@@ -432,7 +467,7 @@ impl Follower {
                 Ok(())
             }
             _ => {
-                tokio::time::sleep(self.interval()).await;
+                self.pause().await;
                 Ok(())
             }
         }
@@ -462,7 +497,7 @@ impl Follower {
             let (block, _) = self.ring[i];
             let Some(now) = self.block_by_number(block.number, &[]).await else {
                 // Unknown now: try again later rather than guess.
-                tokio::time::sleep(self.interval()).await;
+                self.pause().await;
                 return Ok(());
             };
             if now.hash == block.hash {
@@ -521,7 +556,7 @@ impl Follower {
                 if let Some(head) = self.read_head().await {
                     break Ok(head);
                 }
-                tokio::time::sleep(self.interval()).await;
+                self.pause().await;
             },
         }
     }
@@ -640,6 +675,19 @@ impl Follower {
                 self.block_time = Some(self.block_time.map_or(learnt, |t| (t * 3 + learnt) / 4));
             }
         }
+    }
+
+    /// Waits the poll interval, or less when a subscribed provider announces a new head.
+    async fn pause(&mut self) {
+        let interval = self.interval();
+        #[cfg(feature = "ws")]
+        if let Some(wake) = &mut self.wake {
+            if wake.wait(interval).await {
+                self.stats.woken += 1;
+            }
+            return;
+        }
+        tokio::time::sleep(interval).await;
     }
 
     fn interval(&self) -> Duration {

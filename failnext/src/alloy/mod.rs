@@ -51,6 +51,14 @@
 //! reorg it repairs: a deeper one is [`FollowError::TooDeep`], naming where to restart), and
 //! it buffers nothing: a slow consumer slows its polling.
 //!
+//! A block that does not chain on from the ones yielded is believed only when a second
+//! provider shows the same block: a provider on another chain, or on a branch of its own,
+//! is then avoided for a while instead of being followed into a false reorg, and the first
+//! block yielded is checked against the other providers too (two of three outvote a third;
+//! two that disagree start nothing until they agree). With feature `ws`,
+//! [`Follower::wake_on_new_heads`] polls as soon as a provider announces a new head over
+//! WebSocket; the guarantees stay those of the polled, hash-verified path.
+//!
 //! # One error to match
 //!
 //! Every failure of a call is found in alloy's `TransportError` by one
@@ -292,6 +300,8 @@ mod reference;
 mod route;
 mod scope;
 mod transport;
+#[cfg(feature = "ws")]
+mod wake;
 
 pub use broadcast::{NeverSent, PossiblySubmitted};
 pub use builder::{
