@@ -283,12 +283,13 @@ impl Follower {
     /// a subscription that lies, lags or drops costs latency, never a block. Feature `ws`.
     ///
     /// ```no_run
-    /// # fn demo(transport: failnext::alloy::FailoverTransport) -> Result<(), url::ParseError> {
+    /// # async fn demo(transport: failnext::alloy::FailoverTransport) -> Result<(), Box<dyn std::error::Error>> {
     /// use failnext::alloy::Start;
     ///
-    /// let follower = transport
+    /// let mut follower = transport
     ///     .follow(Start::Head)
     ///     .wake_on_new_heads([url::Url::parse("ws://127.0.0.1:8546")?]);
+    /// let first = follower.next().await?;
     /// # Ok(())
     /// # }
     /// ```
