@@ -289,7 +289,7 @@ impl Follower {
     /// let mut follower = transport
     ///     .follow(Start::Head)
     ///     .wake_on_new_heads([url::Url::parse("ws://127.0.0.1:8546")?]);
-    /// let first = follower.next().await?;
+    /// println!("{:?}", follower.next().await?);
     /// # Ok(())
     /// # }
     /// ```
