@@ -585,3 +585,29 @@ async fn a_new_head_announced_over_websocket_is_followed_at_once_and_a_lost_subs
     assert!(matches!(event, ChainEvent::Block { block, .. } if block.number == 4), "{event:?}");
     assert!(follower.stats().woken >= 1);
 }
+
+#[tokio::test]
+async fn a_reorg_shown_by_the_one_provider_still_answering_is_believed_after_three_tries() {
+    let chain = Chain::with(6);
+    let down = Arc::new(AtomicBool::new(false));
+    let a = provider(chain.clone(), Arc::default()).await;
+    let b = provider(chain.clone(), down.clone()).await;
+    let t = transport(&[("a", &a), ("b", &b)]);
+    let mut follower = t.follow(Start::Number(1)).poll_every(Duration::from_millis(10));
+    for _ in 1..=6 {
+        next(&mut follower).await.unwrap();
+    }
+    down.store(true, Ordering::SeqCst);
+    {
+        let mut chain = chain.lock().unwrap();
+        chain.reorg(2);
+        chain.extend(7);
+    }
+    let ChainEvent::Reorg { depth, .. } = next(&mut follower).await.unwrap() else { panic!("a reorg") };
+    assert_eq!(depth, 2);
+    let five = next(&mut follower).await.unwrap();
+    assert!(
+        matches!(&five, ChainEvent::Block { block, .. } if Some(block.hash) == chain.lock().unwrap().hash_of(5)),
+        "{five:?}"
+    );
+}

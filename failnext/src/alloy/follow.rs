@@ -21,6 +21,10 @@ const BACKFILL: u64 = 32;
 /// How many blocks a follower remembers, by default: the deepest reorg it can repair.
 pub const DEFAULT_FOLLOW_DEPTH: usize = 64;
 
+/// How many times in a row a block off the chain followed is asked of the other providers
+/// while none of them answers (all down), before the one provider answering is believed.
+const UNCONFIRMED_TRIES: u32 = 3;
+
 /// How long the follower's reads avoid a provider that showed a block off the chain it
 /// follows (another chain, a branch of its own) while another provider showed the chain.
 const OFF_CHAIN_FOR: Duration = Duration::from_secs(5);
@@ -200,6 +204,8 @@ pub struct Follower {
     served: Option<EndpointId>,
     /// Providers whose blocks were off the chain followed, avoided until then.
     off_chain: Vec<(EndpointId, tokio::time::Instant)>,
+    /// Disputed blocks in a row no other provider answered for.
+    unconfirmed: u32,
     /// New-head subscriptions that end a wait early.
     #[cfg(feature = "ws")]
     wake: Option<super::wake::Wake>,
@@ -222,6 +228,7 @@ impl FailoverTransport {
             head: 0,
             served: None,
             off_chain: Vec::new(),
+            unconfirmed: 0,
             #[cfg(feature = "ws")]
             wake: None,
             stats: FollowStats::default(),
@@ -455,17 +462,28 @@ impl Follower {
     /// yielded: a reorg, or a provider off the chain (on another chain, on a branch of its
     /// own). A second provider is asked for the block at its height: showing the same block,
     /// it confirms the reorg; showing the chain followed, the first provider is avoided for a
-    /// while; neither (or no answer), the block is asked for again after the poll interval.
-    /// With one endpoint its word is taken.
+    /// while; neither, the block is asked for again after the poll interval. With one
+    /// endpoint, or when no other provider has answered three times in a row, its word is
+    /// taken.
     async fn disputed(&mut self, claimed: FollowedBlock) -> Result<(), FollowError> {
         let Some(by) = self.served.clone().filter(|_| self.transport.endpoint_count() > 1) else {
             return self.reorg().await;
         };
-        match self.block_by_number(claimed.number, std::slice::from_ref(&by)).await.map(|h| h.block()) {
-            Some(other) if other.hash == claimed.hash => self.reorg().await,
-            Some(other) if self.on_chain(&other) => {
+        let params = (format!("0x{:x}", claimed.number), false);
+        let second =
+            self.read::<Option<Header>>("eth_getBlockByNumber", params, std::slice::from_ref(&by)).await;
+        self.unconfirmed = if second.is_none() { self.unconfirmed + 1 } else { 0 };
+        match second.map(|h| h.map(|h| h.block())) {
+            Some(Some(other)) if other.hash == claimed.hash => self.reorg().await,
+            Some(Some(other)) if self.on_chain(&other) => {
                 self.avoid_off_chain(by);
                 Ok(())
+            }
+            // No other provider answers at all (they are down): after a few tries, as with one
+            // endpoint, its word is taken.
+            None if self.unconfirmed >= UNCONFIRMED_TRIES => {
+                self.unconfirmed = 0;
+                self.reorg().await
             }
             _ => {
                 self.pause().await;
