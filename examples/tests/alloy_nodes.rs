@@ -571,15 +571,22 @@ async fn an_anvil_reorg_of_depth_3_under_the_follower_drops_three_blocks_and_the
     }
 }
 
-/// The genesis timestamp of the nodes of [`Network`]: with it fixed, two nodes started apart
-/// have the same genesis block.
+/// The genesis timestamp of [`Network`]'s source node.
 const GENESIS_TIME: u64 = 1_700_000_000;
 
-/// Nodes that make one chain: each started with the same genesis, the emitter's code set,
-/// and every block made on each live node from the same signed transaction at the same
-/// timestamp, so every node has the same block (hash included) at each height. A node
-/// started again is given the blocks made so far before it rejoins, as a node resyncing.
+/// The blocks of [`Network`]'s history: made on its source before the providers fork it.
+const HISTORY: usize = 10;
+
+/// Providers that make one chain. A source node holds the history (the emitter's code, and
+/// blocks 1 to [`HISTORY`], each with one event); each provider is `anvil --fork-url` of it
+/// at that block, so they share that history, and every later block is made on each running
+/// provider from the same signed transaction at the same timestamp: a forked node's blocks
+/// depend only on its fork point and what it is given, so every provider has the same block
+/// (hash included) at each height. A provider started again forks the source again and is
+/// given the blocks made since, before it rejoins, as a node resyncing; the source is never
+/// stopped, and nothing but the forks reads it.
 struct Network {
+    source: Anvil,
     nodes: Vec<Option<Anvil>>,
     ports: Vec<u16>,
     /// The signed transaction of each block made, block 1 first.
@@ -588,22 +595,37 @@ struct Network {
 
 impl Network {
     fn options() -> AnvilOptions {
-        AnvilOptions::new().arg("--no-mining").arg("--timestamp").arg(GENESIS_TIME.to_string())
+        AnvilOptions::new().arg("--no-mining")
     }
 
     async fn start(count: usize) -> Network {
-        let mut network = Network { nodes: Vec::new(), ports: Vec::new(), made: Vec::new() };
+        let source = node(Network::options().arg("--timestamp").arg(GENESIS_TIME.to_string())).await;
+        source.rpc("anvil_setCode", json!([EMITTER, EMIT])).await.unwrap();
+        let mut network = Network { source, nodes: Vec::new(), ports: Vec::new(), made: Vec::new() };
+        for number in 1..=HISTORY {
+            let raw = emit_call(number as u64 - 1).await;
+            Network::make_on(&network.source, number, &raw).await;
+            network.made.push(raw);
+        }
         for _ in 0..count {
-            let n = Network::fresh(node(Network::options()).await).await;
+            let n = network.fork(None).await;
             network.ports.push(n.port());
             network.nodes.push(Some(n));
         }
         network
     }
 
-    async fn fresh(n: Anvil) -> Anvil {
-        n.rpc("anvil_setCode", json!([EMITTER, EMIT])).await.unwrap();
-        n
+    /// A provider forking the source at the end of its history, on `port` when given.
+    async fn fork(&self, port: Option<u16>) -> Anvil {
+        let mut options = Network::options()
+            .arg("--fork-url")
+            .arg(self.source.url())
+            .arg("--fork-block-number")
+            .arg(HISTORY.to_string());
+        if let Some(port) = port {
+            options = options.port(port);
+        }
+        node(options).await
     }
 
     fn node(&self, i: usize) -> &Anvil {
@@ -616,7 +638,7 @@ impl Network {
         n.rpc("evm_mine", json!([GENESIS_TIME + 2 * number as u64])).await.unwrap();
     }
 
-    /// The next block, on every node that is running and not paused (`skip`).
+    /// The next block, on every provider that is running and not paused (`skip`).
     async fn make(&mut self, skip: &[usize]) {
         let number = self.made.len() + 1;
         let raw = emit_call(number as u64 - 1).await;
@@ -632,16 +654,17 @@ impl Network {
         self.nodes[i] = None;
     }
 
-    /// Node `i` started again on its port, and given every block made before it answers.
+    /// Provider `i` started again on its port, and given every block made since the history
+    /// before it answers.
     async fn restart(&mut self, i: usize) {
-        let n = Network::fresh(node(Network::options().port(self.ports[i])).await).await;
-        for (k, raw) in self.made.iter().enumerate() {
+        let n = self.fork(Some(self.ports[i])).await;
+        for (k, raw) in self.made.iter().enumerate().skip(HISTORY) {
             Network::make_on(&n, k + 1, raw).await;
         }
         self.nodes[i] = Some(n);
     }
 
-    /// The blocks made since node `i` was paused, given to it once it is resumed.
+    /// The blocks made since provider `i` was paused, given to it once it is resumed.
     async fn catch_up(&self, i: usize) {
         let n = self.node(i);
         let have = usize::try_from(n.block_number().await.unwrap()).unwrap();
@@ -704,10 +727,10 @@ async fn three_hundred_blocks_through_two_primary_restarts_and_a_stopped_backup_
         (blocks, logs, served)
     });
 
-    // 300 blocks, one every 10 ms: the primary killed at 60 and started again at 110 (the
-    // blocks it missed given to it first), the backup stopped (SIGSTOP: its connections hang)
-    // from 150 to 200, the primary killed again from 230 to 270.
-    for number in 1..=300 {
+    // Blocks 11 to 300, one every 10 ms: the primary killed at 60 and started again at 110
+    // (the blocks it missed given to it first), the backup stopped (SIGSTOP: its connections
+    // hang) from 150 to 200, the primary killed again from 230 to 270.
+    for number in HISTORY + 1..=300 {
         match number {
             60 | 230 => network.kill(0),
             110 | 270 => network.restart(0).await,
