@@ -715,3 +715,69 @@ impl Follower {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Endpoint;
+
+    fn follower() -> Follower {
+        FailoverTransport::new([Endpoint::new("a", "http://127.0.0.1:1/")]).unwrap().follow(Start::Number(1))
+    }
+
+    fn block(number: u64, timestamp: u64) -> FollowedBlock {
+        FollowedBlock { number, hash: B256::with_last_byte(number as u8), parent_hash: B256::ZERO, timestamp }
+    }
+
+    /// Yields blocks at these timestamps, as `step` does.
+    fn yielded(follower: &mut Follower, timestamps: &[u64]) {
+        for (i, t) in timestamps.iter().enumerate() {
+            let b = block(i as u64 + 1, *t);
+            follower.learn_block_time(&b);
+            follower.ring.push_back((b, Vec::new()));
+        }
+    }
+
+    #[test]
+    fn the_poll_interval_is_one_second_until_a_block_time_is_learnt() {
+        let mut f = follower();
+        assert_eq!(f.interval(), Duration::from_secs(1));
+        yielded(&mut f, &[100]);
+        assert_eq!(f.interval(), Duration::from_secs(1), "one block shows no block time");
+    }
+
+    #[test]
+    fn the_poll_interval_is_half_the_learnt_block_time() {
+        let mut f = follower();
+        yielded(&mut f, &[0, 12, 24, 36]);
+        assert_eq!(f.interval(), Duration::from_secs(6));
+    }
+
+    #[test]
+    fn the_learnt_block_time_follows_a_change_and_ignores_blocks_of_the_same_second() {
+        let mut f = follower();
+        yielded(&mut f, &[0, 12, 24]);
+        let ring_last = f.ring.back().unwrap().0.timestamp;
+        for i in 1..=20 {
+            let b = block(3 + i, ring_last + 2 * i);
+            f.learn_block_time(&b);
+            f.ring.push_back((b, Vec::new()));
+        }
+        let interval = f.interval();
+        assert!(interval < Duration::from_millis(1100), "moved towards 1 s: {interval:?}");
+        let before = f.interval();
+        let same = block(100, f.ring.back().unwrap().0.timestamp);
+        f.learn_block_time(&same);
+        assert_eq!(f.interval(), before, "a block of the same second teaches nothing");
+    }
+
+    #[test]
+    fn the_poll_interval_is_never_under_50_ms_and_poll_every_overrides_it() {
+        let mut f = follower();
+        yielded(&mut f, &[0, 0, 0]);
+        f.block_time = Some(Duration::from_millis(20));
+        assert_eq!(f.interval(), Duration::from_millis(50));
+        let f = f.poll_every(Duration::from_millis(7));
+        assert_eq!(f.interval(), Duration::from_millis(7));
+    }
+}
