@@ -354,7 +354,7 @@ impl Follower {
     async fn step(&mut self) -> Result<(), FollowError> {
         let from = self.next;
         let count = self.head.saturating_sub(from).saturating_add(1).min(BACKFILL);
-        let mut headers = self.blocks_from(from, count, &[]).await;
+        let mut headers = self.blocks_from(from, count).await;
         if count > 1 && headers.iter().all(Option::is_none) {
             // No answer to the batch (a provider that refuses batches, say): this block alone.
             headers = vec![self.block_by_number(from, &[]).await];
@@ -599,12 +599,12 @@ impl Follower {
     /// Blocks `from` to `from + count - 1`, in one request (a batch when more than one);
     /// `None` for a block the provider does not have, and all `None` when no provider
     /// answered.
-    async fn blocks_from(&mut self, from: u64, count: u64, avoid: &[EndpointId]) -> Vec<Option<Header>> {
+    async fn blocks_from(&mut self, from: u64, count: u64) -> Vec<Option<Header>> {
         if count <= 1 {
-            return vec![self.block_by_number(from, avoid).await];
+            return vec![self.block_by_number(from, &[]).await];
         }
         let params = (from..from + count).map(|n| (format!("0x{n:x}"), false)).collect();
-        self.read_batch::<Option<Header>, _>("eth_getBlockByNumber", params, avoid)
+        self.read_batch::<Option<Header>, _>("eth_getBlockByNumber", params)
             .await
             .into_iter()
             .map(Option::flatten)
@@ -619,21 +619,20 @@ impl Follower {
             return Some(vec![logs]);
         }
         let params = blocks.iter().map(|b| [filter.clone().at_block_hash(b.hash)]).collect();
-        self.read_batch::<Vec<Log>, _>("eth_getLogs", params, &[]).await.into_iter().collect()
+        self.read_batch::<Vec<Log>, _>("eth_getLogs", params).await.into_iter().collect()
     }
 
-    /// One batch of `method` calls through the transport, one per entry of `params`, to none
-    /// of `avoid` (nor a provider found off the chain): each call's result, `None` where it
-    /// failed (every one when no provider answered).
+    /// One batch of `method` calls through the transport, one per entry of `params`, to no
+    /// provider found off the chain: each call's result, `None` where it failed (every one
+    /// when no provider answered).
     async fn read_batch<R: DeserializeOwned, P: alloy_json_rpc::RpcSend>(
         &mut self,
         method: &'static str,
         params: Vec<P>,
-        avoid: &[EndpointId],
     ) -> Vec<Option<R>> {
         self.stats.requests += 1;
         let n = params.len();
-        let avoid = self.avoiding(avoid);
+        let avoid = self.avoiding(&[]);
         match self.transport.call_batch(method, params, &avoid).await {
             Ok((results, served)) => {
                 self.served = served;
