@@ -2,7 +2,8 @@
 //! soak's ways (its measure's mix: refused, 5xx, rate-limited, JSON-RPC errors, malformed,
 //! truncated and reset bodies, hanging, lagging, stalled, on another chain; and slow), at most
 //! two at a time: every block once, in order, each on the chain, its parent link verified.
-//! Prints the requests per block and the delay from a block's making to its yield.
+//! Run unpaired, and paired with a monitor (whose agreed head a block waits for). Prints the
+//! requests per block and the delay from a block's making to its yield.
 #![allow(clippy::print_stdout, reason = "the figures of the run, for the closing note")]
 
 use std::sync::{Arc, Mutex};
@@ -10,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use failnext::Endpoint;
 use failnext::alloy::{ChainEvent, FailoverTransport, Start};
+use failnext_blocklag::Monitor;
 use failnext_examples::SIM_CHAIN_ID;
 use failnext_examples::sim::{Behaviour, Chain};
 
@@ -51,6 +53,17 @@ fn fault(rng: &mut Rng) -> Behaviour {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_thousand_blocks_through_flapping_providers_are_each_yielded_once_in_order_on_the_chain() {
+    follow_through_faults(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_blocks_through_flapping_providers_paired_with_a_monitor_are_each_yielded_once_in_order()
+{
+    follow_through_faults(true).await;
+}
+
+/// The run: the follower unpaired, or paired with a monitor probing every 100 ms.
+async fn follow_through_faults(paired: bool) {
     // The chain moves only when the test makes blocks.
     let chain = Chain::start(SIM_CHAIN_ID, Duration::from_secs(3600));
     let start = chain.head() + 1;
@@ -60,8 +73,14 @@ async fn ten_thousand_blocks_through_flapping_providers_are_each_yielded_once_in
         chain.provider("c").await.unwrap(),
     ];
     let endpoints: Vec<Endpoint> = providers.iter().map(|p| p.endpoint()).collect();
-    let transport =
-        FailoverTransport::builder(endpoints).attempt_timeout(Duration::from_millis(500)).build().unwrap();
+    let mut builder =
+        FailoverTransport::builder(endpoints.clone()).attempt_timeout(Duration::from_millis(500));
+    if paired {
+        let monitor = Monitor::builder(endpoints).build().unwrap().spawn(Duration::from_millis(100));
+        monitor.ready(Duration::from_secs(5)).await;
+        builder = builder.monitor(monitor);
+    }
+    let transport = builder.build().unwrap();
     let made: Arc<Mutex<Vec<Instant>>> = Arc::default();
 
     let mut follower = transport.follow(Start::Number(start)).poll_every(Duration::from_millis(5));
@@ -133,7 +152,8 @@ async fn ten_thousand_blocks_through_flapping_providers_are_each_yielded_once_in
     let q = |f: f64| delays[((delays.len() - 1) as f64 * f) as usize];
     let received: u64 = providers.iter().map(|p| p.total()).sum();
     println!(
-        "follower: {BLOCKS} blocks through {faults} faults, {} requests sent ({:.3} per block), {received} received by the providers ({:.3} per block), {} retried, {} blocks off the chain refused; delay from making to yield p50 {:?}, p99 {:?}",
+        "follower{}: {BLOCKS} blocks through {faults} faults, {} requests sent ({:.3} per block), {received} received by the providers ({:.3} per block), {} retried, {} blocks off the chain refused; delay from making to yield p50 {:?}, p99 {:?}",
+        if paired { " (paired)" } else { "" },
         stats.requests,
         stats.requests as f64 / BLOCKS as f64,
         received as f64 / BLOCKS as f64,

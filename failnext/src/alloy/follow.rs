@@ -163,7 +163,8 @@ pub struct FollowStats {
 /// block: a read no provider answers is retried after the poll interval, and a block a
 /// provider does not have yet (`null`) is asked again later. With a monitor paired the
 /// follower goes no further than the highest block every admitted provider has, so one
-/// provider running ahead does not pull it onto a branch nobody else has. A block that does
+/// provider running ahead does not pull it onto a branch nobody else has; that head is the
+/// monitor's, so a block waits up to one probe interval for it. A block that does
 /// not chain on from the last one yielded is believed (a reorg) only when a second provider
 /// shows the same block; when another shows the chain followed instead, the provider that
 /// answered it is on another chain or a branch of its own, and the follower's reads avoid it
