@@ -611,3 +611,26 @@ async fn a_reorg_shown_by_the_one_provider_still_answering_is_believed_after_thr
         "{five:?}"
     );
 }
+
+#[tokio::test]
+async fn a_follower_as_a_stream_yields_its_events_and_ends_after_an_error() {
+    use futures::StreamExt;
+
+    let chain = Chain::with(4);
+    let p = provider(chain.clone(), Arc::default()).await;
+    let t = transport(&[("p", &p)]);
+    let stream = t.follow(Start::Number(1)).depth(2).poll_every(Duration::from_millis(10)).into_stream();
+    let mut stream = Box::pin(stream);
+    let mut numbers = Vec::new();
+    for _ in 1..=4 {
+        let event = tokio::time::timeout(Duration::from_secs(5), stream.next()).await.unwrap();
+        if let Some(Ok(ChainEvent::Block { block, .. })) = event {
+            numbers.push(block.number);
+        }
+    }
+    assert_eq!(numbers, [1, 2, 3, 4]);
+    chain.lock().unwrap().reorg(3);
+    let err = tokio::time::timeout(Duration::from_secs(5), stream.next()).await.unwrap();
+    assert!(matches!(err, Some(Err(FollowError::TooDeep { restart_from: 3 }))), "{err:?}");
+    assert!(stream.next().await.is_none(), "the stream ends after its error");
+}

@@ -308,6 +308,35 @@ impl Follower {
         self
     }
 
+    /// The follower as a `Stream` of its events, for alloy's and `futures`' stream
+    /// combinators. It ends after the first error (a [`FollowError`] ends a follower).
+    ///
+    /// ```no_run
+    /// # async fn demo(transport: failnext::alloy::FailoverTransport) {
+    /// use failnext::alloy::{ChainEvent, Start};
+    /// use futures_util::StreamExt;
+    ///
+    /// let mut blocks = Box::pin(transport.follow(Start::Head).into_stream().filter_map(|event| async move {
+    ///     match event {
+    ///         Ok(ChainEvent::Block { block, .. }) => Some(block.number),
+    ///         _ => None,
+    ///     }
+    /// }));
+    /// while let Some(number) = blocks.next().await {
+    ///     println!("block {number}");
+    /// }
+    /// # }
+    /// ```
+    pub fn into_stream(self) -> impl futures_util::Stream<Item = Result<ChainEvent, FollowError>> + Send {
+        futures_util::stream::unfold(Some(self), |follower| async move {
+            let mut follower = follower?;
+            match follower.next().await {
+                Ok(event) => Some((Ok(event), Some(follower))),
+                Err(err) => Some((Err(err), None)),
+            }
+        })
+    }
+
     /// What the follower did so far.
     pub fn stats(&self) -> FollowStats {
         self.stats
