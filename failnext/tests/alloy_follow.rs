@@ -20,11 +20,13 @@ const EMITTER: &str = "0x00000000000000000000000000000000000000ee";
 struct Chain {
     /// Per block number: the branch it was made on.
     branches: Vec<u64>,
+    /// Blocks a reorg replaced, still known by their hash (as nodes keep them a while).
+    replaced: Vec<(u64, u64)>,
 }
 
 impl Chain {
     fn with(blocks: u64) -> Arc<Mutex<Chain>> {
-        Arc::new(Mutex::new(Chain { branches: vec![0; blocks as usize + 1] }))
+        Arc::new(Mutex::new(Chain { branches: vec![0; blocks as usize + 1], replaced: Vec::new() }))
     }
 
     fn hash(number: u64, branch: u64) -> B256 {
@@ -82,6 +84,7 @@ impl Chain {
         let branch = self.branches.iter().max().copied().unwrap_or_default() + 1;
         let head = self.head();
         for n in head + 1 - depth..=head {
+            self.replaced.push((n, self.branches[n as usize]));
             self.branches[n as usize] = branch;
         }
     }
@@ -140,7 +143,17 @@ fn one(chain: &Chain, call: &Value) -> Value {
         }
         "eth_getBlockByHash" => {
             let hash: B256 = serde_json::from_value(params[0].clone()).unwrap_or_default();
-            chain.number_of(hash).map_or(Value::Null, |n| chain.header(n))
+            let replaced = chain.replaced.iter().find(|(n, b)| Chain::hash(*n, *b) == hash);
+            match (chain.number_of(hash), replaced) {
+                (Some(n), _) => chain.header(n),
+                (None, Some((n, _))) => json!({
+                    "number": format!("{n:#x}"),
+                    "hash": hash,
+                    "parentHash": B256::ZERO,
+                    "timestamp": format!("{:#x}", 1_700_000_000 + n * 12),
+                }),
+                (None, None) => Value::Null,
+            }
         }
         "eth_getLogs" => {
             let hash: B256 = serde_json::from_value(params[0]["blockHash"].clone()).unwrap_or_default();
@@ -417,7 +430,7 @@ async fn a_paired_follower_goes_no_further_than_the_block_every_admitted_provide
 
 /// Another chain of `blocks` blocks: every hash differs from [`Chain::with`]'s.
 fn other_chain(blocks: u64) -> Arc<Mutex<Chain>> {
-    Arc::new(Mutex::new(Chain { branches: vec![77; blocks as usize + 1] }))
+    Arc::new(Mutex::new(Chain { branches: vec![77; blocks as usize + 1], replaced: Vec::new() }))
 }
 
 #[tokio::test]
@@ -633,4 +646,16 @@ async fn a_follower_as_a_stream_yields_its_events_and_ends_after_an_error() {
     let err = tokio::time::timeout(Duration::from_secs(5), stream.next()).await.unwrap();
     assert!(matches!(err, Some(Err(FollowError::TooDeep { restart_from: 3 }))), "{err:?}");
     assert!(stream.next().await.is_none(), "the stream ends after its error");
+}
+
+#[tokio::test]
+async fn a_follower_started_at_the_hash_of_a_replaced_block_says_it_is_not_on_the_chain() {
+    let chain = Chain::with(6);
+    let p = provider(chain.clone(), Arc::default()).await;
+    let t = transport(&[("p", &p)]);
+    let old_five = chain.lock().unwrap().hash_of(5).unwrap();
+    chain.lock().unwrap().reorg(2);
+    let err = t.follow(Start::Hash(old_five)).next().await;
+    let Err(FollowError::Start(err)) = err else { panic!("a start error: {err:?}") };
+    assert!(err.to_string().contains("not on the chain"), "{err}");
 }

@@ -35,7 +35,9 @@ const OFF_CHAIN_FOR: Duration = Duration::from_secs(5);
 pub enum Start {
     /// At this block number: it is the first block yielded.
     Number(u64),
-    /// At the block with this hash (read once to learn its number).
+    /// At the block with this hash (read once to learn its number): it is the first block
+    /// yielded. A block no longer on the chain (a reorg replaced it) is a
+    /// [`FollowError::Start`].
     Hash(B256),
     /// At the head: with a monitor paired, the highest block every provider it admits has;
     /// without one, the `eth_blockNumber` the transport answers.
@@ -346,7 +348,8 @@ impl Follower {
     ///
     /// # Errors
     ///
-    /// [`FollowError::Start`] when the start block cannot be read (a hash no provider knows);
+    /// [`FollowError::Start`] when the start block cannot be read (a hash no provider knows,
+    /// or the block of a hash a reorg replaced);
     /// [`FollowError::TooDeep`] when a reorg is deeper than the blocks remembered. Reads that
     /// fail on every provider are retried, never returned.
     pub async fn next(&mut self) -> Result<ChainEvent, FollowError> {
@@ -599,7 +602,15 @@ impl Follower {
                         "no provider knows block {hash}"
                     )))
                 })?;
-                Ok(header.number.to::<u64>())
+                let number = header.number.to::<u64>();
+                // A block a reorg replaced may still be known by its hash: the chain is not there.
+                if let Some(now) = self.block_by_number(number, &[]).await.filter(|now| now.hash != hash) {
+                    return Err(FollowError::Start(TransportErrorKind::custom_str(&format!(
+                        "block {hash} is not on the chain: block {number} is {} now",
+                        now.hash
+                    ))));
+                }
+                Ok(number)
             }
             Start::Head => loop {
                 if let Some(head) = self.read_head().await {
