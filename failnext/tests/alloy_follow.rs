@@ -9,7 +9,7 @@ use std::time::Duration;
 use alloy_primitives::{Address, B256, keccak256};
 use alloy_rpc_types_eth::Filter;
 use failnext::Endpoint;
-use failnext::alloy::{ChainEvent, FailoverTransport, FollowError, Follower, Start};
+use failnext::alloy::{BlockRef, ChainEvent, FailoverTransport, FollowError, Follower, Start};
 use failnext_loopback::{Action, Received, Reply, Server};
 use serde_json::{Value, json};
 
@@ -658,4 +658,20 @@ async fn a_follower_started_at_the_hash_of_a_replaced_block_says_it_is_not_on_th
     let err = t.follow(Start::Hash(old_five)).next().await;
     let Err(FollowError::Start(err)) = err else { panic!("a start error: {err:?}") };
     assert!(err.to_string().contains("not on the chain"), "{err}");
+}
+
+#[tokio::test]
+async fn a_follower_started_after_a_block_yields_the_next_one_or_says_where_to_restart_when_it_was_replaced()
+{
+    let chain = Chain::with(8);
+    let p = provider(chain.clone(), Arc::default()).await;
+    let t = transport(&[("p", &p)]);
+    let five = BlockRef::new(5, chain.lock().unwrap().hash_of(5).unwrap());
+    let mut after = t.follow(Start::After(five)).poll_every(Duration::from_millis(10));
+    let ChainEvent::Block { block, .. } = next(&mut after).await.unwrap() else { panic!("a block") };
+    assert_eq!((block.number, block.parent_hash), (6, five.hash), "the next block, chained on from it");
+
+    chain.lock().unwrap().reorg(4);
+    let err = t.follow(Start::After(five)).next().await;
+    assert!(matches!(err, Err(FollowError::TooDeep { restart_from: 5 })), "{err:?}");
 }

@@ -39,6 +39,12 @@ pub enum Start {
     /// yielded. A block no longer on the chain (a reorg replaced it) is a
     /// [`FollowError::Start`].
     Hash(B256),
+    /// After this block, which the caller already had (the last one it handled before a
+    /// restart, say): the first block yielded is the next one, and it must chain on from this
+    /// one. When a reorg replaced it meanwhile, [`Follower::next`] returns
+    /// [`FollowError::TooDeep`] with `restart_from` its number: what the caller handled from
+    /// there (or earlier, where it cannot tell) is no longer the chain.
+    After(BlockRef),
     /// At the head: with a monitor paired, the highest block every provider it admits has;
     /// without one, the `eth_blockNumber` the transport answers.
     Head,
@@ -617,6 +623,17 @@ impl Follower {
                     break Ok(head);
                 }
                 self.pause().await;
+            },
+            Start::After(last) => loop {
+                match self.block_by_number(last.number, &[]).await.map(|h| h.block()) {
+                    Some(now) if now.hash == last.hash => {
+                        // The block the caller had: the next one must chain on from it.
+                        self.ring.push_back((now, Vec::new()));
+                        break Ok(last.number + 1);
+                    }
+                    Some(_) => break Err(FollowError::TooDeep { restart_from: last.number }),
+                    None => self.pause().await,
+                }
             },
         }
     }
