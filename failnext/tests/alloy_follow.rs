@@ -675,3 +675,15 @@ async fn a_follower_started_after_a_block_yields_the_next_one_or_says_where_to_r
     let err = t.follow(Start::After(five)).next().await;
     assert!(matches!(err, Err(FollowError::TooDeep { restart_from: 5 })), "{err:?}");
 }
+
+#[cfg(feature = "ws")]
+#[test]
+fn a_followers_debug_shows_no_websocket_url_or_its_key() {
+    let t = FailoverTransport::new([Endpoint::new("p", "http://127.0.0.1:1/")]).unwrap();
+    let url = url::Url::parse("wss://user:pass@ws.example/v3/SECRETKEY?apikey=QUERYKEY").unwrap();
+    let follower = t.follow(Start::Head).wake_on_new_heads([url]);
+    let shown = format!("{follower:?}");
+    for secret in ["SECRETKEY", "QUERYKEY", "pass", "ws.example"] {
+        assert!(!shown.contains(secret), "{secret} in {shown}");
+    }
+}
