@@ -795,6 +795,29 @@ mod tests {
         }
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn a_provider_found_off_the_chain_is_avoided_for_five_seconds_then_heard_again() {
+        let mut f = follower();
+        let (a, b) = (EndpointId::from("a"), EndpointId::from("b"));
+        f.avoid_off_chain(a.clone());
+        assert_eq!(f.avoiding(&[b.clone()]), [b.clone(), a.clone()]);
+        tokio::time::advance(OFF_CHAIN_FOR - Duration::from_millis(1)).await;
+        assert_eq!(f.avoiding(&[]), [a.clone()], "still avoided just before");
+        tokio::time::advance(Duration::from_millis(1)).await;
+        assert!(f.avoiding(&[]).is_empty(), "heard again after {OFF_CHAIN_FOR:?}");
+        assert_eq!(f.stats().off_chain, 1);
+    }
+
+    #[test]
+    fn a_read_no_provider_answers_while_avoiding_some_hears_them_again() {
+        let mut f = follower();
+        f.avoid_off_chain(EndpointId::from("a"));
+        let avoided = f.avoiding(&[]);
+        f.failed(&avoided);
+        assert!(f.avoiding(&[]).is_empty());
+        assert_eq!(f.stats().retried, 1);
+    }
+
     #[test]
     fn the_poll_interval_is_one_second_until_a_block_time_is_learnt() {
         let mut f = follower();
