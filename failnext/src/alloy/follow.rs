@@ -800,7 +800,7 @@ mod tests {
         let mut f = follower();
         let (a, b) = (EndpointId::from("a"), EndpointId::from("b"));
         f.avoid_off_chain(a.clone());
-        assert_eq!(f.avoiding(&[b.clone()]), [b.clone(), a.clone()]);
+        assert_eq!(f.avoiding(std::slice::from_ref(&b)), [b.clone(), a.clone()]);
         tokio::time::advance(OFF_CHAIN_FOR - Duration::from_millis(1)).await;
         assert_eq!(f.avoiding(&[]), [a.clone()], "still avoided just before");
         tokio::time::advance(Duration::from_millis(1)).await;
