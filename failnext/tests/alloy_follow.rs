@@ -687,3 +687,44 @@ fn a_followers_debug_shows_no_websocket_url_or_its_key() {
         assert!(!shown.contains(secret), "{secret} in {shown}");
     }
 }
+
+/// A provider serving `chain` whose logs name another block than the one asked for.
+async fn lying_logs(chain: Arc<Mutex<Chain>>) -> Server {
+    Server::start(Arc::new(move |req: &Received| {
+        let chain = chain.lock().unwrap();
+        let lie = |call: &Value| {
+            let mut answer = one(&chain, call);
+            if call["method"] == "eth_getLogs" {
+                for log in answer["result"].as_array_mut().into_iter().flatten() {
+                    log["blockHash"] = json!(B256::repeat_byte(0xab));
+                }
+            }
+            answer
+        };
+        let answer = match req.json() {
+            Value::Array(calls) => Value::Array(calls.iter().map(lie).collect()),
+            call => lie(&call),
+        };
+        Action::Reply(Reply::new(200).json(answer.to_string()))
+    }))
+    .await
+}
+
+#[tokio::test]
+async fn logs_that_name_another_block_are_never_yielded_and_their_provider_is_avoided() {
+    let chain = Chain::with(6);
+    let liar = lying_logs(chain.clone()).await;
+    let honest = provider(chain.clone(), Arc::default()).await;
+    let t = transport(&[("liar", &liar), ("honest", &honest)]);
+    let mut follower = t.follow(Start::Number(1)).logs(filter()).poll_every(Duration::from_millis(10));
+    let events = until_block(&mut follower, 6).await;
+    assert_eq!(blocks(&events), (1..=6).collect::<Vec<_>>());
+    for event in &events {
+        if let ChainEvent::Logs { block, logs, served_by } = event {
+            assert_eq!(logs.len(), 1);
+            assert_eq!(logs[0].block_hash, Some(block.hash), "block {}'s own log", block.number);
+            assert_eq!(served_by.as_ref().map(|id| id.as_str()), Some("honest"));
+        }
+    }
+    assert!(follower.stats().off_chain >= 1);
+}

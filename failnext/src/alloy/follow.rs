@@ -441,6 +441,18 @@ impl Follower {
                 }
             },
         };
+        let foreign = run.iter().zip(&logs).any(|(block, logs)| {
+            logs.iter().any(|log| log.block_hash.is_some_and(|hash| hash != block.hash))
+        });
+        if foreign {
+            // Logs of another block: not these blocks' logs, and not a provider to ask again
+            // for a while.
+            if let Some(by) = self.served.clone().filter(|_| self.transport.endpoint_count() > 1) {
+                self.avoid_off_chain(by);
+            }
+            self.pause().await;
+            return Ok(());
+        }
         let logs_served = self.served.clone();
         if run.len() > 1 {
             let (first, blocks) = (run[0].number, run.len() as u64);
@@ -697,7 +709,7 @@ impl Follower {
                 results
             }
             Err(_) => {
-                self.failed(&avoid);
+                self.failed(!avoid.is_empty());
                 (0..n).map(|_| None).collect()
             }
         }
@@ -712,6 +724,8 @@ impl Follower {
         avoid: &[EndpointId],
     ) -> Option<R> {
         self.stats.requests += 1;
+        // A second opinion (asked of the others) failing says nothing of those avoided.
+        let second_opinion = !avoid.is_empty();
         let avoid = self.avoiding(avoid);
         match self.transport.call_served(method, params, &avoid).await {
             Ok((value, served)) => {
@@ -719,7 +733,7 @@ impl Follower {
                 Some(value)
             }
             Err(_) => {
-                self.failed(&avoid);
+                self.failed(!second_opinion && !avoid.is_empty());
                 None
             }
         }
@@ -734,11 +748,12 @@ impl Follower {
         all
     }
 
-    /// A read no provider answered: counted, and when it avoided providers for being off the
-    /// chain, they are heard again (each of their blocks is still checked against the chain).
-    fn failed(&mut self, avoided: &[EndpointId]) {
+    /// A read no provider answered: counted, and when it avoided providers only for being
+    /// off the chain (`forgive`), they are heard again (each of their blocks is still checked
+    /// against the chain).
+    fn failed(&mut self, forgive: bool) {
         self.stats.retried += 1;
-        if !avoided.is_empty() {
+        if forgive {
             self.off_chain.clear();
         }
     }
@@ -813,7 +828,7 @@ mod tests {
         let mut f = follower();
         f.avoid_off_chain(EndpointId::from("a"));
         let avoided = f.avoiding(&[]);
-        f.failed(&avoided);
+        f.failed(!avoided.is_empty());
         assert!(f.avoiding(&[]).is_empty());
         assert_eq!(f.stats().retried, 1);
     }
