@@ -728,3 +728,35 @@ async fn logs_that_name_another_block_are_never_yielded_and_their_provider_is_av
     }
     assert!(follower.stats().off_chain >= 1);
 }
+
+#[tokio::test]
+async fn a_reorg_two_providers_show_is_followed_while_the_first_provider_moves_onto_another_chain() {
+    let chain = Chain::with(8);
+    let switched = Arc::new(AtomicBool::new(false));
+    let wrong = switching(chain.clone(), other_chain(40), switched.clone()).await;
+    let a = provider(chain.clone(), Arc::default()).await;
+    let b = provider(chain.clone(), Arc::default()).await;
+    let t = transport(&[("wrong", &wrong), ("a", &a), ("b", &b)]);
+    let mut follower = t.follow(Start::Number(1)).poll_every(Duration::from_millis(10));
+    for _ in 1..=8 {
+        next(&mut follower).await.unwrap();
+    }
+    switched.store(true, Ordering::SeqCst);
+    {
+        let mut chain = chain.lock().unwrap();
+        chain.reorg(3);
+        chain.extend(9);
+    }
+    let ChainEvent::Reorg { depth, served_by, .. } = next(&mut follower).await.unwrap() else {
+        panic!("a reorg, not an error")
+    };
+    assert_eq!(depth, 3);
+    assert_ne!(served_by.map(|id| id.to_string()).as_deref(), Some("wrong"));
+    for number in 6..=9 {
+        let ChainEvent::Block { block, .. } = next(&mut follower).await.unwrap() else {
+            panic!("block {number}")
+        };
+        assert_eq!((block.number, Some(block.hash)), (number, chain.lock().unwrap().hash_of(number)));
+    }
+    assert!(follower.stats().off_chain >= 1, "the provider on another chain was put off it");
+}

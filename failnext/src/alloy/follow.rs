@@ -511,36 +511,54 @@ impl Follower {
 
     /// A block (`claimed`, answered by `self.served`) that does not chain on from the blocks
     /// yielded: a reorg, or a provider off the chain (on another chain, on a branch of its
-    /// own). A second provider is asked for the block at its height: showing the same block,
-    /// it confirms the reorg; showing the chain followed, the first provider is avoided for a
-    /// while; neither, the block is asked for again after the poll interval. With one
-    /// endpoint, or when no other provider has answered three times in a row, its word is
-    /// taken.
+    /// own). The other providers are asked, one by one, for the block at its height, until two
+    /// answers agree. A provider showing the chain followed puts every provider that showed
+    /// another block off it (avoided for a while); two showing the same new block confirm the
+    /// reorg (the others off it); with no agreement, the block is asked for again after the
+    /// poll interval. With one endpoint, or when no other provider has answered three times
+    /// in a row, its word is taken.
     async fn disputed(&mut self, claimed: FollowedBlock) -> Result<(), FollowError> {
         let Some(by) = self.served.clone().filter(|_| self.transport.endpoint_count() > 1) else {
-            return self.reorg().await;
+            return self.reorg(None).await;
         };
-        let params = (format!("0x{:x}", claimed.number), false);
-        let second =
-            self.read::<Option<Header>>("eth_getBlockByNumber", params, std::slice::from_ref(&by)).await;
-        self.unconfirmed = if second.is_none() { self.unconfirmed + 1 } else { 0 };
-        match second.map(|h| h.map(|h| h.block())) {
-            Some(Some(other)) if other.hash == claimed.hash => self.reorg().await,
-            Some(Some(other)) if self.on_chain(&other) => {
-                self.avoid_off_chain(by);
-                Ok(())
+        let mut shown: Vec<(B256, EndpointId)> = vec![(claimed.hash, by.clone())];
+        let mut asked = vec![by.clone()];
+        let mut answered = false;
+        while asked.len() < self.transport.endpoint_count() {
+            let params = (format!("0x{:x}", claimed.number), false);
+            let Some(answer) = self.read::<Option<Header>>("eth_getBlockByNumber", params, &asked).await
+            else {
+                break;
+            };
+            answered = true;
+            let Some(from) = self.served.clone().filter(|id| !asked.contains(id)) else { break };
+            asked.push(from.clone());
+            let Some(other) = answer.map(|h| h.block()) else { continue };
+            if self.on_chain(&other) {
+                for (_, id) in shown {
+                    self.avoid_off_chain(id);
+                }
+                return Ok(());
             }
-            // No other provider answers at all (they are down): after a few tries, as with one
-            // endpoint, its word is taken.
-            None if self.unconfirmed >= UNCONFIRMED_TRIES => {
+            if let Some(i) = shown.iter().position(|(hash, _)| *hash == other.hash) {
+                let (_, on) = shown.swap_remove(i);
+                for (_, id) in shown {
+                    self.avoid_off_chain(id);
+                }
                 self.unconfirmed = 0;
-                self.reorg().await
+                return self.reorg(Some(&on)).await;
             }
-            _ => {
-                self.pause().await;
-                Ok(())
-            }
+            shown.push((other.hash, from));
         }
+        self.unconfirmed = if answered { 0 } else { self.unconfirmed + 1 };
+        if self.unconfirmed >= UNCONFIRMED_TRIES {
+            // No other provider answers at all (they are down): as with one endpoint, its word
+            // is taken.
+            self.unconfirmed = 0;
+            return self.reorg(Some(&by)).await;
+        }
+        self.pause().await;
+        Ok(())
     }
 
     /// `endpoint`'s blocks were off the chain followed: reads avoid it for a while.
@@ -561,11 +579,21 @@ impl Follower {
 
     /// The block at `self.next` does not extend the last one yielded: finds the newest block
     /// remembered that is still canonical and queues the reorg of those after it.
-    async fn reorg(&mut self) -> Result<(), FollowError> {
+    /// The fork point is searched at `on`, the provider that showed the new branch (when
+    /// there are others): another one, on a chain of its own, would show no fork point.
+    async fn reorg(&mut self, on: Option<&EndpointId>) -> Result<(), FollowError> {
+        let others: Vec<EndpointId> = match on {
+            Some(on) => {
+                // Its new branch was confirmed: it is not off the chain.
+                self.off_chain.retain(|(id, _)| id != on);
+                self.transport.endpoint_ids().iter().filter(|id| *id != on).cloned().collect()
+            }
+            None => Vec::new(),
+        };
         let mut keep = None;
         for i in (0..self.ring.len()).rev() {
             let (block, _) = self.ring[i];
-            let Some(now) = self.block_by_number(block.number, &[]).await else {
+            let Some(now) = self.block_by_number(block.number, &others).await else {
                 // Unknown now: try again later rather than guess.
                 self.pause().await;
                 return Ok(());

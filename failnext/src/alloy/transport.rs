@@ -203,6 +203,11 @@ impl FailoverTransport {
         self.endpoints.len()
     }
 
+    /// The transport's endpoints, in order.
+    pub(crate) fn endpoint_ids(&self) -> &[EndpointId] {
+        &self.endpoints
+    }
+
     /// The highest block every provider the paired source admits is known to have (`None`
     /// without a source, or when it knows no head of an admitted provider).
     pub(crate) fn agreed_head(&self) -> Option<u64> {
