@@ -29,6 +29,16 @@ const UNCONFIRMED_TRIES: u32 = 3;
 /// follows (another chain, a branch of its own) while another provider showed the chain.
 const OFF_CHAIN_FOR: Duration = Duration::from_secs(5);
 
+/// What the other providers said of a block off the chain followed.
+enum Verdict {
+    /// Two providers showed the block with this hash, `on` among them.
+    Agreed { hash: B256, on: EndpointId },
+    /// A provider showed the chain followed.
+    Ours,
+    /// No two answers agreed; whether any other provider answered.
+    Unsettled { answered: bool },
+}
+
 /// Where a [`Follower`] starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -480,49 +490,61 @@ impl Follower {
     }
 
     /// Whether the first block to yield may be: nothing was yielded yet, so no parent link
-    /// vouches for it. Other providers (up to two) are asked for the block at its height: the
-    /// first to show the same block settles it; two showing another block between them
-    /// outvote it (and its provider is avoided for a while); with no other answer its word
-    /// is taken. Otherwise it is asked for again: one provider off the chain at the start
-    /// does not set the chain followed.
+    /// vouches for it, and the other providers are asked for the block at its height (see
+    /// [`opinions`](Follower::opinions)). A second provider showing it settles it; two showing
+    /// another block outvote it; with no other answer its word is taken. Otherwise it is asked
+    /// for again: one provider off the chain at the start does not set the chain followed.
     async fn anchored(&mut self, first: &FollowedBlock, by: Option<&EndpointId>) -> bool {
         let (true, Some(by)) = (self.ring.is_empty() && self.transport.endpoint_count() > 1, by) else {
             return true;
         };
-        let mut avoid = vec![by.clone()];
-        let mut others: Vec<B256> = Vec::new();
-        while avoid.len() < self.transport.endpoint_count().min(3) {
-            let Some(other) = self.block_by_number(first.number, &avoid).await else { break };
-            if other.hash == first.hash {
-                return true;
-            }
-            if others.contains(&other.hash) {
-                self.avoid_off_chain(by.clone());
-                return false;
-            }
-            others.push(other.hash);
-            match self.served.clone() {
-                Some(id) if !avoid.contains(&id) => avoid.push(id),
-                _ => break,
-            }
+        match self.opinions(first, by.clone()).await {
+            Verdict::Agreed { hash, .. } => hash == first.hash,
+            Verdict::Ours => true,
+            Verdict::Unsettled { answered } => !answered,
         }
-        others.is_empty()
     }
 
     /// A block (`claimed`, answered by `self.served`) that does not chain on from the blocks
     /// yielded: a reorg, or a provider off the chain (on another chain, on a branch of its
-    /// own). The other providers are asked, one by one, for the block at its height, until two
-    /// answers agree. A provider showing the chain followed puts every provider that showed
-    /// another block off it (avoided for a while); two showing the same new block confirm the
-    /// reorg (the others off it); with no agreement, the block is asked for again after the
-    /// poll interval. With one endpoint, or when no other provider has answered three times
-    /// in a row, its word is taken.
+    /// own). The other providers are asked (see [`opinions`](Follower::opinions)): one showing
+    /// the chain followed puts the block's provider off it; two showing the same new block
+    /// confirm the reorg; with no agreement the block is asked for again after the poll
+    /// interval. With one endpoint, or when no other provider has answered three times in a
+    /// row, its word is taken.
     async fn disputed(&mut self, claimed: FollowedBlock) -> Result<(), FollowError> {
         let Some(by) = self.served.clone().filter(|_| self.transport.endpoint_count() > 1) else {
             return self.reorg(None).await;
         };
+        match self.opinions(&claimed, by.clone()).await {
+            Verdict::Agreed { on, .. } => {
+                self.unconfirmed = 0;
+                self.reorg(Some(&on)).await
+            }
+            Verdict::Ours => {
+                self.unconfirmed = 0;
+                Ok(())
+            }
+            Verdict::Unsettled { answered } => {
+                self.unconfirmed = if answered { 0 } else { self.unconfirmed + 1 };
+                if self.unconfirmed >= UNCONFIRMED_TRIES {
+                    // No other provider answers at all (they are down): as with one endpoint,
+                    // its word is taken.
+                    self.unconfirmed = 0;
+                    return self.reorg(Some(&by)).await;
+                }
+                self.pause().await;
+                Ok(())
+            }
+        }
+    }
+
+    /// What the other providers show at the height of `claimed` (shown by `by`), asked one
+    /// by one until two answers agree. Every provider whose block lost (to the chain followed,
+    /// or to two that agree) is put off the chain for a while.
+    async fn opinions(&mut self, claimed: &FollowedBlock, by: EndpointId) -> Verdict {
         let mut shown: Vec<(B256, EndpointId)> = vec![(claimed.hash, by.clone())];
-        let mut asked = vec![by.clone()];
+        let mut asked = vec![by];
         let mut answered = false;
         while asked.len() < self.transport.endpoint_count() {
             let params = (format!("0x{:x}", claimed.number), false);
@@ -534,31 +556,21 @@ impl Follower {
             let Some(from) = self.served.clone().filter(|id| !asked.contains(id)) else { break };
             asked.push(from.clone());
             let Some(other) = answer.map(|h| h.block()) else { continue };
-            if self.on_chain(&other) {
-                for (_, id) in shown {
-                    self.avoid_off_chain(id);
-                }
-                return Ok(());
+            let verdict = if self.on_chain(&other) {
+                Verdict::Ours
+            } else if let Some(i) = shown.iter().position(|(hash, _)| *hash == other.hash) {
+                let (hash, on) = shown.swap_remove(i);
+                Verdict::Agreed { hash, on }
+            } else {
+                shown.push((other.hash, from));
+                continue;
+            };
+            for (_, id) in shown {
+                self.avoid_off_chain(id);
             }
-            if let Some(i) = shown.iter().position(|(hash, _)| *hash == other.hash) {
-                let (_, on) = shown.swap_remove(i);
-                for (_, id) in shown {
-                    self.avoid_off_chain(id);
-                }
-                self.unconfirmed = 0;
-                return self.reorg(Some(&on)).await;
-            }
-            shown.push((other.hash, from));
+            return verdict;
         }
-        self.unconfirmed = if answered { 0 } else { self.unconfirmed + 1 };
-        if self.unconfirmed >= UNCONFIRMED_TRIES {
-            // No other provider answers at all (they are down): as with one endpoint, its word
-            // is taken.
-            self.unconfirmed = 0;
-            return self.reorg(Some(&by)).await;
-        }
-        self.pause().await;
-        Ok(())
+        Verdict::Unsettled { answered }
     }
 
     /// `endpoint`'s blocks were off the chain followed: reads avoid it for a while.
