@@ -154,6 +154,7 @@ impl std::error::Error for FollowError {
 /// What a follower did that a reader of its stream does not see: reads that failed (and were
 /// retried), polls that found nothing new.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FollowStats {
     /// Blocks yielded.
     pub blocks: u64,
@@ -161,9 +162,9 @@ pub struct FollowStats {
     pub reorgs: u64,
     /// Reads that failed on every provider and were retried after the poll interval.
     pub retried: u64,
-    /// Blocks a provider showed off the chain followed (on another chain, or a branch of its
-    /// own) that a second provider did not confirm: never yielded, the provider avoided for a
-    /// while.
+    /// Times a provider was found off the chain followed (on another chain, or a branch of
+    /// its own): its block outvoted by the other providers', or its logs naming another
+    /// block. What it showed was never yielded, and the follower's reads avoid it for 5 s.
     pub off_chain: u64,
     /// JSON-RPC requests sent.
     pub requests: u64,
