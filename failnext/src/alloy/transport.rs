@@ -313,23 +313,6 @@ impl FailoverTransport {
         Some(self.coherence.head.get()).filter(|n| *n > 0)
     }
 
-    /// A [`Bundle`](super::Bundle) at the head: the highest block every provider the paired
-    /// [monitor](super::FailoverTransportBuilder::monitor) admits is known to have (so no
-    /// admitted provider is asked for a block it has not seen yet), or, without a monitor
-    /// (or before it knows a head), the `latest` block of the provider that answers. The
-    /// block is read by number through the transport (`eth_getBlockByNumber`, a read that
-    /// fails over) and pinned by the hash it answered.
-    ///
-    /// # Errors
-    ///
-    /// The read's failure (see [`Failure`](super::Failure)); an answer without that block
-    /// (`null`) or one that is not a block is a deserialization error.
-    pub async fn bundle_at_head(&self) -> TransportResult<super::Bundle> {
-        let tag = self.agreed_head().map_or_else(|| "latest".to_owned(), |n| format!("0x{n:x}"));
-        let header: super::follow::Header = self.call("eth_getBlockByNumber", (tag, false)).await?;
-        Ok(self.bundle(header.block().block_ref()))
-    }
-
     /// One call of `method` with `params` through the transport, its result parsed as `R`.
     pub(crate) async fn call<R: serde::de::DeserializeOwned>(
         &self,
