@@ -89,6 +89,12 @@ impl Chain {
         self.state.id
     }
 
+    /// The hash of block `number` of this chain: what every honest provider serves (a
+    /// provider on another chain or a fork of its own serves another).
+    pub fn block_hash(&self, number: u64) -> String {
+        super::rpc::block_hash(self.id(), 0, number)
+    }
+
     /// The newest block.
     pub fn head(&self) -> u64 {
         self.state.head.load(Ordering::SeqCst)

@@ -36,11 +36,16 @@ pub const GET_RESERVES: &str = "0x0902f1ac";
 /// The third word of every simulated block hash.
 const HASH_MARK: u64 = 0xb10c_b10c_b10c_b10c;
 
+/// The hash of block `number` on chain `chain_id`, on fork `fork` (0: the chain itself).
+pub(crate) fn block_hash(chain_id: u64, fork: u64, number: u64) -> String {
+    format!("0x{chain_id:016x}{fork:016x}{HASH_MARK:016x}{number:016x}")
+}
+
 impl View<'_> {
     /// The hash this view gives block `number`: the chain id, the fork, a mark and the number,
     /// so that it can be read back ([`View::number_of`]).
     pub(crate) fn hash(&self, number: u64) -> String {
-        format!("0x{:016x}{:016x}{HASH_MARK:016x}{number:016x}", self.chain_id, self.fork)
+        block_hash(self.chain_id, self.fork, number)
     }
 
     /// The block this view has under `hash`: one of its own hashes, at or below its head.

@@ -21,6 +21,17 @@ const BACKFILL: u64 = 32;
 /// How many blocks a follower remembers, by default: the deepest reorg it can repair.
 pub const DEFAULT_FOLLOW_DEPTH: usize = 64;
 
+/// How many blocks back the block time is learnt over.
+const LEARN_WINDOW: usize = 32;
+
+/// The mean time between `older` and `newer`, from their timestamps; `None` when they share a
+/// second (or are out of order).
+fn block_time(older: &FollowedBlock, newer: &FollowedBlock) -> Option<Duration> {
+    let blocks = newer.number.checked_sub(older.number).filter(|n| *n > 0)?;
+    let seconds = newer.timestamp.checked_sub(older.timestamp).filter(|s| *s > 0)?;
+    Some(Duration::from_millis(seconds.saturating_mul(1000) / blocks))
+}
+
 /// How many times in a row a block off the chain followed is asked of the other providers
 /// while none of them answers (all down), before the one provider answering is believed.
 const UNCONFIRMED_TRIES: u32 = 3;
@@ -373,6 +384,9 @@ impl Follower {
         if let Some(start) = self.start {
             self.next = self.start_number(start).await?;
             self.start = None;
+            if self.poll.is_none() && self.block_time.is_none() {
+                self.learn_from_history().await;
+            }
         }
         loop {
             if let Some(event) = self.pending.pop_front() {
@@ -474,7 +488,6 @@ impl Follower {
             });
         }
         for (block, logs) in run.into_iter().zip(logs) {
-            self.learn_block_time(&block);
             self.pending.push_back(ChainEvent::Block { block, served_by: blocks_served.clone() });
             if self.filter.is_some() {
                 let (of, served_by) = (block.block_ref(), logs_served.clone());
@@ -487,6 +500,7 @@ impl Follower {
             self.next = block.number + 1;
             self.stats.blocks += 1;
         }
+        self.learn_block_time();
         Ok(())
     }
 
@@ -799,13 +813,30 @@ impl Follower {
         }
     }
 
-    fn learn_block_time(&mut self, block: &FollowedBlock) {
-        if let Some((last, _)) = self.ring.back() {
-            let seconds = block.timestamp.saturating_sub(last.timestamp);
-            if seconds > 0 {
-                let learnt = Duration::from_secs(seconds);
-                self.block_time = Some(self.block_time.map_or(learnt, |t| (t * 3 + learnt) / 4));
-            }
+    /// The block time, from the last (up to [`LEARN_WINDOW`]) blocks yielded: the span of
+    /// their timestamps over their count, so that blocks faster than a second (whose
+    /// timestamps, in whole seconds, repeat) are learnt too. Kept while the span is 0.
+    fn learn_block_time(&mut self) {
+        let (Some((newer, _)), Some((older, _))) = (
+            self.ring.back(),
+            self.ring.iter().rev().nth(LEARN_WINDOW.min(self.ring.len().saturating_sub(1))),
+        ) else {
+            return;
+        };
+        if let Some(learnt) = block_time(older, newer) {
+            self.block_time = Some(learnt);
+        }
+    }
+
+    /// Before the first block, when no poll interval was set: the block time from two blocks
+    /// before the start ([`LEARN_WINDOW`] apart), in one request, so that the first polls
+    /// already follow it. Nothing is learnt when the request fails.
+    async fn learn_from_history(&mut self) {
+        let Some(older) = self.next.checked_sub(1 + LEARN_WINDOW as u64) else { return };
+        let params = vec![(format!("0x{older:x}"), false), (format!("0x{:x}", self.next - 1), false)];
+        let headers = self.read_batch::<Option<Header>, _>("eth_getBlockByNumber", params).await;
+        if let [Some(Some(older)), Some(Some(newer))] = headers.as_slice() {
+            self.block_time = block_time(&older.block(), &newer.block()).or(self.block_time);
         }
     }
 
@@ -844,10 +875,10 @@ mod tests {
 
     /// Yields blocks at these timestamps, as `step` does.
     fn yielded(follower: &mut Follower, timestamps: &[u64]) {
+        let first = follower.ring.back().map_or(1, |(b, _)| b.number + 1);
         for (i, t) in timestamps.iter().enumerate() {
-            let b = block(i as u64 + 1, *t);
-            follower.learn_block_time(&b);
-            follower.ring.push_back((b, Vec::new()));
+            follower.ring.push_back((block(first + i as u64, *t), Vec::new()));
+            follower.learn_block_time();
         }
     }
 
@@ -890,21 +921,25 @@ mod tests {
     }
 
     #[test]
-    fn the_learnt_block_time_follows_a_change_and_ignores_blocks_of_the_same_second() {
+    fn the_learnt_block_time_follows_a_change_within_32_blocks() {
         let mut f = follower();
         yielded(&mut f, &[0, 12, 24]);
-        let ring_last = f.ring.back().unwrap().0.timestamp;
-        for i in 1..=20 {
-            let b = block(3 + i, ring_last + 2 * i);
-            f.learn_block_time(&b);
-            f.ring.push_back((b, Vec::new()));
-        }
-        let interval = f.interval();
-        assert!(interval < Duration::from_millis(1100), "moved towards 1 s: {interval:?}");
-        let before = f.interval();
-        let same = block(100, f.ring.back().unwrap().0.timestamp);
-        f.learn_block_time(&same);
-        assert_eq!(f.interval(), before, "a block of the same second teaches nothing");
+        let last = f.ring.back().unwrap().0.timestamp;
+        yielded(&mut f, &(1..=32).map(|i| last + 2 * i).collect::<Vec<_>>());
+        assert_eq!(f.interval(), Duration::from_secs(1), "2 s blocks now");
+    }
+
+    #[test]
+    fn blocks_faster_than_a_second_are_learnt_from_the_span_of_their_timestamps() {
+        let mut f = follower();
+        // Four blocks a second: timestamps in whole seconds repeat.
+        yielded(&mut f, &(0..33).map(|i| 1_000 + i / 4).collect::<Vec<_>>());
+        assert_eq!(f.interval(), Duration::from_millis(125));
+        let before = f.block_time;
+        let mut g = follower();
+        yielded(&mut g, &[5, 5, 5]);
+        assert_eq!(g.block_time, None, "blocks of one second teach nothing");
+        assert!(before.is_some());
     }
 
     #[test]

@@ -245,6 +245,12 @@ pub async fn run(config: Config) -> Result<Report, SetupError> {
             measured.push(measure::measure(&shared, &config.measure, *run).await?);
         }
     }
+    for (subject, yielded, problems) in measured.iter().flat_map(measure::MeasureReport::follower_problems) {
+        v.checked(Check::Follower, yielded);
+        for problem in problems {
+            v.add(Check::Follower, format!("the chain follower of {subject}: {problem}"));
+        }
+    }
 
     // Everything is dropped here (client, failover, monitor, simulator); the report is what
     // remains.

@@ -52,10 +52,11 @@ pub(crate) enum Check {
     Tasks,
     Connections,
     Memory,
+    Follower,
 }
 
 impl Check {
-    pub(crate) const ALL: [Check; 24] = [
+    pub(crate) const ALL: [Check; 25] = [
         Check::Ends,
         Check::AttemptBounded,
         Check::OneResult,
@@ -80,6 +81,7 @@ impl Check {
         Check::Tasks,
         Check::Connections,
         Check::Memory,
+        Check::Follower,
     ];
 
     pub(crate) fn label(self) -> &'static str {
@@ -108,6 +110,7 @@ impl Check {
             Check::Tasks => "tasks back to baseline",
             Check::Connections => "tcp connections back to baseline",
             Check::Memory => "memory (RSS) back to baseline",
+            Check::Follower => "follower: every block once, in order, on chain",
         }
     }
 }

@@ -52,6 +52,16 @@
 //! For the paired configuration, the report also prints issue 20's targets, each with its
 //! measured value and MET or MISSED (never a soak violation; module `targets`).
 //!
+//! Beside the reads, each transport configuration (`transport-defaults`, `transport-paired`)
+//! runs a chain follower (`failnext::alloy::Follower`, its own transport with the same
+//! settings, and for the paired one its own monitor, so nothing it does feeds the reads'
+//! figures) from the block after the head at the start, with its default polling. Every
+//! block it yields is judged against the simulated chain: each once, in order, the chain's
+//! own hash, linked to the one before, no reorg (the chain has none), no error; anything else
+//! is a violation of the check `follower` (module `follow`). The report gives blocks yielded
+//! of those made, requests per block, the delay from a block's making to its yield (p50,
+//! p99) and how often a provider was found off the chain.
+//!
 //! The configurations run **interleaved**, at the same time: each has its own `Failover` and
 //! its own `reqwest` client (so no pool, health or cooldown state is shared), over the same
 //! providers and the same fault windows. All but the paired one use the same monitor as
@@ -78,6 +88,7 @@
 //! restart (down first, long enough for the monitor to see it: see `timeline::Windows::new`),
 //! as providers do; the monitor checks the chain at every check.
 
+mod follow;
 mod judge;
 pub mod subject;
 mod targets;
@@ -229,6 +240,8 @@ pub struct MeasureReport {
     /// Per provider, the share of the measure it spent in a fault.
     pub(crate) faulty: Vec<f64>,
     pub(crate) windows: BTreeMap<FaultKind, u64>,
+    /// The chain followers of the transport configurations.
+    pub(crate) followed: Vec<(Subject, follow::Followed)>,
 }
 
 impl MeasureReport {
@@ -240,6 +253,12 @@ impl MeasureReport {
     /// The scenario and duration of this measure.
     pub fn run(&self) -> MeasureRun {
         self.run
+    }
+
+    /// What each transport configuration's chain follower got wrong: `(configuration,
+    /// blocks yielded, problems)`.
+    pub(crate) fn follower_problems(&self) -> impl Iterator<Item = (Subject, u64, &[String])> {
+        self.followed.iter().map(|(s, f)| (*s, f.yielded, f.problems.as_slice()))
     }
 
     /// Issue 20's targets for the paired configuration, measured (empty when it was not).
@@ -272,6 +291,7 @@ pub(crate) async fn measure(
     let url = shared.providers.first().map(|p| p.url().to_owned()).unwrap_or_default();
     let mut clients = Vec::new();
     let mut own_monitors = Vec::new();
+
     for subject in &settings.subjects {
         let builder = Failover::builder(list.clone()).attempt_timeout(shared.attempt_timeout).on_event(|e| {
             if let failnext::Event::Hedge { .. } = e {
@@ -281,6 +301,7 @@ pub(crate) async fn measure(
         let builder = if subject.is_paired() {
             let monitor = own_monitor(shared, &list)?;
             own_monitors.push(monitor.clone());
+
             builder.monitor(RecordedSource { source: monitor, endpoints: shared.endpoints.clone() })
         } else {
             builder
@@ -325,6 +346,30 @@ pub(crate) async fn measure(
     let checks = own_monitors.iter().chain(std::iter::once(shared.monitor)).map(Monitor::check);
     let _ = futures::future::join_all(checks).await;
     let handles: Vec<MonitorHandle> = own_monitors.iter().map(|m| m.spawn(shared.check_interval)).collect();
+
+    // A chain follower per transport configuration (its own transport, and for the paired one
+    // its own monitor, so that nothing it does feeds the reads' figures), over the same
+    // providers and faults, from the next block on.
+    let from = shared.chain.head() + 1;
+    let made: follow::Made = Arc::default();
+    background.spawn(follow::watch_made(shared.chain.clone(), made.clone(), stopped.clone()));
+    let mut followers = tokio::task::JoinSet::new();
+    for subject in
+        settings.subjects.iter().filter(|s| matches!(s, Subject::Transport | Subject::TransportPaired))
+    {
+        let mut builder =
+            failnext::alloy::FailoverTransport::builder(list.clone()).attempt_timeout(shared.attempt_timeout);
+        if subject.is_paired() {
+            let monitor = own_monitor(shared, &list)?.spawn(shared.check_interval);
+            monitor.ready(shared.check_interval + 2 * shared.probe_timeout).await;
+            builder = builder.monitor(monitor);
+        }
+        let transport =
+            builder.build().map_err(|e| SetupError(format!("follower transport ({subject}): {e}")))?;
+        let follower = transport.follow(failnext::alloy::Start::Number(from));
+        let (subject, chain, made, stopped) = (*subject, shared.chain.clone(), made.clone(), stopped.clone());
+        followers.spawn(async move { (subject, follow::follow(follower, from, chain, made, stopped).await) });
+    }
     {
         let (monitor, interval, mut stopped) =
             (shared.monitor.clone(), shared.check_interval, stopped.clone());
@@ -370,6 +415,13 @@ pub(crate) async fn measure(
     }
     let elapsed = started.elapsed();
     let _ = stop.send(true);
+    let mut followed = Vec::new();
+    while let Some(joined) = followers.join_next().await {
+        if let Ok(done) = joined {
+            followed.push(done);
+        }
+    }
+    followed.sort_by_key(|(subject, _)| *subject);
     while background.join_next().await.is_some() {}
     for handle in handles {
         handle.stop().await;
@@ -391,7 +443,7 @@ pub(crate) async fn measure(
         .iter()
         .map(|s| (*s, judge(samples.get(s).map_or(&[][..], Vec::as_slice), &timeline, n)))
         .collect();
-    Ok(MeasureReport { run, rate: settings.rate, elapsed, figures, faulty, windows })
+    Ok(MeasureReport { run, rate: settings.rate, elapsed, figures, faulty, windows, followed })
 }
 
 /// A `reqwest` client whose idle connections close after half a second.
@@ -536,6 +588,15 @@ impl fmt::Display for MeasureReport {
                 for (why, n) in &fig.slow {
                     writeln!(f, "      {why:<44} {n:>10}")?;
                 }
+            }
+        }
+        if !self.followed.is_empty() {
+            writeln!(f, "\n  Chain followers over the same providers and faults (each its own transport):")?;
+        }
+        for (subject, followed) in &self.followed {
+            writeln!(f, "  {:<20} {followed}", subject.name())?;
+            for problem in &followed.problems {
+                writeln!(f, "    {problem}")?;
             }
         }
         if self.elapsed < Duration::from_secs(60) && matches!(self.run.scenario, Scenario::Flapping { .. }) {
