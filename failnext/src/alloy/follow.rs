@@ -305,8 +305,10 @@ impl Follower {
         self
     }
 
-    /// Polls for a new head this often. Default: half the block time learnt from the blocks'
-    /// timestamps (at least 50 ms), 1 s until one is learnt.
+    /// Polls for a new head this often. Default: half the block time (at least 50 ms), learnt
+    /// from the timestamps of the last 32 blocks (their span over their count, so blocks
+    /// faster than a second are learnt too), at the start from the blocks before the first
+    /// one (one request); 1 s until one is learnt.
     #[must_use]
     pub fn poll_every(mut self, interval: Duration) -> Follower {
         self.poll = Some(interval);
