@@ -760,3 +760,42 @@ async fn a_reorg_two_providers_show_is_followed_while_the_first_provider_moves_o
     }
     assert!(follower.stats().off_chain >= 1, "the provider on another chain was put off it");
 }
+
+#[tokio::test]
+async fn a_follower_on_a_provider_refusing_batches_follows_new_blocks_once_caught_up() {
+    let chain = Chain::with(5);
+    let refusing = provider_with(chain.clone(), Arc::default(), Arc::new(AtomicBool::new(true))).await;
+    let t = transport(&[("refusing", &refusing)]);
+    let mut follower = t.follow(Start::Number(1)).logs(filter()).poll_every(Duration::from_millis(10));
+    assert_eq!(blocks(&until_block(&mut follower, 5).await), (1..=5).collect::<Vec<_>>());
+    chain.lock().unwrap().extend(7);
+    assert_eq!(blocks(&until_block(&mut follower, 7).await), [6, 7], "its head read alone");
+    chain.lock().unwrap().reorg(1);
+    let ChainEvent::Reorg { depth, .. } = next(&mut follower).await.unwrap() else { panic!("a reorg") };
+    assert_eq!(depth, 1, "its last block re-checked alone");
+}
+
+#[tokio::test]
+async fn an_idle_poll_reads_the_head_and_the_last_block_in_one_request() {
+    let chain = Chain::with(3);
+    let p = provider(chain.clone(), Arc::default()).await;
+    let t = transport(&[("p", &p)]);
+    let mut follower = t.follow(Start::Number(1)).poll_every(Duration::from_millis(10));
+    for _ in 1..=3 {
+        next(&mut follower).await.unwrap();
+    }
+    drop(p.take_log());
+    let idle = tokio::time::timeout(Duration::from_millis(200), follower.next()).await;
+    assert!(idle.is_err(), "nothing new");
+    let polls = p.take_log();
+    assert!(polls.len() >= 2, "it polled");
+    for poll in &polls {
+        let methods: Vec<String> = match poll.json() {
+            Value::Array(calls) => {
+                calls.iter().map(|c| c["method"].as_str().unwrap_or_default().to_owned()).collect()
+            }
+            call => vec![call["method"].as_str().unwrap_or_default().to_owned()],
+        };
+        assert_eq!(methods, ["eth_blockNumber", "eth_getBlockByNumber"], "one request per poll");
+    }
+}

@@ -395,15 +395,11 @@ impl Follower {
                 return Ok(event);
             }
             if self.next > self.head {
-                match self.read_head().await {
-                    Some(head) if head >= self.next => self.head = head,
-                    Some(_) => {
-                        if let Some(other) = self.tip_replaced().await {
-                            // A reorg at the same height (or lower): no new block to show it.
-                            self.disputed(other).await?;
-                        } else {
-                            self.pause().await;
-                        }
+                match self.poll_head().await {
+                    (Some(head), _) if head >= self.next => self.head = head,
+                    (Some(_), Some(other)) => {
+                        // A reorg at the same height (or lower): no new block to show it.
+                        self.disputed(other).await?;
                         continue;
                     }
                     _ => {
@@ -705,6 +701,41 @@ impl Follower {
                 }
             },
         }
+    }
+
+    /// The head to follow up to, and, when it shows no new block, the block now at the height
+    /// of the last one yielded if that is another block (a reorg at the same height).
+    /// Unpaired, both are read in one batch (one provider's view of both); paired, the head
+    /// is the agreed one and the last block is read alone, when needed.
+    async fn poll_head(&mut self) -> (Option<u64>, Option<FollowedBlock>) {
+        let last = self.ring.back().map(|(b, _)| *b);
+        if let Some(last) = last.filter(|_| self.transport.agreed_head().is_none()) {
+            self.stats.requests += 1;
+            let avoid = self.avoiding(&[]);
+            let head = ("eth_blockNumber", ());
+            let tip = ("eth_getBlockByNumber", (format!("0x{:x}", last.number), false));
+            match self.transport.call_pair::<alloy_primitives::U64, Option<Header>>(head, tip, &avoid).await {
+                Ok(((Some(head), tip), served)) => {
+                    self.served = served;
+                    let head = head.to::<u64>();
+                    let tip = tip.flatten().map(|h| h.block());
+                    return (Some(head), tip.filter(|t| t.hash != last.hash && head < self.next));
+                }
+                // The batch was not answered as one (a provider that refuses batches): the
+                // calls one by one, below.
+                Ok(_) => {}
+                Err(_) => {
+                    self.failed(!avoid.is_empty());
+                    return (None, None);
+                }
+            }
+        }
+        let head = self.read_head().await;
+        let tip = match head {
+            Some(head) if head < self.next => self.tip_replaced().await,
+            _ => None,
+        };
+        (head, tip)
     }
 
     /// The head to follow up to: with a monitor paired, the highest block every admitted

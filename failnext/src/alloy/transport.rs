@@ -11,6 +11,7 @@ use alloy_transport::{
 use http::StatusCode;
 use http::header::{CONTENT_TYPE, HeaderValue};
 use reqwest_middleware::ClientWithMiddleware;
+use serde_json::value::RawValue;
 
 use super::capability::Capability;
 use super::coherence::{self, Coherence, Packet, Rules};
@@ -355,29 +356,66 @@ impl FailoverTransport {
         params: Vec<P>,
         avoid: &[EndpointId],
     ) -> TransportResult<(Vec<Option<R>>, Option<EndpointId>)> {
-        let n = params.len();
         let cell = super::ServedByCell::new();
         let requests = (0_u64..)
             .zip(params)
             .map(|(i, p)| served_request(method, i, p, &cell, avoid))
             .collect::<Result<Vec<_>, TransportError>>()?;
+        let results = self.batch(requests).await?;
+        Ok((
+            results.iter().map(|r| r.as_deref().and_then(|r| serde_json::from_str(r.get()).ok())).collect(),
+            cell.get(),
+        ))
+    }
+
+    /// Two calls of different methods in one batch (one provider's view of both), never to
+    /// the endpoints of `avoid`: each one's result, `None` where it failed.
+    pub(crate) async fn call_pair<A, B>(
+        &self,
+        (first, first_params): (&'static str, impl alloy_json_rpc::RpcSend),
+        (second, second_params): (&'static str, impl alloy_json_rpc::RpcSend),
+        avoid: &[EndpointId],
+    ) -> TransportResult<((Option<A>, Option<B>), Option<EndpointId>)>
+    where
+        A: serde::de::DeserializeOwned,
+        B: serde::de::DeserializeOwned,
+    {
+        let cell = super::ServedByCell::new();
+        let requests = vec![
+            served_request(first, 0, first_params, &cell, avoid)?,
+            served_request(second, 1, second_params, &cell, avoid)?,
+        ];
+        let results = self.batch(requests).await?;
+        let parse = |i: usize| results.get(i).and_then(Option::as_deref).map(RawValue::get);
+        let a = parse(0).and_then(|r| serde_json::from_str(r).ok());
+        let b = parse(1).and_then(|r| serde_json::from_str(r).ok());
+        Ok(((a, b), cell.get()))
+    }
+
+    /// `requests` (ids 0, 1, ...) through the transport as one batch: each call's raw result
+    /// by id, `None` where it failed or its answer is missing.
+    async fn batch(
+        &self,
+        requests: Vec<alloy_json_rpc::SerializedRequest>,
+    ) -> TransportResult<Vec<Option<Box<RawValue>>>> {
+        let n = requests.len();
         let answer = self.send_in(RequestPacket::Batch(requests), None).await?;
         let responses = match answer {
             ResponsePacket::Batch(responses) => responses,
             ResponsePacket::Single(response) => vec![response],
         };
-        let mut results: Vec<Option<R>> = (0..n).map(|_| None).collect();
+        let mut results: Vec<Option<Box<RawValue>>> = (0..n).map(|_| None).collect();
         for response in responses {
             let (alloy_json_rpc::Id::Number(i), alloy_json_rpc::ResponsePayload::Success(result)) =
-                (&response.id, &response.payload)
+                (response.id, response.payload)
             else {
                 continue;
             };
-            if let Some(slot) = usize::try_from(*i).ok().and_then(|i| results.get_mut(i)) {
-                *slot = serde_json::from_str(result.get()).ok();
+            if let Some(slot) = usize::try_from(i).ok().and_then(|i| results.get_mut(i)) {
+                *slot = Some(result);
             }
         }
-        Ok((results, cell.get()))
+        Ok(results)
     }
 
     /// How `method` is sent, as the table says.
