@@ -799,3 +799,31 @@ async fn an_idle_poll_reads_the_head_and_the_last_block_in_one_request() {
         assert_eq!(methods, ["eth_blockNumber", "eth_getBlockByNumber"], "one request per poll");
     }
 }
+
+#[tokio::test]
+async fn two_providers_moving_onto_the_same_other_chain_are_not_a_reorg_while_a_third_keeps_the_chain() {
+    let chain = Chain::with(6);
+    let other = other_chain(40);
+    let switched = Arc::new(AtomicBool::new(false));
+    let a = switching(chain.clone(), other.clone(), switched.clone()).await;
+    let b = switching(chain.clone(), other.clone(), switched.clone()).await;
+    let c = provider(chain.clone(), Arc::default()).await;
+    let t = transport(&[("a", &a), ("b", &b), ("c", &c)]);
+    let mut follower = t.follow(Start::Number(1)).poll_every(Duration::from_millis(10));
+    for _ in 1..=6 {
+        next(&mut follower).await.unwrap();
+    }
+    switched.store(true, Ordering::SeqCst);
+    chain.lock().unwrap().extend(10);
+    for number in 7..=10 {
+        match next(&mut follower).await {
+            Ok(ChainEvent::Block { block, served_by }) => {
+                assert_eq!((block.number, Some(block.hash)), (number, chain.lock().unwrap().hash_of(number)));
+                assert_eq!(served_by.map(|id| id.to_string()).as_deref(), Some("c"));
+            }
+            other => panic!("block {number} of the chain, not {other:?}"),
+        }
+    }
+    assert!(follower.stats().off_chain >= 2, "both put off the chain: {:?}", follower.stats());
+    assert_eq!(follower.stats().reorgs, 0);
+}

@@ -629,6 +629,13 @@ impl Follower {
             }
         }
         let Some(keep) = keep else {
+            if let Some(on) = on {
+                if self.kept_elsewhere(on).await {
+                    // Providers that agree on a chain of their own, not a reorg of this one.
+                    self.avoid_off_chain(on.clone());
+                    return Ok(());
+                }
+            }
             let restart_from = self.ring.front().map_or(self.next, |(b, _)| b.number);
             return Err(FollowError::TooDeep { restart_from });
         };
@@ -648,6 +655,27 @@ impl Follower {
         });
         self.pending.push_back(ChainEvent::Reorg { depth: dropped.len() as u64, dropped, served_by });
         Ok(())
+    }
+
+    /// Whether a provider other than `on` still has the last block yielded: then the branch
+    /// `on` showed shares no remembered block with a chain that still exists, and is another
+    /// chain (two providers on the same wrong one), not a reorg deeper than the ring.
+    async fn kept_elsewhere(&mut self, on: &EndpointId) -> bool {
+        let Some(last) = self.ring.back().map(|(b, _)| *b) else { return false };
+        let mut asked = vec![on.clone()];
+        while asked.len() < self.transport.endpoint_count() {
+            let Some(answer) = self.block_by_number(last.number, &asked).await else {
+                return false;
+            };
+            if answer.hash == last.hash {
+                return true;
+            }
+            match self.served.clone() {
+                Some(id) if !asked.contains(&id) => asked.push(id),
+                _ => return false,
+            }
+        }
+        false
     }
 
     /// The block now at the height of the last one yielded, when it is another one.
