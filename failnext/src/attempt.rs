@@ -41,16 +41,7 @@ impl Attempted {
             Attempted::Return(resp) | Attempted::Retain(resp) => resp.status().to_string(),
             // With its causes: "error sending request" alone says neither "refused" nor
             // "timed out".
-            Attempted::Failed(err) => {
-                use std::fmt::Write as _;
-                let mut text = err.to_string();
-                let mut cause = std::error::Error::source(err);
-                while let Some(e) = cause {
-                    let _ = write!(text, ": {e}");
-                    cause = e.source();
-                }
-                text
-            }
+            Attempted::Failed(err) => crate::error::WithCauses(err).to_string(),
         }
     }
 

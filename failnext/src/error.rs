@@ -294,8 +294,17 @@ impl Attempt {
 /// own `Display` leaves out (it prints "error sending request" without saying why).
 impl fmt::Display for Attempt {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.endpoint, self.error)?;
-        let mut cause = self.error.source();
+        write!(f, "{}: {}", self.endpoint, WithCauses(&self.error))
+    }
+}
+
+/// An error and its whole source chain on one line: `error: cause: cause ...`.
+pub(crate) struct WithCauses<'a>(pub(crate) &'a (dyn StdError + 'static));
+
+impl fmt::Display for WithCauses<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut cause = self.0.source();
         while let Some(e) = cause {
             write!(f, ": {e}")?;
             cause = e.source();
