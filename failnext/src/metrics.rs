@@ -75,8 +75,17 @@ impl Keys {
 }
 
 fn count(key: &Key) {
-    metrics::with_recorder(|r| r.register_counter(key, &METADATA).increment(1));
+    count_by(key, 1);
 }
+
+fn count_by(key: &Key, n: u64) {
+    metrics::with_recorder(|r| r.register_counter(key, &METADATA).increment(n));
+}
+
+/// The chain follower's counters: no endpoint label.
+static BACKFILLED_BLOCKS: Key = Key::from_static_name("failnext_follower_backfilled_blocks_total");
+static REORGS: Key = Key::from_static_name("failnext_follower_reorgs_total");
+static REORGED_BLOCKS: Key = Key::from_static_name("failnext_follower_reorged_blocks_total");
 
 /// What `event` says, as metrics; `keys` finds an endpoint's keys.
 pub(crate) fn record<'k>(event: &Event<'_>, keys: impl Fn(&EndpointId) -> Option<&'k Keys>) {
@@ -118,25 +127,10 @@ pub(crate) fn record<'k>(event: &Event<'_>, keys: impl Fn(&EndpointId) -> Option
                 count(&k.breaker[at]);
             }
         }
-        Event::Backfilled { blocks, .. } => {
-            metrics::with_recorder(|r| {
-                r.register_counter(
-                    &Key::from_static_name("failnext_follower_backfilled_blocks_total"),
-                    &METADATA,
-                )
-                .increment(blocks);
-            });
-        }
+        Event::Backfilled { blocks, .. } => count_by(&BACKFILLED_BLOCKS, blocks),
         Event::Reorged { depth, .. } => {
-            metrics::with_recorder(|r| {
-                r.register_counter(&Key::from_static_name("failnext_follower_reorgs_total"), &METADATA)
-                    .increment(1);
-                r.register_counter(
-                    &Key::from_static_name("failnext_follower_reorged_blocks_total"),
-                    &METADATA,
-                )
-                .increment(depth);
-            });
+            count(&REORGS);
+            count_by(&REORGED_BLOCKS, depth);
         }
         _ => {}
     }
