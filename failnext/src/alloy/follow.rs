@@ -470,7 +470,7 @@ impl Follower {
         if foreign {
             // Logs of another block: not these blocks' logs, and not a provider to ask again
             // for a while.
-            if let Some(by) = self.served.clone().filter(|_| self.transport.endpoint_count() > 1) {
+            if let Some(by) = self.served.clone().filter(|_| self.transport.endpoint_ids().len() > 1) {
                 self.avoid_off_chain(by);
             }
             self.pause().await;
@@ -508,7 +508,7 @@ impl Follower {
     /// another block outvote it; with no other answer its word is taken. Otherwise it is asked
     /// for again: one provider off the chain at the start does not set the chain followed.
     async fn anchored(&mut self, first: &FollowedBlock, by: Option<&EndpointId>) -> bool {
-        let (true, Some(by)) = (self.ring.is_empty() && self.transport.endpoint_count() > 1, by) else {
+        let (true, Some(by)) = (self.ring.is_empty() && self.transport.endpoint_ids().len() > 1, by) else {
             return true;
         };
         match self.opinions(first, by.clone()).await {
@@ -526,7 +526,7 @@ impl Follower {
     /// interval. With one endpoint, or when no other provider has answered three times in a
     /// row, its word is taken.
     async fn disputed(&mut self, claimed: FollowedBlock) -> Result<(), FollowError> {
-        let Some(by) = self.served.clone().filter(|_| self.transport.endpoint_count() > 1) else {
+        let Some(by) = self.served.clone().filter(|_| self.transport.endpoint_ids().len() > 1) else {
             return self.reorg(None).await;
         };
         match self.opinions(&claimed, by.clone()).await {
@@ -559,7 +559,7 @@ impl Follower {
         let mut shown: Vec<(B256, EndpointId)> = vec![(claimed.hash, by.clone())];
         let mut asked = vec![by];
         let mut answered = false;
-        while asked.len() < self.transport.endpoint_count() {
+        while asked.len() < self.transport.endpoint_ids().len() {
             let params = (format!("0x{:x}", claimed.number), false);
             let Some(answer) = self.read::<Option<Header>>("eth_getBlockByNumber", params, &asked).await
             else {
@@ -663,7 +663,7 @@ impl Follower {
     async fn kept_elsewhere(&mut self, on: &EndpointId) -> bool {
         let Some(last) = self.ring.back().map(|(b, _)| *b) else { return false };
         let mut asked = vec![on.clone()];
-        while asked.len() < self.transport.endpoint_count() {
+        while asked.len() < self.transport.endpoint_ids().len() {
             let Some(answer) = self.block_by_number(last.number, &asked).await else {
                 return false;
             };

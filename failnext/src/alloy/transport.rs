@@ -199,11 +199,6 @@ impl FailoverTransport {
         self.memory.fanout(hash)
     }
 
-    /// How many endpoints the transport has.
-    pub(crate) fn endpoint_count(&self) -> usize {
-        self.endpoints.len()
-    }
-
     /// The transport's endpoints, in order.
     pub(crate) fn endpoint_ids(&self) -> &[EndpointId] {
         &self.endpoints
@@ -362,10 +357,7 @@ impl FailoverTransport {
             .map(|(i, p)| served_request(method, i, p, &cell, avoid))
             .collect::<Result<Vec<_>, TransportError>>()?;
         let results = self.batch(requests).await?;
-        Ok((
-            results.iter().map(|r| r.as_deref().and_then(|r| serde_json::from_str(r.get()).ok())).collect(),
-            cell.get(),
-        ))
+        Ok((results.iter().map(|r| parsed(r.as_deref())).collect(), cell.get()))
     }
 
     /// Two calls of different methods in one batch (one provider's view of both), never to
@@ -386,10 +378,8 @@ impl FailoverTransport {
             served_request(second, 1, second_params, &cell, avoid)?,
         ];
         let results = self.batch(requests).await?;
-        let parse = |i: usize| results.get(i).and_then(Option::as_deref).map(RawValue::get);
-        let a = parse(0).and_then(|r| serde_json::from_str(r).ok());
-        let b = parse(1).and_then(|r| serde_json::from_str(r).ok());
-        Ok(((a, b), cell.get()))
+        let raw = |i: usize| results.get(i).and_then(Option::as_deref);
+        Ok(((parsed(raw(0)), parsed(raw(1))), cell.get()))
     }
 
     /// `requests` (ids 0, 1, ...) through the transport as one batch: each call's raw result
@@ -404,7 +394,7 @@ impl FailoverTransport {
             ResponsePacket::Batch(responses) => responses,
             ResponsePacket::Single(response) => vec![response],
         };
-        let mut results: Vec<Option<Box<RawValue>>> = (0..n).map(|_| None).collect();
+        let mut results: Vec<Option<Box<RawValue>>> = vec![None; n];
         for response in responses {
             let (alloy_json_rpc::Id::Number(i), alloy_json_rpc::ResponsePayload::Success(result)) =
                 (response.id, response.payload)
@@ -762,9 +752,14 @@ fn served_request(
     let extensions = request.meta_mut().extensions_mut();
     extensions.insert(cell.clone());
     if !avoid.is_empty() {
-        extensions.insert(crate::ExcludedEndpoints(avoid.to_vec()));
+        extensions.insert(ExcludedEndpoints(avoid.to_vec()));
     }
     Ok(request)
+}
+
+/// A call's raw result parsed as `R`; `None` without one, or when it is not an `R`.
+fn parsed<R: serde::de::DeserializeOwned>(raw: Option<&RawValue>) -> Option<R> {
+    raw.and_then(|raw| serde_json::from_str(raw.get()).ok())
 }
 
 /// The code and message of the first JSON-RPC error in `answer`, if any.
