@@ -5,9 +5,10 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::time::Duration;
 
+use alloy_eips::BlockNumberOrTag;
 use alloy_primitives::B256;
 use alloy_rpc_types_eth::{Filter, Log};
-use alloy_transport::{TransportError, TransportErrorKind};
+use alloy_transport::{TransportError, TransportErrorKind, TransportResult};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
@@ -24,6 +25,14 @@ pub const DEFAULT_FOLLOW_DEPTH: usize = 64;
 /// How many blocks back the block time is learnt over.
 const LEARN_WINDOW: usize = 32;
 
+/// How many times in a row a block off the chain followed is asked of the other providers
+/// while none of them answers (all down), before the one provider answering is believed.
+const UNCONFIRMED_TRIES: u32 = 3;
+
+/// How long the follower's reads avoid a provider that showed a block off the chain it
+/// follows (another chain, a branch of its own) while another provider showed the chain.
+const OFF_CHAIN_FOR: Duration = Duration::from_secs(5);
+
 /// The mean time between `older` and `newer`, from their timestamps; `None` when they share a
 /// second (or are out of order).
 fn block_time(older: &FollowedBlock, newer: &FollowedBlock) -> Option<Duration> {
@@ -32,13 +41,10 @@ fn block_time(older: &FollowedBlock, newer: &FollowedBlock) -> Option<Duration> 
     Some(Duration::from_millis(seconds.saturating_mul(1000) / blocks))
 }
 
-/// How many times in a row a block off the chain followed is asked of the other providers
-/// while none of them answers (all down), before the one provider answering is believed.
-const UNCONFIRMED_TRIES: u32 = 3;
-
-/// How long the follower's reads avoid a provider that showed a block off the chain it
-/// follows (another chain, a branch of its own) while another provider showed the chain.
-const OFF_CHAIN_FOR: Duration = Duration::from_secs(5);
+/// The parameters of `eth_getBlockByNumber` for block `number`, without its transactions.
+fn by_number(number: u64) -> (BlockNumberOrTag, bool) {
+    (BlockNumberOrTag::Number(number), false)
+}
 
 /// What the other providers said of a block off the chain followed.
 enum Verdict {
@@ -428,9 +434,9 @@ impl Follower {
             let Some(header) = header else { break };
             let block = header.block();
             let parent = run.last().copied().or_else(|| self.ring.back().map(|(b, _)| *b));
-            if block.number != from + run.len() as u64 || parent.is_some_and(|p| p.hash != block.parent_hash)
-            {
-                if run.is_empty() && parent.is_some_and(|p| p.hash != block.parent_hash) {
+            let links = parent.is_none_or(|p| p.hash == block.parent_hash);
+            if block.number != from + run.len() as u64 || !links {
+                if run.is_empty() && !links {
                     return self.disputed(block).await;
                 }
                 break;
@@ -443,39 +449,10 @@ impl Follower {
             self.pause().await;
             return Ok(());
         }
-        let logs = match self.filter.clone() {
-            None => vec![Vec::new(); run.len()],
-            Some(filter) => match self.logs_of(filter.clone(), &run).await {
-                Some(logs) => logs,
-                // No answer to the batch: the first block's logs alone.
-                None if run.len() > 1 => {
-                    run.truncate(1);
-                    match self.logs_of(filter, &run).await {
-                        Some(logs) => logs,
-                        None => {
-                            self.pause().await;
-                            return Ok(());
-                        }
-                    }
-                }
-                None => {
-                    self.pause().await;
-                    return Ok(());
-                }
-            },
-        };
-        let foreign = run.iter().zip(&logs).any(|(block, logs)| {
-            logs.iter().any(|log| log.block_hash.is_some_and(|hash| hash != block.hash))
-        });
-        if foreign {
-            // Logs of another block: not these blocks' logs, and not a provider to ask again
-            // for a while.
-            if let Some(by) = self.served.clone().filter(|_| self.transport.endpoint_ids().len() > 1) {
-                self.avoid_off_chain(by);
-            }
+        let Some(logs) = self.logs_for(&mut run).await else {
             self.pause().await;
             return Ok(());
-        }
+        };
         let logs_served = self.served.clone();
         if run.len() > 1 {
             let (first, blocks) = (run[0].number, run.len() as u64);
@@ -502,13 +479,44 @@ impl Follower {
         Ok(())
     }
 
+    /// The logs of `run`'s blocks, a list per block (empty lists without a filter), read in
+    /// one request; when that batch is not answered, the first block's alone (`run` cut to
+    /// it). `None` when they could not be read, or when a provider answered with logs of
+    /// another block (that provider is then put off the chain).
+    async fn logs_for(&mut self, run: &mut Vec<FollowedBlock>) -> Option<Vec<Vec<Log>>> {
+        let Some(filter) = self.filter.clone() else { return Some(vec![Vec::new(); run.len()]) };
+        let logs = match self.logs_of(filter.clone(), run).await {
+            None if run.len() > 1 => {
+                run.truncate(1);
+                self.logs_of(filter, run).await?
+            }
+            logs => logs?,
+        };
+        let foreign = run.iter().zip(&logs).any(|(block, logs)| {
+            logs.iter().any(|log| log.block_hash.is_some_and(|hash| hash != block.hash))
+        });
+        if foreign {
+            if let Some(by) = self.served.clone().filter(|_| self.has_others()) {
+                self.avoid_off_chain(by);
+            }
+            return None;
+        }
+        Some(logs)
+    }
+
+    /// Whether the transport has other endpoints than one: whose answers can be checked
+    /// against each other.
+    fn has_others(&self) -> bool {
+        self.transport.endpoint_ids().len() > 1
+    }
+
     /// Whether the first block to yield may be: nothing was yielded yet, so no parent link
     /// vouches for it, and the other providers are asked for the block at its height (see
     /// [`opinions`](Follower::opinions)). A second provider showing it settles it; two showing
     /// another block outvote it; with no other answer its word is taken. Otherwise it is asked
     /// for again: one provider off the chain at the start does not set the chain followed.
     async fn anchored(&mut self, first: &FollowedBlock, by: Option<&EndpointId>) -> bool {
-        let (true, Some(by)) = (self.ring.is_empty() && self.transport.endpoint_ids().len() > 1, by) else {
+        let (true, Some(by)) = (self.ring.is_empty() && self.has_others(), by) else {
             return true;
         };
         match self.opinions(first, by.clone()).await {
@@ -526,7 +534,7 @@ impl Follower {
     /// interval. With one endpoint, or when no other provider has answered three times in a
     /// row, its word is taken.
     async fn disputed(&mut self, claimed: FollowedBlock) -> Result<(), FollowError> {
-        let Some(by) = self.served.clone().filter(|_| self.transport.endpoint_ids().len() > 1) else {
+        let Some(by) = self.served.clone().filter(|_| self.has_others()) else {
             return self.reorg(None).await;
         };
         match self.opinions(&claimed, by.clone()).await {
@@ -559,16 +567,9 @@ impl Follower {
         let mut shown: Vec<(B256, EndpointId)> = vec![(claimed.hash, by.clone())];
         let mut asked = vec![by];
         let mut answered = false;
-        while asked.len() < self.transport.endpoint_ids().len() {
-            let params = (format!("0x{:x}", claimed.number), false);
-            let Some(answer) = self.read::<Option<Header>>("eth_getBlockByNumber", params, &asked).await
-            else {
-                break;
-            };
+        while let Some((answer, from)) = self.ask_next(claimed.number, &mut asked).await {
             answered = true;
-            let Some(from) = self.served.clone().filter(|id| !asked.contains(id)) else { break };
-            asked.push(from.clone());
-            let Some(other) = answer.map(|h| h.block()) else { continue };
+            let Some(other) = answer else { continue };
             let verdict = if self.on_chain(&other) {
                 Verdict::Ours
             } else if let Some(i) = shown.iter().position(|(hash, _)| *hash == other.hash) {
@@ -584,6 +585,23 @@ impl Follower {
             return verdict;
         }
         Verdict::Unsettled { answered }
+    }
+
+    /// Block `number` from a provider not yet `asked` (nor off the chain), which is added to
+    /// `asked`: `Some((None, id))` when it does not have the block. `None` once every
+    /// provider was asked, or when none of the others answered.
+    async fn ask_next(
+        &mut self,
+        number: u64,
+        asked: &mut Vec<EndpointId>,
+    ) -> Option<(Option<FollowedBlock>, EndpointId)> {
+        if asked.len() >= self.transport.endpoint_ids().len() {
+            return None;
+        }
+        let answer = self.read::<Option<Header>>("eth_getBlockByNumber", by_number(number), asked).await?;
+        let from = self.served.clone().filter(|id| !asked.contains(id))?;
+        asked.push(from.clone());
+        Some((answer.map(|h| h.block()), from))
     }
 
     /// `endpoint`'s blocks were off the chain followed: reads avoid it for a while.
@@ -663,16 +681,12 @@ impl Follower {
     async fn kept_elsewhere(&mut self, on: &EndpointId) -> bool {
         let Some(last) = self.ring.back().map(|(b, _)| *b) else { return false };
         let mut asked = vec![on.clone()];
-        while asked.len() < self.transport.endpoint_ids().len() {
-            let Some(answer) = self.block_by_number(last.number, &asked).await else {
-                return false;
-            };
-            if answer.hash == last.hash {
-                return true;
-            }
-            match self.served.clone() {
-                Some(id) if !asked.contains(&id) => asked.push(id),
-                _ => return false,
+        while let Some((answer, _)) = self.ask_next(last.number, &mut asked).await {
+            match answer {
+                Some(block) if block.hash == last.hash => return true,
+                Some(_) => {}
+                // A provider without the block says nothing either way.
+                None => return false,
             }
         }
         false
@@ -738,24 +752,21 @@ impl Follower {
     async fn poll_head(&mut self) -> (Option<u64>, Option<FollowedBlock>) {
         let last = self.ring.back().map(|(b, _)| *b);
         if let Some(last) = last.filter(|_| self.transport.agreed_head().is_none()) {
-            self.stats.requests += 1;
-            let avoid = self.avoiding(&[]);
+            let (avoid, forgive) = self.asking(&[]);
             let head = ("eth_blockNumber", ());
-            let tip = ("eth_getBlockByNumber", (format!("0x{:x}", last.number), false));
-            match self.transport.call_pair::<alloy_primitives::U64, Option<Header>>(head, tip, &avoid).await {
-                Ok(((Some(head), tip), served)) => {
-                    self.served = served;
+            let tip = ("eth_getBlockByNumber", by_number(last.number));
+            let answer =
+                self.transport.call_pair::<alloy_primitives::U64, Option<Header>>(head, tip, &avoid).await;
+            match self.settled(answer, forgive) {
+                Some((Some(head), tip)) => {
                     let head = head.to::<u64>();
                     let tip = tip.flatten().map(|h| h.block());
                     return (Some(head), tip.filter(|t| t.hash != last.hash && head < self.next));
                 }
                 // The batch was not answered as one (a provider that refuses batches): the
                 // calls one by one, below.
-                Ok(_) => {}
-                Err(_) => {
-                    self.failed(!avoid.is_empty());
-                    return (None, None);
-                }
+                Some(_) => {}
+                None => return (None, None),
             }
         }
         let head = self.read_head().await;
@@ -778,8 +789,7 @@ impl Follower {
 
     /// Block `number`, read from none of `avoid`.
     async fn block_by_number(&mut self, number: u64, avoid: &[EndpointId]) -> Option<Header> {
-        let params = (format!("0x{number:x}"), false);
-        self.read::<Option<Header>>("eth_getBlockByNumber", params, avoid).await.flatten()
+        self.read::<Option<Header>>("eth_getBlockByNumber", by_number(number), avoid).await.flatten()
     }
 
     /// Blocks `from` to `from + count - 1`, in one request (a batch when more than one);
@@ -789,7 +799,7 @@ impl Follower {
         if count <= 1 {
             return vec![self.block_by_number(from, &[]).await];
         }
-        let params = (from..from + count).map(|n| (format!("0x{n:x}"), false)).collect();
+        let params = (from..from + count).map(by_number).collect();
         self.read_batch::<Option<Header>, _>("eth_getBlockByNumber", params)
             .await
             .into_iter()
@@ -816,19 +826,10 @@ impl Follower {
         method: &'static str,
         params: Vec<P>,
     ) -> Vec<Option<R>> {
-        self.stats.requests += 1;
         let n = params.len();
-        let avoid = self.avoiding(&[]);
-        match self.transport.call_batch(method, params, &avoid).await {
-            Ok((results, served)) => {
-                self.served = served;
-                results
-            }
-            Err(_) => {
-                self.failed(!avoid.is_empty());
-                (0..n).map(|_| None).collect()
-            }
-        }
+        let (avoid, forgive) = self.asking(&[]);
+        let answer = self.transport.call_batch(method, params, &avoid).await;
+        self.settled(answer, forgive).unwrap_or_else(|| (0..n).map(|_| None).collect())
     }
 
     /// One read through the transport, to none of `avoid` (nor a provider found off the
@@ -839,17 +840,31 @@ impl Follower {
         params: impl alloy_json_rpc::RpcSend,
         avoid: &[EndpointId],
     ) -> Option<R> {
+        let (avoid, forgive) = self.asking(avoid);
+        let answer = self.transport.call_served(method, params, &avoid).await;
+        self.settled(answer, forgive)
+    }
+
+    /// Before a request (counted): the endpoints it avoids (`avoid` and those off the chain),
+    /// and whether its failure forgives those off the chain, which it does when they were
+    /// all it avoided (a second opinion, asked of the others, failing says nothing of them).
+    fn asking(&mut self, avoid: &[EndpointId]) -> (Vec<EndpointId>, bool) {
         self.stats.requests += 1;
-        // A second opinion (asked of the others) failing says nothing of those avoided.
-        let second_opinion = !avoid.is_empty();
-        let avoid = self.avoiding(avoid);
-        match self.transport.call_served(method, params, &avoid).await {
+        let all = self.avoiding(avoid);
+        let forgive = avoid.is_empty() && !all.is_empty();
+        (all, forgive)
+    }
+
+    /// After a request: its answer, the endpoint that gave it kept in `served`; `None` when
+    /// no provider answered (see [`failed`](Follower::failed)).
+    fn settled<T>(&mut self, answer: TransportResult<(T, Option<EndpointId>)>, forgive: bool) -> Option<T> {
+        match answer {
             Ok((value, served)) => {
                 self.served = served;
                 Some(value)
             }
             Err(_) => {
-                self.failed(!second_opinion && !avoid.is_empty());
+                self.failed(forgive);
                 None
             }
         }
@@ -894,7 +909,7 @@ impl Follower {
     /// already follow it. Nothing is learnt when the request fails.
     async fn learn_from_history(&mut self) {
         let Some(older) = self.next.checked_sub(1 + LEARN_WINDOW as u64) else { return };
-        let params = vec![(format!("0x{older:x}"), false), (format!("0x{:x}", self.next - 1), false)];
+        let params = vec![by_number(older), by_number(self.next - 1)];
         let headers = self.read_batch::<Option<Header>, _>("eth_getBlockByNumber", params).await;
         if let [Some(Some(older)), Some(Some(newer))] = headers.as_slice() {
             self.block_time = block_time(&older.block(), &newer.block()).or(self.block_time);
