@@ -11,6 +11,9 @@ use failnext::alloy::{ChainEvent, Follower};
 use failnext_examples::sim::Chain;
 use tokio::sync::watch;
 
+use super::judge::quantile;
+use super::ms;
+
 /// The instant each block was first seen made, by block number.
 pub(crate) type Made = Arc<Mutex<Vec<(u64, Instant)>>>;
 
@@ -34,18 +37,8 @@ pub(crate) struct Followed {
     pub(crate) off_chain: u64,
 }
 
-impl Followed {
-    fn quantile(&self, q: f64) -> Option<Duration> {
-        let last = self.delays.len().checked_sub(1)?;
-        self.delays.get((last as f64 * q) as usize).copied()
-    }
-}
-
 impl fmt::Display for Followed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let ms = |d: Option<Duration>| {
-            d.map_or_else(|| "n/a".to_owned(), |d| format!("{:.1}", d.as_secs_f64() * 1e3))
-        };
         write!(
             f,
             "{} of {} blocks made from {}, each once, in order, on the chain: {}; {:.2} requests per block; delay p50 {} ms, p99 {} ms; {} providers found off the chain",
@@ -54,8 +47,8 @@ impl fmt::Display for Followed {
             self.from,
             if self.problems.is_empty() { "held" } else { "BROKEN" },
             self.requests as f64 / self.yielded.max(1) as f64,
-            ms(self.quantile(0.5)),
-            ms(self.quantile(0.99)),
+            ms(quantile(&self.delays, 0.5)),
+            ms(quantile(&self.delays, 0.99)),
             self.off_chain,
         )
     }

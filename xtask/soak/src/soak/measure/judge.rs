@@ -275,7 +275,7 @@ pub(super) fn judge(samples: &[Sample], timeline: &Timeline, providers: usize) -
 }
 
 /// The `q`-quantile of sorted `values`, by nearest rank.
-fn quantile(sorted: &[Duration], q: f64) -> Option<Duration> {
+pub(super) fn quantile(sorted: &[Duration], q: f64) -> Option<Duration> {
     let n = sorted.len();
     if n == 0 {
         return None;
