@@ -60,14 +60,20 @@ async fn within<F: std::future::IntoFuture>(f: F) -> F::Output {
 
 /// A signed transfer of 1 wei from dev account `from` with `nonce`.
 async fn transfer(from: usize, nonce: u64) -> (Bytes, B256) {
-    let signer = PrivateKeySigner::from_str(DEV_PRIVATE_KEYS[from]).unwrap();
-    let wallet = EthereumWallet::from(signer);
     let tx = TransactionRequest::default()
         .with_to(Address::from_str(DEV_ADDRESSES[4]).unwrap())
         .with_value(U256::from(1))
+        .with_gas_limit(21_000);
+    signed(from, nonce, tx).await
+}
+
+/// `tx` from dev account `from` with `nonce`, on the dev chain at fixed fees, signed: its
+/// raw bytes and its hash.
+async fn signed(from: usize, nonce: u64, tx: TransactionRequest) -> (Bytes, B256) {
+    let wallet = EthereumWallet::from(PrivateKeySigner::from_str(DEV_PRIVATE_KEYS[from]).unwrap());
+    let tx = tx
         .with_nonce(nonce)
         .with_chain_id(DEFAULT_CHAIN_ID)
-        .with_gas_limit(21_000)
         .with_max_fee_per_gas(20_000_000_000)
         .with_max_priority_fee_per_gas(1_000_000_000);
     let envelope =
@@ -658,9 +664,7 @@ impl Network {
     /// before it answers.
     async fn restart(&mut self, i: usize) {
         let n = self.fork(Some(self.ports[i])).await;
-        for (k, raw) in self.made.iter().enumerate().skip(HISTORY) {
-            Network::make_on(&n, k + 1, raw).await;
-        }
+        self.replay(&n, HISTORY).await;
         self.nodes[i] = Some(n);
     }
 
@@ -668,6 +672,11 @@ impl Network {
     async fn catch_up(&self, i: usize) {
         let n = self.node(i);
         let have = usize::try_from(n.block_number().await.unwrap()).unwrap();
+        self.replay(n, have).await;
+    }
+
+    /// The blocks made after the first `have`, on `n`.
+    async fn replay(&self, n: &Anvil, have: usize) {
         for (k, raw) in self.made.iter().enumerate().skip(have) {
             Network::make_on(n, k + 1, raw).await;
         }
@@ -676,19 +685,9 @@ impl Network {
 
 /// A signed call of the emitter by dev account 0 with `nonce`: one event.
 async fn emit_call(nonce: u64) -> Bytes {
-    let signer = PrivateKeySigner::from_str(DEV_PRIVATE_KEYS[0]).unwrap();
-    let tx = TransactionRequest::default()
-        .with_to(Address::from_str(EMITTER).unwrap())
-        .with_nonce(nonce)
-        .with_chain_id(DEFAULT_CHAIN_ID)
-        .with_gas_limit(50_000)
-        .with_max_fee_per_gas(20_000_000_000)
-        .with_max_priority_fee_per_gas(1_000_000_000);
-    let envelope =
-        <TransactionRequest as NetworkTransactionBuilder<Ethereum>>::build(tx, &EthereumWallet::from(signer))
-            .await
-            .unwrap();
-    Bytes::from(envelope.encoded_2718())
+    let tx =
+        TransactionRequest::default().with_to(Address::from_str(EMITTER).unwrap()).with_gas_limit(50_000);
+    signed(0, nonce, tx).await.0
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
