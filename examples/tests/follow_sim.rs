@@ -9,28 +9,16 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use failnext::Endpoint;
 use failnext::alloy::{ChainEvent, FailoverTransport, Start};
+use failnext::{Endpoint, Jitter};
 use failnext_blocklag::Monitor;
 use failnext_examples::SIM_CHAIN_ID;
 use failnext_examples::sim::{Behaviour, Chain};
 
 const BLOCKS: u64 = 10_000;
 
-/// A seeded xorshift, for the fault schedule.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
-
 /// One fault of the soak's mix (its measure's faults, each as often), or a slow answer.
-fn fault(rng: &mut Rng) -> Behaviour {
+fn fault(rng: &mut Jitter) -> Behaviour {
     match rng.below(65) {
         0..6 => Behaviour::Down,
         6..16 => Behaviour::Status([502, 503, 504][rng.below(3) as usize]),
@@ -108,7 +96,8 @@ async fn follow_through_faults(paired: bool) {
 
     // Blocks in bursts of 1 to 6, every 2 ms; every 25 ms one provider changes behaviour,
     // while at least one stays healthy.
-    let mut rng = Rng(0x5eed_0022);
+    // The fault schedule: seeded, the same each run.
+    let mut rng = Jitter::from_seed(0x5eed_0022);
     let mut behaviours = [Behaviour::Healthy, Behaviour::Healthy, Behaviour::Healthy];
     let mut next_fault = Instant::now();
     let mut faults = 0;
