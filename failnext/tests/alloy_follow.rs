@@ -22,11 +22,13 @@ struct Chain {
     branches: Vec<u64>,
     /// Blocks a reorg replaced, still known by their hash (as nodes keep them a while).
     replaced: Vec<(u64, u64)>,
+    /// The chain id it answers `eth_chainId` with.
+    id: u64,
 }
 
 impl Chain {
     fn with(blocks: u64) -> Arc<Mutex<Chain>> {
-        Arc::new(Mutex::new(Chain { branches: vec![0; blocks as usize + 1], replaced: Vec::new() }))
+        Arc::new(Mutex::new(Chain { branches: vec![0; blocks as usize + 1], replaced: Vec::new(), id: 1 }))
     }
 
     fn hash(number: u64, branch: u64) -> B256 {
@@ -137,6 +139,7 @@ fn one(chain: &Chain, call: &Value) -> Value {
     let params = &call["params"];
     let result = match call["method"].as_str().unwrap_or_default() {
         "eth_blockNumber" => json!(format!("{:#x}", chain.head())),
+        "eth_chainId" => json!(format!("{:#x}", chain.id)),
         "eth_getBlockByNumber" => {
             let n = u64::from_str_radix(params[0].as_str().unwrap_or("0x0").trim_start_matches("0x"), 16);
             n.map_or(Value::Null, |n| chain.header(n))
@@ -430,7 +433,7 @@ async fn a_paired_follower_goes_no_further_than_the_block_every_admitted_provide
 
 /// Another chain of `blocks` blocks: every hash differs from [`Chain::with`]'s.
 fn other_chain(blocks: u64) -> Arc<Mutex<Chain>> {
-    Arc::new(Mutex::new(Chain { branches: vec![77; blocks as usize + 1], replaced: Vec::new() }))
+    Arc::new(Mutex::new(Chain { branches: vec![77; blocks as usize + 1], replaced: Vec::new(), id: 77 }))
 }
 
 #[tokio::test]
@@ -826,4 +829,36 @@ async fn two_providers_moving_onto_the_same_other_chain_are_not_a_reorg_while_a_
     }
     assert!(follower.stats().off_chain >= 2, "both put off the chain: {:?}", follower.stats());
     assert_eq!(follower.stats().reorgs, 0);
+}
+
+#[tokio::test]
+async fn the_first_block_shown_by_the_one_provider_answering_is_taken_only_after_three_tries() {
+    let chain = Chain::with(3);
+    let a = provider(chain.clone(), Arc::default()).await;
+    let b = provider(chain.clone(), Arc::new(AtomicBool::new(true))).await;
+    let t = transport(&[("a", &a), ("b", &b)]);
+    let mut follower = t.follow(Start::Number(1)).poll_every(Duration::from_millis(10));
+    let ChainEvent::Block { block, .. } = next(&mut follower).await.unwrap() else { panic!("a block") };
+    assert_eq!(block.number, 1);
+    assert!(b.requests() >= 3, "the other provider was asked three times: {}", b.requests());
+}
+
+#[tokio::test]
+async fn a_follower_given_its_chain_id_does_not_start_on_two_providers_agreeing_on_another_chain() {
+    let chain = Chain::with(4);
+    let other = other_chain(4);
+    let on_other = Arc::new(AtomicBool::new(true));
+    let a = switching(chain.clone(), other.clone(), on_other.clone()).await;
+    let b = switching(chain.clone(), other.clone(), on_other.clone()).await;
+    let c = provider(chain.clone(), Arc::default()).await;
+    let t = transport(&[("a", &a), ("b", &b), ("c", &c)]);
+    let mut follower = t.follow(Start::Number(1)).chain_id(1).poll_every(Duration::from_millis(10));
+    for number in 1..=4 {
+        let ChainEvent::Block { block, served_by } = next(&mut follower).await.unwrap() else {
+            panic!("blocks only")
+        };
+        assert_eq!((block.number, Some(block.hash)), (number, chain.lock().unwrap().hash_of(number)));
+        assert_eq!(served_by.map(|id| id.to_string()).as_deref(), Some("c"));
+    }
+    assert!(follower.stats().off_chain >= 1);
 }

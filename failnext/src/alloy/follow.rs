@@ -230,6 +230,8 @@ pub struct Follower {
     ring: VecDeque<(FollowedBlock, Vec<Log>)>,
     depth: usize,
     filter: Option<Filter>,
+    /// The chain id every provider whose word sets the chain must serve.
+    chain_id: Option<u64>,
     poll: Option<Duration>,
     /// The block time learnt from the timestamps of the blocks yielded.
     block_time: Option<Duration>,
@@ -241,7 +243,8 @@ pub struct Follower {
     served: Option<EndpointId>,
     /// Providers whose blocks were off the chain followed, avoided until then.
     off_chain: Vec<(EndpointId, tokio::time::Instant)>,
-    /// Disputed blocks in a row no other provider answered for.
+    /// Times in a row no other provider answered about a block off the chain followed (or the
+    /// first one): after [`UNCONFIRMED_TRIES`], the one answering is believed.
     unconfirmed: u32,
     /// New-head subscriptions that end a wait early.
     #[cfg(feature = "ws")]
@@ -259,6 +262,7 @@ impl FailoverTransport {
             ring: VecDeque::new(),
             depth: DEFAULT_FOLLOW_DEPTH,
             filter: None,
+            chain_id: None,
             poll: None,
             block_time: None,
             pending: VecDeque::new(),
@@ -308,6 +312,16 @@ impl Follower {
     #[must_use]
     pub fn depth(mut self, blocks: usize) -> Follower {
         self.depth = blocks.max(1);
+        self
+    }
+
+    /// The chain id the providers must serve. The first block is then taken only from a
+    /// provider that answers `eth_chainId` with it, and so is the new branch of a reorg, so
+    /// that two providers moved onto the same other chain cannot set or replace the chain
+    /// followed (without it, the follower goes by which providers agree). Default: none.
+    #[must_use]
+    pub fn chain_id(mut self, id: u64) -> Follower {
+        self.chain_id = Some(id);
         self
     }
 
@@ -513,17 +527,48 @@ impl Follower {
     /// Whether the first block to yield may be: nothing was yielded yet, so no parent link
     /// vouches for it, and the other providers are asked for the block at its height (see
     /// [`opinions`](Follower::opinions)). A second provider showing it settles it; two showing
-    /// another block outvote it; with no other answer its word is taken. Otherwise it is asked
-    /// for again: one provider off the chain at the start does not set the chain followed.
+    /// another block outvote it; when no other answers, its word is taken only the third time
+    /// in a row. Otherwise it is asked for again: one provider off the chain at the start does
+    /// not set the chain followed.
     async fn anchored(&mut self, first: &FollowedBlock, by: Option<&EndpointId>) -> bool {
         let (true, Some(by)) = (self.ring.is_empty() && self.has_others(), by) else {
             return true;
         };
+        if !self.on_expected_chain(by).await {
+            return false;
+        }
         match self.opinions(first, by.clone()).await {
             Verdict::Agreed { hash, .. } => hash == first.hash,
             Verdict::Ours => true,
-            Verdict::Unsettled { answered } => !answered,
+            Verdict::Unsettled { answered } => self.lone_word(answered),
         }
+    }
+
+    /// Whether `endpoint` serves the [chain id](Follower::chain_id) set (always, without
+    /// one), asked of it alone. A provider that answers another is put off the chain; one
+    /// that does not answer is not believed this time.
+    async fn on_expected_chain(&mut self, endpoint: &EndpointId) -> bool {
+        let Some(expected) = self.chain_id else { return true };
+        let others: Vec<EndpointId> =
+            self.transport.endpoint_ids().iter().filter(|id| *id != endpoint).cloned().collect();
+        let answer: Option<alloy_primitives::U64> = self.read("eth_chainId", (), &others).await;
+        let on = answer.is_some_and(|id| id.to::<u64>() == expected);
+        if answer.is_some() && !on {
+            self.avoid_off_chain(endpoint.clone());
+        }
+        on
+    }
+
+    /// After asking the others in vain: whether the one provider's word is taken now, which
+    /// it is when none of the others has answered three times in a row (they are down), as
+    /// with one endpoint. A disagreement (`answered`) starts the count again.
+    fn lone_word(&mut self, answered: bool) -> bool {
+        self.unconfirmed = if answered { 0 } else { self.unconfirmed + 1 };
+        let taken = self.unconfirmed >= UNCONFIRMED_TRIES;
+        if taken {
+            self.unconfirmed = 0;
+        }
+        taken
     }
 
     /// A block (`claimed`, answered by `self.served`) that does not chain on from the blocks
@@ -547,11 +592,7 @@ impl Follower {
                 Ok(())
             }
             Verdict::Unsettled { answered } => {
-                self.unconfirmed = if answered { 0 } else { self.unconfirmed + 1 };
-                if self.unconfirmed >= UNCONFIRMED_TRIES {
-                    // No other provider answers at all (they are down): as with one endpoint,
-                    // its word is taken.
-                    self.unconfirmed = 0;
+                if self.lone_word(answered) {
                     return self.reorg(Some(&by)).await;
                 }
                 self.pause().await;
@@ -627,8 +668,13 @@ impl Follower {
     async fn reorg(&mut self, on: Option<&EndpointId>) -> Result<(), FollowError> {
         let others: Vec<EndpointId> = match on {
             Some(on) => {
-                // Its new branch was confirmed: it is not off the chain.
+                // Its new branch was confirmed: it is not off the chain, unless it serves
+                // another chain id than the one set.
                 self.off_chain.retain(|(id, _)| id != on);
+                if !self.on_expected_chain(on).await {
+                    self.pause().await;
+                    return Ok(());
+                }
                 self.transport.endpoint_ids().iter().filter(|id| *id != on).cloned().collect()
             }
             None => Vec::new(),

@@ -55,7 +55,8 @@
 //! provider shows the same block: a provider on another chain, or on a branch of its own,
 //! is then avoided for a while instead of being followed into a false reorg, and the first
 //! block yielded is checked against the other providers too (two of three outvote a third;
-//! two that disagree start nothing until they agree). With feature `ws`,
+//! two that disagree start nothing until they agree); with [`Follower::chain_id`], only a
+//! provider serving that chain id sets the chain. With feature `ws`,
 //! [`Follower::wake_on_new_heads`] polls as soon as a provider announces a new head over
 //! WebSocket; the guarantees stay those of the polled, hash-verified path.
 //!

@@ -55,7 +55,9 @@
 //! Beside the reads, each transport configuration (`transport-defaults`, `transport-paired`)
 //! runs a chain follower (`failnext::alloy::Follower`, its own transport with the same
 //! settings, and for the paired one its own monitor, so nothing it does feeds the reads'
-//! figures) from the block after the head at the start, with its default polling. Every
+//! figures) from the block after the head at the start, with its default polling and the
+//! chain id (`Follower::chain_id`: providers moved onto another chain, two of which may agree
+//! on it, cannot set the chain it follows). Every
 //! block it yields is judged against the simulated chain: each once, in order, the chain's
 //! own hash, linked to the one before, no reorg (the chain has none), no error; anything else
 //! is a violation of the check `follower` (module `follow`). The report gives blocks yielded
@@ -366,7 +368,8 @@ pub(crate) async fn measure(
         }
         let transport =
             builder.build().map_err(|e| SetupError(format!("follower transport ({subject}): {e}")))?;
-        let follower = transport.follow(failnext::alloy::Start::Number(from));
+        // A bot knows its chain: the follower is given the chain id, as the monitors are.
+        let follower = transport.follow(failnext::alloy::Start::Number(from)).chain_id(shared.chain.id());
         let (subject, chain, made, stopped) = (*subject, shared.chain.clone(), made.clone(), stopped.clone());
         followers.spawn(async move { (subject, follow::follow(follower, from, chain, made, stopped).await) });
     }
