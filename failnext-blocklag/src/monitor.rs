@@ -69,6 +69,18 @@ pub(crate) struct Inner {
     contradicted: Vec<ArcSwapOption<Observation>>,
     /// The latest spawned schedule's wake-ups, for `check_now`.
     pub(crate) schedule: ArcSwapOption<crate::wake::Link>,
+    /// Per endpoint: 1 + the millisecond time ([`Inner::now_ms`]) of its latest answer judged
+    /// good that showed its head (an observed `eth_blockNumber`); 0 for never. Traffic is the
+    /// probe: the spawned schedule skips the idle probe of a provider answering well.
+    answered: Vec<AtomicU64>,
+    /// Per endpoint: the highest head its good answers showed (0: none).
+    answered_head: Vec<AtomicU64>,
+    /// Without an expected chain id: per endpoint, the chain id its spawned probe reported
+    /// (0: none yet), until the chain is learnt.
+    chain_seen: Vec<AtomicU64>,
+    /// Without an expected chain id: the chain id a strict majority of the endpoints reported
+    /// (0: not learnt yet). Once learnt, every spawned probe verifies it.
+    learnt_chain: AtomicU64,
 }
 
 impl Monitor {
@@ -91,6 +103,10 @@ impl Monitor {
             evidence: (0..n).map(|_| Evidence::default()).collect(),
             contradicted: (0..n).map(|_| ArcSwapOption::empty()).collect(),
             schedule: ArcSwapOption::empty(),
+            answered: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            answered_head: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            chain_seen: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            learnt_chain: AtomicU64::new(0),
         };
         Monitor { inner: Arc::new(inner) }
     }
@@ -322,7 +338,7 @@ impl Monitor {
         let config = ProbeConfig {
             client: &settings.client,
             timeout,
-            expected_chain_id: settings.expected_chain_id,
+            expected_chain_id: settings.expected_chain_id.or_else(|| inner.learnt_chain()),
             head: settings.head,
             stamp: None,
         };
@@ -332,6 +348,9 @@ impl Monitor {
         let (report, refuses) = probe::stamped(config, ep.id(), url, separately).await;
         if let (true, Some(flag)) = (refuses && !separately, inner.separately.get(i)) {
             flag.store(true, Ordering::Relaxed);
+        }
+        if let Some(chain) = report.chain_seen {
+            inner.learn_chain(i, chain);
         }
         inner.publish_probe(i, report)
     }
@@ -536,12 +555,31 @@ impl Inner {
     /// whether it contradicted the view.
     pub(crate) fn observe(&self, i: usize, observation: Observation) -> bool {
         let Some(evidence) = self.evidence.get(i) else { return false };
-        evidence.record(!observation.is_bad(), self.now_ms(), self.half_life());
-        let contradicts = matches!(
-            observation,
-            Observation::Behind { .. } | Observation::Implausible { .. } | Observation::Outrun { .. }
-        );
-        if !contradicts || self.is_contradicted(i) || !self.admits(self.published.load().as_deref(), i) {
+        let now_ms = self.now_ms();
+        evidence.record(!observation.is_bad(), now_ms, self.half_life());
+        if let Observation::Answered { head } = observation {
+            if let (Some(head), Some(at), Some(highest)) =
+                (head, self.answered.get(i), self.answered_head.get(i))
+            {
+                at.store(now_ms.saturating_add(1), Ordering::Release);
+                highest.fetch_max(head, Ordering::AcqRel);
+            }
+            // A provider the view holds out that answers well is probed now: it is admitted
+            // again within a probe's latency of its first good answer, not an interval later.
+            if self.is_contradicted(i) || !self.admits(self.published.load().as_deref(), i) {
+                if let Some(link) = &*self.schedule.load() {
+                    link.wake(i, now_ms, true);
+                }
+            }
+            return false;
+        }
+        // A failed attempt contradicts the view only when a spawned schedule re-checks the
+        // provider soon (its backoff); checks run by hand may come an interval later.
+        let rechecked = self.schedule.load().is_some();
+        if (observation == Observation::Failed && !rechecked)
+            || self.is_contradicted(i)
+            || !self.admits(self.published.load().as_deref(), i)
+        {
             return false;
         }
         self.contradicted[i].store(Some(Arc::new(observation)));
@@ -559,6 +597,43 @@ impl Inner {
             link.wake(i, self.now_ms(), true);
         }
         true
+    }
+
+    /// The chain id learnt from the providers' probes, when none was expected.
+    pub(crate) fn learnt_chain(&self) -> Option<u64> {
+        Some(self.learnt_chain.load(Ordering::Acquire)).filter(|&c| c != 0)
+    }
+
+    /// Endpoint `i`'s probe reported chain id `chain` (none was expected): once a strict
+    /// majority of the endpoints reported the same id, it is the monitor's chain, and every
+    /// later spawned probe verifies it ([`ProbeError::WrongChain`](crate::ProbeError::WrongChain)
+    /// otherwise). A bot's providers serve one chain; one that comes back on another across a
+    /// restart is then held out as if the chain had been given.
+    fn learn_chain(&self, i: usize, chain: u64) {
+        let Some(seen) = self.chain_seen.get(i) else { return };
+        if chain == 0 || self.learnt_chain().is_some() {
+            return;
+        }
+        seen.store(chain, Ordering::Release);
+        let agreeing = self.chain_seen.iter().filter(|c| c.load(Ordering::Acquire) == chain).count();
+        if agreeing * 2 > self.chain_seen.len() {
+            let _ = self.learnt_chain.compare_exchange(0, chain, Ordering::AcqRel, Ordering::Acquire);
+        }
+    }
+
+    /// How long ago endpoint `i` last answered well with its head, as real traffic told
+    /// ([`Inner::observe`]); `None` when it never did.
+    pub(crate) fn answered_ago(&self, i: usize) -> Option<Duration> {
+        let at = self.answered.get(i)?.load(Ordering::Acquire).checked_sub(1)?;
+        Some(Duration::from_millis(self.now_ms().saturating_sub(at)))
+    }
+
+    /// The highest head real traffic showed of endpoint `i`, and how long ago its latest
+    /// good answer with a head came.
+    pub(crate) fn answered_head(&self, i: usize) -> Option<(u64, Duration)> {
+        let head = self.answered_head.get(i)?.load(Ordering::Acquire);
+        let ago = self.answered_ago(i)?;
+        (head != 0).then_some((head, ago))
     }
 
     /// Asks the spawned schedule to probe endpoint `i` now (see [`Link::wake`]); nothing

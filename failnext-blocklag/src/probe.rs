@@ -38,6 +38,9 @@ pub(crate) struct ProbeReport {
     pub(crate) chain_verified: bool,
     /// The head block's timestamp (Unix seconds), when the head call read a block that has one.
     pub(crate) timestamp: Option<u64>,
+    /// The chain id the provider reported when none was expected (a spawned probe's batch
+    /// asks for it anyway), for the monitor to learn its providers' chain.
+    pub(crate) chain_seen: Option<u64>,
 }
 
 /// Probes one provider: its head (height, and hash with [`Method::BlockByNumber`]), and its
@@ -75,7 +78,7 @@ pub(crate) async fn endpoint(config: ProbeConfig<'_>, id: &failnext::EndpointId,
         Some((_, Err(e))) => (Err(fail(Method::ChainId, e)), false),
     };
     let hash = hash.filter(|_| result.is_ok());
-    ProbeReport { result, hash, latency, chain_verified, timestamp: None }
+    ProbeReport { result, hash, latency, chain_verified, timestamp: None, chain_seen: None }
 }
 
 /// The head probe of a spawned monitor: the head block (number, hash, timestamp) and the chain
@@ -111,11 +114,16 @@ pub(crate) async fn stamped(
                 latency: None,
                 chain_verified: false,
                 timestamp: None,
+                chain_seen: None,
             };
             return (report, false);
         }
     };
     let head = head.map_err(|e| fail(Method::BlockByNumber, e));
+    let chain_seen = match (config.expected_chain_id, &chain) {
+        (None, Ok(actual)) => Some(*actual),
+        _ => None,
+    };
     let (result, chain_verified) = match (config.expected_chain_id, chain) {
         (None, _) => (head.as_ref().map(|h| h.number).map_err(Clone::clone), false),
         (Some(expected), Ok(actual)) if actual == expected => {
@@ -133,6 +141,7 @@ pub(crate) async fn stamped(
         latency: answer.map(|_| took),
         chain_verified,
         timestamp: answer.and_then(|h| h.timestamp),
+        chain_seen,
     };
     (report, false)
 }

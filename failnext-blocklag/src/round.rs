@@ -305,11 +305,14 @@ pub(crate) fn amend(
         }
         Err(failure) => (SnapshotEntry::failed(before.endpoint().clone(), failure.shared_error()), false),
     };
-    let evidence = (good || !held_out).then_some(good);
-    let counts = match evidence {
-        Some(true) => Counts { good: counts.good + 1.0, ..counts },
-        Some(false) => Counts { bad: counts.bad + 1.0, ..counts },
-        None => counts,
+    // A held-out provider is re-checked on a backoff, many times a fault: its probes add no
+    // evidence (good ones would dilute what traffic found, bad ones repeat it); this one
+    // still counts towards its re-admission.
+    let evidence = (!held_out).then_some(good);
+    let counts = match (held_out, good) {
+        (_, true) => Counts { good: counts.good + 1.0, ..counts },
+        (false, false) => Counts { bad: counts.bad + 1.0, ..counts },
+        (true, false) => counts,
     };
     let share = counts.bad_share();
     let entry = match entry.fitness() {
@@ -338,7 +341,7 @@ pub(crate) fn amend(
             // make it lag by the time between the two probes.
             let since = entry.checked().map(|c| at.saturating_duration_since(c));
             let credit = since.zip(block_time).map_or(0, |(since, bt)| {
-                (since.as_nanos() / bt.max(clock::FASTEST_BLOCK_TIME).as_nanos()) as u64
+                (since.as_nanos() / bt.max(std::time::Duration::from_millis(1)).as_nanos()) as u64
             });
             let fitness = Fitness::of_height(height.saturating_add(credit), highest, max_lag);
             within_seconds(fitness, block_time, rules.max_lag_secs)
@@ -633,7 +636,8 @@ mod tests {
         assert_eq!(out.fitness("b"), Fitness::ProbeFailed);
         // Half bad: 3 good, 3 bad, plus this probe's good: 3/7 > 1/4.
         let doubted = amended(Some(&out), 1, Ok(100), Counts { good: 3.0, bad: 3.0 });
-        assert_eq!(doubted.evidence, Some(true));
+        // Held out, its probes (on a backoff, many a fault) record no evidence of their own.
+        assert_eq!(doubted.evidence, None);
         let entry = doubted.snapshot.as_ref().unwrap().entry("b").unwrap().clone();
         assert_eq!(entry.fitness(), Fitness::Doubted { behind: 0 });
         assert_eq!(entry.bad_share(), Some(3.0 / 7.0));

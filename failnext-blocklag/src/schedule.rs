@@ -28,12 +28,19 @@ impl Monitor {
     /// first probes start at once. After each probe of a provider, its next one comes:
     ///
     /// - `interval` later when it is fit (eligible in the snapshot its probe published);
-    /// - `interval / 4` later otherwise: failed, lagging, still being re-admitted, doubted or
-    ///   contradicted ([Paired with failnext](crate#paired-with-failnext)). The monitor looks
-    ///   again sooner at what is wrong, and slows down as soon as a probe finds it fit;
+    /// - but not while real traffic vouches for it: paired with failnext, a provider that
+    ///   answered well (an answer that showed its head) within the last `interval` is not
+    ///   probed; its next probe comes `interval` after its latest such answer. Traffic is the
+    ///   probe: a provider serving reads costs no probes;
+    /// - on a backoff otherwise (failed, lagging, still being re-admitted, doubted or
+    ///   contradicted, [Paired with failnext](crate#paired-with-failnext)): 50 ms after the
+    ///   first unfit probe (about one attempt's latency), doubling at each unfit probe in a
+    ///   row, never more than `interval`. An eviction lasts about as long as the fault, not as
+    ///   long as the interval;
     /// - at once when failnext asks for it ([`HealthSource::check_now`]), honoured at most
     ///   once per provider per `interval` (requests in between are dropped, never queued), or
-    ///   when an answer contradicts the view;
+    ///   when an answer contradicts the view (a failure, a head behind or implausible, of a
+    ///   provider the view admits), or when a provider the view holds out answers well;
     /// - each sleep is jittered by up to ±10 % (uniformly, from a per-provider
     ///   [`failnext::Jitter`] seeded from entropy), so that providers and monitors started
     ///   together drift apart.
@@ -88,7 +95,8 @@ impl Monitor {
                 let jitter = Jitter::from_seed(jitter.next_u64());
                 async move {
                     let probe = || monitor.probe_one(i, timeout);
-                    run(probe, interval, jitter, stopped, link.wakes.get(i)).await;
+                    let answered = || monitor.inner().answered_ago(i);
+                    run(probe, interval, jitter, stopped, link.wakes.get(i), answered).await;
                 }
             })
             .collect();
@@ -180,44 +188,76 @@ impl fmt::Debug for MonitorHandle {
     }
 }
 
-/// Runs `check` (one provider's probe) until `stopped` turns true: a check, then a [`pace`]d
-/// sleep, and so on. `check` resolves to whether the provider was fit. A stop during a check
-/// lets it finish; a stop during a sleep ends it; `wake` ends a sleep early (a permit stored
-/// while a check runs ends the next sleep at once).
+/// The schedule of one provider: `check` runs, then a sleep ([`pace`]), and again, until
+/// `stopped`. A stop during a check lets it finish; a stop during a sleep ends it; `wake`
+/// ends a sleep early (a permit stored while a check runs ends the next sleep at once).
+///
+/// After a check that found the provider fit, the idle probe is skipped while real traffic
+/// vouches for it: `answered_ago` is how long ago it last answered well (with its head), and
+/// while that is within `interval` the sleep is extended to `interval` after that answer.
+/// After a check that found it unfit, the sleep is a backoff ([`pace`]): short at first,
+/// doubling while it stays unfit, never beyond `interval`.
 pub(crate) async fn run<C, F>(
     mut check: C,
     interval: Duration,
     mut jitter: Jitter,
     mut stopped: watch::Receiver<bool>,
     wake: Option<&Notify>,
+    answered_ago: impl Fn() -> Option<Duration>,
 ) where
     C: FnMut() -> F,
     F: Future<Output = bool>,
 {
+    let mut unfit_streak = 0u32;
     while !*stopped.borrow_and_update() {
-        let all_fit = check().await;
+        let fit = check().await;
+        unfit_streak = if fit { 0 } else { unfit_streak.saturating_add(1) };
         if *stopped.borrow_and_update() {
             break;
         }
-        let sleep = pin!(tokio::time::sleep(pace(interval, all_fit, &mut jitter)));
-        // A closed channel (the handle is gone) also ends the sleep; the loop then ends too if
-        // it was a stop, and otherwise the task is being aborted anyway.
-        let changed = pin!(stopped.changed());
-        let woken = pin!(async {
-            match wake {
-                Some(wake) => wake.notified().await,
-                None => std::future::pending().await,
+        let mut sleep_for = pace(interval, unfit_streak, &mut jitter);
+        loop {
+            let sleep = pin!(tokio::time::sleep(sleep_for));
+            // A closed channel (the handle is gone) also ends the sleep; the loop then ends too
+            // if it was a stop, and otherwise the task is being aborted anyway.
+            let changed = pin!(stopped.changed());
+            let woken = pin!(async {
+                match wake {
+                    Some(wake) => wake.notified().await,
+                    None => std::future::pending().await,
+                }
+            });
+            let slept = match futures::future::select(sleep, futures::future::select(changed, woken)).await {
+                futures::future::Either::Left(_) => true,
+                futures::future::Either::Right(_) => false,
+            };
+            // Traffic is the probe: a fit provider that answered well within the interval is
+            // not probed until an interval has passed since that answer.
+            match answered_ago().filter(|ago| slept && fit && *ago < interval) {
+                Some(ago) => sleep_for = jittered(interval - ago, &mut jitter),
+                None => break,
             }
-        });
-        futures::future::select(sleep, futures::future::select(changed, woken)).await;
+        }
     }
 }
 
-/// The sleep after a check: `interval` when all were fit, `interval / 4` otherwise, times a
-/// uniform factor in [0.9, 1.1] drawn from `jitter`.
-pub(crate) fn pace(interval: Duration, all_fit: bool, jitter: &mut Jitter) -> Duration {
-    let base = if all_fit { interval } else { interval / 4 };
-    // A factor in [0.9, 1.1] in steps of 1/10 000.
+/// The first re-check of a provider found unfit: about one attempt's latency at a hosted
+/// provider. It doubles at each unfit check in a row, up to the interval.
+pub(crate) const FIRST_RECHECK: Duration = Duration::from_millis(50);
+
+/// The sleep after a check: `interval` when the provider was fit (`unfit_streak` 0), else the
+/// backoff [`FIRST_RECHECK`] × 2^(streak − 1), at most `interval`; times a uniform factor in
+/// [0.9, 1.1] drawn from `jitter`.
+pub(crate) fn pace(interval: Duration, unfit_streak: u32, jitter: &mut Jitter) -> Duration {
+    let base = match unfit_streak {
+        0 => interval,
+        n => FIRST_RECHECK.saturating_mul(1 << (n - 1).min(20)).min(interval),
+    };
+    jittered(base, jitter)
+}
+
+/// `base` times a uniform factor in [0.9, 1.1] (steps of 1/10 000) drawn from `jitter`.
+fn jittered(base: Duration, jitter: &mut Jitter) -> Duration {
     let tenth_mille = 9_000 + jitter.below(2_001);
     base.mul_f64(tenth_mille as f64 / 10_000.0)
 }
@@ -264,7 +304,7 @@ mod tests {
                 answer
             }
         };
-        let task = tokio::spawn(run(check, INTERVAL, Jitter::from_seed(7), stopped, None));
+        let task = tokio::spawn(run(check, INTERVAL, Jitter::from_seed(7), stopped, None, || None));
         tokio::time::sleep(for_).await;
         stop.send_replace(true);
         task.await.unwrap();
@@ -276,16 +316,39 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn the_interval_shortens_while_a_provider_fails_and_lengthens_when_all_are_fit() {
-        let script = [true, true, false, false, false, true, true, true];
+    async fn an_unfit_provider_is_rechecked_on_a_backoff_from_fifty_ms_and_a_fit_one_every_interval() {
+        let script = [true, true, false, false, false, false, false, false, true, true];
         let log = schedule(&script, Duration::ZERO, Duration::from_secs(8)).await;
         assert!(log.starts.len() >= script.len(), "{} checks", log.starts.len());
+        let mut streak = 0;
         for (i, pair) in log.starts.windows(2).enumerate() {
-            let answer = script[i.min(script.len() - 1)];
-            let base = if answer { INTERVAL } else { INTERVAL / 4 };
+            let fit = script[i.min(script.len() - 1)];
+            streak = if fit { 0 } else { streak + 1 };
+            let base = if fit { INTERVAL } else { (FIRST_RECHECK * (1 << (streak - 1))).min(INTERVAL) };
             let gap = pair[1] - pair[0];
-            assert!(within(gap, base), "check {i} (all fit: {answer}) was followed after {gap:?}");
+            assert!(within(gap, base), "check {i} (fit: {fit}) was followed after {gap:?}, not ~{base:?}");
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_fit_provider_that_answered_within_the_interval_is_not_probed_traffic_is_the_probe() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (stop, stopped) = watch::channel(false);
+        let seen = log.clone();
+        let check = move || {
+            seen.lock().unwrap().push(Instant::now());
+            async { true }
+        };
+        // Traffic answered 300 ms ago, every time the schedule asks: the probe never comes.
+        let started = Instant::now();
+        let task = tokio::spawn(run(check, INTERVAL, Jitter::from_seed(3), stopped, None, || {
+            Some(Duration::from_millis(300))
+        }));
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        stop.send_replace(true);
+        task.await.unwrap();
+        let starts = log.lock().unwrap().clone();
+        assert_eq!(starts, [started], "only the first probe, before any traffic");
     }
 
     #[tokio::test(start_paused = true)]
@@ -317,10 +380,12 @@ mod tests {
         let mut jitter = Jitter::from_seed(1);
         let (mut low, mut high) = (Duration::MAX, Duration::ZERO);
         for _ in 0..10_000 {
-            let fit = pace(INTERVAL, true, &mut jitter);
+            let fit = pace(INTERVAL, 0, &mut jitter);
             assert!(within(fit, INTERVAL), "{fit:?}");
-            let short = pace(INTERVAL, false, &mut jitter);
-            assert!(within(short, INTERVAL / 4), "{short:?}");
+            let short = pace(INTERVAL, 1, &mut jitter);
+            assert!(within(short, FIRST_RECHECK), "{short:?}");
+            let capped = pace(INTERVAL, 30, &mut jitter);
+            assert!(within(capped, INTERVAL), "{capped:?}");
             (low, high) = (low.min(fit), high.max(fit));
         }
         assert!(low < INTERVAL.mul_f64(0.91) && high > INTERVAL.mul_f64(1.09), "{low:?}..{high:?}");
@@ -331,7 +396,7 @@ mod tests {
     fn the_same_seed_paces_the_same_sleeps() {
         let sleeps = |seed| {
             let mut jitter = Jitter::from_seed(seed);
-            (0..64).map(|i| pace(INTERVAL, i % 3 != 0, &mut jitter)).collect::<Vec<_>>()
+            (0..64).map(|i| pace(INTERVAL, i % 3, &mut jitter)).collect::<Vec<_>>()
         };
         assert_eq!(sleeps(7), sleeps(7));
         assert_ne!(sleeps(7), sleeps(8));

@@ -51,10 +51,15 @@ impl HealthSource for Monitor {
         })
     }
 
-    /// The endpoint's height in the latest snapshot (credited with the blocks made since its
-    /// probe when another provider's newer probe raised the reference).
+    /// The endpoint's head now: the newest of its probe's and of its good answers' heads,
+    /// each projected forward by the learned block time since it was seen.
     fn head_of(&self, id: &EndpointId) -> Option<u64> {
-        self.snapshot()?.height(id)
+        projected_head(self, id)
+    }
+
+    /// When the endpoint's latest probe passed.
+    fn last_good(&self, id: &EndpointId) -> Option<tokio::time::Instant> {
+        self.snapshot()?.entry(id)?.last_good()
     }
 
     fn pair(&self, feed: LatencyFeed) {
@@ -108,6 +113,9 @@ impl HealthSource for MonitorHandle {
     fn head_of(&self, id: &EndpointId) -> Option<u64> {
         HealthSource::head_of(&self.monitor, id)
     }
+    fn last_good(&self, id: &EndpointId) -> Option<tokio::time::Instant> {
+        HealthSource::last_good(&self.monitor, id)
+    }
     fn pair(&self, feed: LatencyFeed) {
         self.monitor.feed_latency(feed);
     }
@@ -117,4 +125,27 @@ impl HealthSource for MonitorHandle {
     fn check_now(&self, id: &EndpointId) {
         HealthSource::check_now(&self.monitor, id);
     }
+}
+
+/// Endpoint `id`'s head now, as [`HealthSource::head_of`] gives it: its probe's height and the
+/// highest head its good answers showed, each credited with the blocks the chain made since
+/// (by the snapshot's learned block time; none without one), the higher of the two.
+fn projected_head(monitor: &Monitor, id: &EndpointId) -> Option<u64> {
+    let snapshot = monitor.snapshot();
+    let inner = monitor.inner();
+    let i = inner.settings.position(id)?;
+    let block_time = snapshot.as_deref().and_then(crate::Snapshot::block_time);
+    let credit = |ago: std::time::Duration| {
+        block_time
+            .map_or(0, |bt| (ago.as_nanos() / bt.max(std::time::Duration::from_millis(1)).as_nanos()) as u64)
+    };
+    let now = tokio::time::Instant::now();
+    let probed = snapshot.as_deref().and_then(|s| {
+        let entry = s.entries().get(i)?;
+        let height = entry.height()?;
+        let ago = entry.checked().map_or(std::time::Duration::ZERO, |c| now.saturating_duration_since(c));
+        Some(height.saturating_add(credit(ago)))
+    });
+    let answered = inner.answered_head(i).map(|(head, ago)| head.saturating_add(credit(ago)));
+    probed.max(answered)
 }

@@ -31,9 +31,15 @@ impl Paired {
             (Some(head), None) => Some(head),
             (None, Some((number, at))) => Some(Head::new(number, at)),
             (Some(head), Some((number, at))) => {
-                // A head seen is used only while the source's head makes it plausible.
+                // A head seen is used only while the source's head makes it plausible; the
+                // newer of the two, projected to now, is the best known.
                 let plausible = head.plausible_limit(now).is_none_or(|limit| number <= limit);
-                if plausible && number > head.number() {
+                let seen = Head::new(number, at);
+                let seen = match head.known_block_time() {
+                    Some(block_time) => seen.block_time(block_time),
+                    None => seen,
+                };
+                if plausible && seen.projected(now) > head.projected(now) {
                     let mut best = Head::new(number, at).tolerance(head.blocks_of_tolerance());
                     if let Some(block_time) = head.known_block_time() {
                         best = best.block_time(block_time);
@@ -47,12 +53,17 @@ impl Paired {
     }
 
     /// Judges the head `head` an answer reported: `Some(why)` when it is below the floor (the
-    /// best known head less its tolerance) or above the highest plausible head; otherwise it
-    /// counts as seen (the highest one seen raises the best known head).
+    /// best known head, projected to now by the block time, less its tolerance) or above the
+    /// highest plausible head; otherwise it counts as seen (the highest one seen raises the
+    /// best known head).
+    ///
+    /// The projection is what keeps the floor current between probes: a head seen a second
+    /// ago on a chain of 50 ms blocks is 20 blocks old, and a provider that stalled there
+    /// would pass a floor that is not projected.
     pub(crate) fn judge_head(&self, head: u64) -> Option<Unfit> {
         let now = Instant::now();
         if let Some(best) = self.best(now) {
-            let floor = best.number().saturating_sub(best.blocks_of_tolerance());
+            let floor = floor(&best, now);
             if head < floor {
                 return Some(Unfit::BelowFloor { head: Some(head), floor });
             }
@@ -68,6 +79,19 @@ impl Paired {
         }
         None
     }
+}
+
+/// The floor of a head-bearing answer at `now`: the best known head less its tolerance (at
+/// least [`DEFAULT_TOLERANCE`](crate::DEFAULT_TOLERANCE) blocks: providers a block or two
+/// apart are both current), and once the best known head is old, that head projected by the
+/// block time, less the tolerance and a margin for the projection's error (an eighth of the
+/// blocks projected, and the tolerance again for the answer's own latency). A provider that
+/// stalled is overruled within a few blocks, an honest one a block behind never.
+fn floor(best: &Head, now: Instant) -> u64 {
+    let tolerance = best.blocks_of_tolerance().max(crate::DEFAULT_TOLERANCE);
+    let made = best.projected(now).saturating_sub(best.number());
+    let projected = best.number().saturating_add(made - made / 8).saturating_sub(2 * tolerance);
+    best.number().saturating_sub(tolerance).max(projected)
 }
 
 /// Whether `req` is one JSON-RPC `eth_blockNumber` call (its body bytes name that method; a

@@ -84,6 +84,9 @@ fn skip_at_start(
     let advice = advice?;
     let advised = advice.eligible(id);
     slot.health.saw_eligibility(advised);
+    if let Some(at) = advice.last_good(id) {
+        slot.health.saw_good(at);
+    }
     match advised {
         true => None,
         false if advice.never(id) => Some(Skip::Ineligible),
@@ -226,6 +229,16 @@ impl Plan {
             if self.preferred == Some(i) {
                 self.preferred = None;
             }
+        }
+    }
+
+    /// Endpoint `i`, usable until now, goes behind every other candidate (into the reserve):
+    /// tried only once every other candidate has been returned (its scope knows it below the
+    /// floor: its answer is judged when it comes).
+    pub(crate) fn demote(&mut self, i: usize) {
+        if i < self.len && self.usable.get(i) {
+            self.remove(i);
+            self.reserve.set(i);
         }
     }
 

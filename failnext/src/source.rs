@@ -66,6 +66,15 @@ pub trait HealthSource: Send + Sync + 'static {
         None
     }
 
+    /// When endpoint `id` last showed itself good to the source (its latest passing probe),
+    /// if the source knows: an open breaker whose endpoint passed a probe since it opened
+    /// ends its open time at once (the next request is its trial), instead of waiting out an
+    /// open time that grew while the provider was down. Default: `None` (unknown).
+    fn last_good(&self, id: &EndpointId) -> Option<Instant> {
+        let _ = id;
+        None
+    }
+
     /// Called once, when the paired `Failover` is built: `feed` takes latency samples for its
     /// latency-aware ordering (it does not keep the `Failover` alive).
     fn pair(&self, feed: LatencyFeed) {
@@ -97,6 +106,9 @@ impl<T: HealthSource + ?Sized> HealthSource for std::sync::Arc<T> {
     }
     fn head_of(&self, id: &EndpointId) -> Option<u64> {
         (**self).head_of(id)
+    }
+    fn last_good(&self, id: &EndpointId) -> Option<Instant> {
+        (**self).last_good(id)
     }
     fn pair(&self, feed: LatencyFeed) {
         (**self).pair(feed);
@@ -172,13 +184,23 @@ impl Head {
         self.tolerance
     }
 
+    /// This head projected to `now`: its number plus the whole blocks the chain made since it
+    /// was current, by its block time (its number without one).
+    pub fn projected(&self, now: Instant) -> u64 {
+        let Some(block_time) = self.block_time else { return self.number };
+        let elapsed = now.saturating_duration_since(self.seen);
+        let made = (elapsed.as_nanos() / block_time.as_nanos().max(1)) as u64;
+        self.number.saturating_add(made)
+    }
+
     /// The highest head plausible at `now`: this one, plus the blocks the chain can have made
-    /// since it was current (one per block time, and one more), plus the tolerance; `None`
-    /// without a block time (nothing bounds it).
+    /// since it was current (two per block time: a block time learnt from a few samples may
+    /// be longer than the chain's, and an honest answer must never look implausible; and one
+    /// more), plus the tolerance; `None` without a block time (nothing bounds it).
     pub fn plausible_limit(&self, now: Instant) -> Option<u64> {
         let block_time = self.block_time?;
         let elapsed = now.saturating_duration_since(self.seen);
-        let made = (elapsed.as_nanos() / block_time.as_nanos().max(1)) as u64;
+        let made = (2 * elapsed.as_nanos() / block_time.as_nanos().max(1)) as u64;
         Some(self.number.saturating_add(made).saturating_add(1).saturating_add(self.tolerance))
     }
 }

@@ -270,8 +270,10 @@ async fn a_behind_observation_makes_an_admitted_provider_ineligible_at_once() {
     assert_eq!(entry.contradiction(), None);
     assert!(monitor.eligible("a"), "{entry:?}");
 
-    // A plain failure only feeds the evidence: the provider stays eligible.
+    // A plain failure rules it out too, until its re-check (at once) finds it good again.
     monitor.observe(&id("a"), Observation::Failed);
+    assert!(!monitor.eligible("a"));
+    sleep(MS(100)).await;
     assert!(monitor.eligible("a"));
     // A head behind of a provider already ineligible contradicts nothing.
     monitor.observe(&id("b"), Observation::Implausible { head: 10_000, limit: 200 });
@@ -318,7 +320,9 @@ async fn a_provider_bad_on_half_its_answers_is_not_readmitted_by_one_good_probe(
     sleep(MS(100)).await;
     assert!(monitor.eligible("p"), "its first probe was good");
 
-    // Its second probe (about 4 s) fails: out.
+    // Its failures in traffic rule it out, each until a re-check; once its evidence is half
+    // bad (two seconds of traffic), it is out for good.
+    sleep(SECS(2)).await;
     while monitor.eligible("p") {
         sleep(MS(20)).await;
     }

@@ -62,6 +62,11 @@ struct State {
     failures: u32,
     /// Open until then, half-open after.
     until: Option<Instant>,
+    /// When it last opened.
+    opened: Option<Instant>,
+    /// The open time is a hint the provider gave (a `Retry-After`, a quota): a pause it asked
+    /// for, which neither a good answer nor a good probe ends early.
+    hinted: bool,
     /// Failed trials since the growth was last reset; the open time without a hint is
     /// 250 ms × 2^level, capped.
     level: u32,
@@ -149,6 +154,19 @@ impl Breaker {
         let now = Instant::now();
         let mut state = self.state.lock();
         if state.until.is_some_and(|until| now < until) && state.trial.is_none() {
+            state.until = Some(now);
+        }
+    }
+
+    /// See [`Health::saw_good`](super::Health::saw_good).
+    pub(super) fn saw_good(&self, at: Instant) {
+        if self.state.is_clean() {
+            return;
+        }
+        let now = Instant::now();
+        let mut state = self.state.lock();
+        let open = state.until.is_some_and(|until| now < until) && state.trial.is_none();
+        if open && !state.hinted && state.opened.is_some_and(|opened| opened < at) {
             state.until = Some(now);
         }
     }
@@ -263,6 +281,14 @@ impl State {
         let Outcome { evidence, hint, trial } = outcome;
         let is_trial = trial.is_some() && self.trial == trial;
         if let Some(until) = self.until.filter(|_| !is_trial) {
+            // A good answer while open (an attempt admitted before it opened, a last resort
+            // beside the trial) ends the open time: the next request is its trial.
+            if evidence == Evidence::Success && hint.is_none() {
+                if now < until && self.trial.is_none() && !self.hinted {
+                    self.until = Some(now);
+                }
+                return None;
+            }
             let hint = hint?;
             let later = deadline(now, hint);
             if later <= until {
@@ -270,11 +296,14 @@ impl State {
             }
             self.until = Some(later);
             self.trial = None;
+            self.hinted = true;
             // Half-open (its open time over) → open: a transition. Open → open longer: not one.
             return (until <= now).then_some(BreakerState::Open { duration: hint });
         }
         if let Some(hint) = hint {
-            return Some(self.open_for(now, hint));
+            let state = self.open_for(now, hint);
+            self.hinted = true;
+            return Some(state);
         }
         let closed = self.until.is_none();
         match (evidence, closed) {
@@ -321,6 +350,8 @@ impl State {
 
     fn open_for(&mut self, now: Instant, open: Duration) -> BreakerState {
         self.until = Some(deadline(now, open));
+        self.opened = Some(now);
+        self.hinted = false;
         self.trial = None;
         self.failures = 0;
         self.probation = 0;

@@ -115,6 +115,15 @@ impl Health {
         }
     }
 
+    /// Learns that a paired source saw the endpoint good at `at` (its latest passing probe):
+    /// an open breaker that opened before then ends its open time now, so the next request is
+    /// its trial. Adaptive rule only; one atomic load when the breaker is clean.
+    pub(crate) fn saw_good(&self, at: Instant) {
+        if let Health::Adaptive(breaker) = self {
+            breaker.saw_good(at);
+        }
+    }
+
     /// Whether a candidate whose turn has come may be sent to now, and as what; or why not.
     ///
     /// Healthy (clean) endpoints are admitted from one atomic load.

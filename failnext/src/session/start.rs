@@ -16,7 +16,13 @@ pub(super) fn rule_out(shared: &Shared, scope: &dyn Scope, plan: &mut Plan) -> V
     for (i, slot) in shared.slots.iter().enumerate() {
         if plan.is_usable(i) {
             if let Some(why) = scope.unfit(slot.id()) {
-                plan.remove(i);
+                // A head known below the floor may be old news: the endpoint goes behind the
+                // others, and its answer is judged if its turn comes. Anything else it lacks
+                // rules it out.
+                match why {
+                    Unfit::BelowFloor { .. } => plan.demote(i),
+                    _ => plan.remove(i),
+                }
                 unfit.push((i, why));
             }
         }

@@ -125,7 +125,7 @@ impl Config {
             fault_wait_ms: (5, 60),
             cooldown: (3, Duration::from_millis(150)),
             max_lag: 2,
-            block_time: Duration::from_millis(250),
+            block_time: Duration::from_millis(50),
             think_max: Duration::from_millis(20),
             cancel_window: Duration::from_millis(400),
             timing_slack: Duration::from_secs(2),

@@ -295,6 +295,10 @@ pub(crate) async fn measure(
     let mut own_monitors = Vec::new();
 
     for subject in &settings.subjects {
+        if let Some(interval) = subject.readme_interval() {
+            clients.push((*subject, readme_client(*subject, interval, &list, shared.endpoints).await?));
+            continue;
+        }
         let builder = Failover::builder(list.clone()).attempt_timeout(shared.attempt_timeout).on_event(|e| {
             if let failnext::Event::Hedge { .. } = e {
                 ReadLog::hedged();
@@ -317,7 +321,7 @@ pub(crate) async fn measure(
             .with(failover)
             .with(Dispatched { endpoints: shared.endpoints.clone() })
             .build();
-        clients.push((*subject, client));
+        clients.push((*subject, Client::Reqwest(client)));
     }
 
     // The scenario, and a check of every monitor, before the first read.
@@ -407,7 +411,13 @@ pub(crate) async fn measure(
         for (subject, client) in &clients {
             let (subject, client, url, endpoints, chain) =
                 (*subject, client.clone(), url.clone(), shared.endpoints.clone(), shared.chain.clone());
-            reads.spawn(async move { (subject, read(&client, &url, &endpoints, &chain, id).await) });
+            reads.spawn(async move {
+                let sample = match &client {
+                    Client::Reqwest(client) => read(client, &url, &endpoints, &chain, id).await,
+                    Client::Alloy(client) => read_alloy(client, &endpoints, &chain).await,
+                };
+                (subject, sample)
+            });
         }
         while let Some(joined) = reads.try_join_next() {
             collect(joined);
@@ -447,6 +457,135 @@ pub(crate) async fn measure(
         .map(|s| (*s, judge(samples.get(s).map_or(&[][..], Vec::as_slice), &timeline, n)))
         .collect();
     Ok(MeasureReport { run, rate: settings.rate, elapsed, figures, faulty, windows, followed })
+}
+
+/// How a configuration's reads are sent: a reqwest client with its `Failover`, or alloy's
+/// `RpcClient` over a `FailoverTransport`.
+#[derive(Clone)]
+enum Client {
+    Reqwest(ClientWithMiddleware),
+    Alloy(alloy::rpc::client::RpcClient),
+}
+
+/// A README setup, as pasted: its own monitor with the builder's defaults, spawned at
+/// `interval` and given `ready(5 s)`, paired in one call. The measure adds only what it
+/// records: the eligibility answers (`RecordedSource`, a pass-through), and the attempts and
+/// hedges (an event hook for alloy, the `Dispatched` middleware for reqwest).
+async fn readme_client(
+    subject: Subject,
+    interval: Duration,
+    list: &[failnext::Endpoint],
+    endpoints: &Endpoints,
+) -> Result<Client, SetupError> {
+    let monitor = Monitor::builder(list.to_vec())
+        .build()
+        .map_err(|e| SetupError(format!("monitor ({subject}): {e}")))?
+        .spawn(interval);
+    monitor.ready(Duration::from_secs(5)).await;
+    let source = RecordedSource { source: monitor, endpoints: endpoints.clone() };
+    if subject.is_alloy() {
+        let recorded = endpoints.clone();
+        let transport = failnext::alloy::FailoverTransport::builder(list.to_vec())
+            .monitor(source)
+            .on_event(move |e| record_event(&recorded, e))
+            .build()
+            .map_err(|e| SetupError(format!("transport ({subject}): {e}")))?;
+        return Ok(Client::Alloy(alloy::rpc::client::RpcClient::new(transport, false)));
+    }
+    let builder = Failover::builder(list.to_vec()).on_event(|e| {
+        if let failnext::Event::Hedge { .. } = e {
+            ReadLog::hedged();
+        }
+    });
+    let failover = subject
+        .configure(builder)
+        .monitor(source)
+        .build()
+        .map_err(|e| SetupError(format!("failover ({subject}): {e}")))?;
+    Ok(Client::Reqwest(
+        reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+            .with(failover)
+            .with(Dispatched { endpoints: endpoints.clone() })
+            .build(),
+    ))
+}
+
+/// An alloy read's attempts and hedges, from the transport's events (its requests go through
+/// its own client, which no middleware of the measure's wraps): each attempt at the instant
+/// it started.
+fn record_event(endpoints: &Endpoints, event: &failnext::Event<'_>) {
+    match event {
+        failnext::Event::Attempt { endpoint, elapsed, .. } => {
+            let i = endpoints.by_id(endpoint.as_str());
+            let at = Instant::now().checked_sub(*elapsed).unwrap_or_else(Instant::now);
+            ReadLog::with(|l| l.1.push((i, at)));
+        }
+        failnext::Event::Hedge { .. } => ReadLog::hedged(),
+        _ => {}
+    }
+}
+
+/// One read through alloy's `RpcClient` (`eth_blockNumber`, as `Provider::get_block_number`
+/// sends it), judged as [`read`] judges a body.
+async fn read_alloy(client: &alloy::rpc::client::RpcClient, endpoints: &Endpoints, chain: &Chain) -> Sample {
+    use alloy::transports::TransportError;
+    use failnext::alloy::{CallExt, ServedByCell};
+    let log = Arc::new(ReadLog::default());
+    let served = ServedByCell::new();
+    let traced = failnext::alloy::TraceCell::new();
+    let head_start = chain.head();
+    let start = Instant::now();
+    let call = client.request_noparams::<alloy::primitives::U64>("eth_blockNumber").map_meta(|meta| {
+        let meta = meta.record_served_by(&served);
+        if DEBUGGING.load(std::sync::atomic::Ordering::Relaxed) { meta.record_trace(&traced) } else { meta }
+    });
+    let result = READ.scope(log.clone(), call).await;
+    let end = Instant::now();
+    let head_end = chain.head();
+    let answer = match result {
+        Ok(head) => Answer::Head {
+            by: served.get().and_then(|e| endpoints.by_id(e.as_str())),
+            head: head.to::<u64>(),
+        },
+        Err(TransportError::ErrorResp(payload)) => Answer::RpcError(payload.code),
+        Err(TransportError::DeserError { .. }) => Answer::NotJsonRpc,
+        Err(err)
+            if {
+                debug(|| format!("alloy read failed: {err}; trace: {:?}", traced.get()));
+                false
+            } =>
+        {
+            Answer::Failed
+        }
+        Err(err) => match failnext::alloy::Failure::find(&err) {
+            Some(failnext::alloy::Failure::Read(e)) if e.is_no_usable_endpoint() => Answer::NoUsable,
+            _ => Answer::Failed,
+        },
+    };
+    let (asked, mut dispatched) = std::mem::take(&mut *log.inner.lock().unwrap_or_else(|p| p.into_inner()));
+    dispatched.sort_by_key(|(_, at)| *at);
+    let hedges = log.hedges.load(std::sync::atomic::Ordering::Relaxed);
+    Sample { start, end, head_start, head_end, answer, asked, dispatched, hedges }
+}
+
+/// Whether `SOAK_DEBUG` is set (known once [`debug`] was first called).
+static DEBUGGING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// With `SOAK_DEBUG` set: prints `line()` on stderr, stamped with the milliseconds since the
+/// first such line (a trace of the measure's switches and failed reads).
+pub(crate) fn debug(line: impl FnOnce() -> String) {
+    static ON: std::sync::OnceLock<Option<Instant>> = std::sync::OnceLock::new();
+    let epoch = ON.get_or_init(|| {
+        let on = std::env::var_os("SOAK_DEBUG").is_some();
+        DEBUGGING.store(on, std::sync::atomic::Ordering::Relaxed);
+        on.then(Instant::now)
+    });
+    if let Some(epoch) = epoch {
+        #[allow(clippy::print_stderr, reason = "a debugging trace asked for by SOAK_DEBUG")]
+        {
+            eprintln!("DEBUG {:>6} {}", epoch.elapsed().as_millis(), line());
+        }
+    }
 }
 
 /// A `reqwest` client whose idle connections close after half a second.

@@ -49,6 +49,21 @@ pub enum Subject {
     /// (`.monitor(..)`): `DEFAULT_HEDGE` and latency ordering with `DEFAULT_LATENCY_MARGIN` on
     /// top.
     TransportPaired,
+    /// The README's paired setup through alloy, exactly as pasted, probing every 2 s:
+    /// `Monitor::builder(endpoints).build()?.spawn(2 s)`, `ready(5 s)`,
+    /// `FailoverTransport::builder(endpoints).monitor(handle).build()`, reads through alloy's
+    /// `RpcClient`. Nothing of the measure's shared settings (attempt timeout, probe timeout,
+    /// `max_lag`, chain id) is added.
+    ReadmeAlloy2s,
+    /// The same at `spawn(5 s)`.
+    ReadmeAlloy5s,
+    /// The README's paired setup through the reqwest middleware, as pasted: the quick start's
+    /// `Failover::builder(endpoints).classifier(JsonRpcClassifier::new())` and
+    /// `.monitor(Monitor::builder(endpoints).build()?.spawn(2 s))`, `ready(5 s)` first; the
+    /// builder's default attempt timeout (10 s).
+    ReadmeReqwest2s,
+    /// The same at `spawn(5 s)`.
+    ReadmeReqwest5s,
 }
 
 /// The reference rule's cooldown, set explicitly (0.1's default).
@@ -73,7 +88,15 @@ impl Subject {
         Subject::Paired,
         Subject::Transport,
         Subject::TransportPaired,
+        Subject::ReadmeAlloy2s,
+        Subject::ReadmeAlloy5s,
+        Subject::ReadmeReqwest2s,
+        Subject::ReadmeReqwest5s,
     ];
+
+    /// The README's setups, as pasted: the headline rows.
+    pub const README: &'static [Subject] =
+        &[Subject::ReadmeAlloy2s, Subject::ReadmeAlloy5s, Subject::ReadmeReqwest2s, Subject::ReadmeReqwest5s];
 
     /// A short name, for the report and `--configs`.
     pub fn name(self) -> &'static str {
@@ -86,6 +109,10 @@ impl Subject {
             Subject::Paired => "paired",
             Subject::Transport => "transport-defaults",
             Subject::TransportPaired => "transport-paired",
+            Subject::ReadmeAlloy2s => "readme-alloy-2s",
+            Subject::ReadmeAlloy5s => "readme-alloy-5s",
+            Subject::ReadmeReqwest2s => "readme-reqwest-2s",
+            Subject::ReadmeReqwest5s => "readme-reqwest-5s",
         }
     }
 
@@ -106,6 +133,12 @@ impl Subject {
             Subject::TransportPaired => {
                 "the alloy transport's defaults + own Monitor as .monitor() (Hedge p95 ≥ 10 ms, LatencyOrdering 10 ms)"
             }
+            Subject::ReadmeAlloy2s | Subject::ReadmeAlloy5s => {
+                "the README as pasted, through alloy's RpcClient: FailoverTransport::builder(..).monitor(Monitor::builder(..).build()?.spawn(interval)).build()"
+            }
+            Subject::ReadmeReqwest2s | Subject::ReadmeReqwest5s => {
+                "the README as pasted, through reqwest: Failover::builder(..).classifier(JsonRpcClassifier::new()).monitor(Monitor::builder(..).build()?.spawn(interval))"
+            }
         }
     }
 
@@ -113,6 +146,20 @@ impl Subject {
     /// spawned and stopped by the measure), instead of the shared monitor as eligibility.
     pub fn is_paired(self) -> bool {
         matches!(self, Subject::Paired | Subject::TransportPaired)
+    }
+
+    /// The probe interval of a README setup (`spawn(interval)`), `None` for the others.
+    pub fn readme_interval(self) -> Option<Duration> {
+        match self {
+            Subject::ReadmeAlloy2s | Subject::ReadmeReqwest2s => Some(Duration::from_secs(2)),
+            Subject::ReadmeAlloy5s | Subject::ReadmeReqwest5s => Some(Duration::from_secs(5)),
+            _ => None,
+        }
+    }
+
+    /// Whether its reads go through alloy's `RpcClient` over `FailoverTransport`.
+    pub fn is_alloy(self) -> bool {
+        matches!(self, Subject::ReadmeAlloy2s | Subject::ReadmeAlloy5s)
     }
 
     /// Applies this configuration to a builder that already has the shared settings.
@@ -135,6 +182,11 @@ impl Subject {
             Subject::Transport => transport_defaults(builder),
             Subject::TransportPaired => transport_defaults(builder)
                 .latency_ordering(LatencyOrdering::new(alloy::DEFAULT_LATENCY_MARGIN)),
+            Subject::ReadmeReqwest2s | Subject::ReadmeReqwest5s => {
+                builder.classifier(failnext::jsonrpc::JsonRpcClassifier::new())
+            }
+            // Built by the measure as a transport, not a `Failover`.
+            Subject::ReadmeAlloy2s | Subject::ReadmeAlloy5s => builder,
         }
     }
 }
