@@ -153,9 +153,16 @@
 //!   that entry replaced, the reference height re-derived from every entry's latest height,
 //!   and every other entry re-judged against it (a fit provider can turn lagging at once; an
 //!   ineligible one waits for its own probe to return). A hanging provider delays only its
-//!   own entry. Its next probe comes after `interval` when it is fit, `interval / 4`
-//!   otherwise, or at once when failnext asks ([`check_now`](failnext::HealthSource::check_now),
-//!   honoured at most once per provider per interval; extra requests are dropped). The
+//!   own entry. Its next probe comes after `interval` when it is fit (skipped while paired
+//!   traffic shows it answering well with its head: traffic is the probe), on a backoff
+//!   otherwise (50 ms, doubling while it stays unfit, at most `interval`: an eviction lasts
+//!   about as long as the fault), at once when an answer contradicts the view (a failure, a
+//!   head behind or implausible) or a held-out provider answers well, or when failnext asks
+//!   ([`check_now`](failnext::HealthSource::check_now), honoured at most once per provider per
+//!   interval; extra requests are dropped). Without an
+//!   [expected chain id](MonitorBuilder::expected_chain_id), the spawned schedule learns the
+//!   chain id a strict majority of the providers report and verifies it at every probe
+//!   after. The
 //!   spawned probe timeout is `min(5 s, interval)` unless set. Each
 //!   [`SnapshotEntry::checked`] says when its own probe ended. Heights probed at different
 //!   times are compared fairly: when a newer probe of another provider raises the reference,

@@ -307,3 +307,42 @@ async fn a_disabled_health_takes_nothing_over() {
     assert_eq!(h.export(), Kept::default());
     assert!(matches!(h.admit(), Ok(Admit::Closed)));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_breaker_ends_when_the_providers_probe_passes_after_it_opened() {
+    let h = breaker();
+    for _ in 0..3 {
+        h.record(Evidence::Failure, None, None);
+    }
+    assert!(is_cooling(&h));
+    let opened = Instant::now();
+    // A probe that passed before it opened is older news: the open time holds.
+    h.saw_good(opened - MS);
+    assert!(is_cooling(&h));
+    // One that passed since ends it now: the next request is its trial.
+    tokio::time::advance(10 * MS).await;
+    h.saw_good(Instant::now());
+    assert!(!is_cooling(&h));
+    let permit = trial(&h);
+    assert_eq!(h.record(Evidence::Success, None, Some(permit.epoch())), Some(BreakerState::Closed));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_good_answer_ends_an_open_time_but_not_a_pause_the_provider_asked_for() {
+    let h = breaker();
+    for _ in 0..3 {
+        h.record(Evidence::Failure, None, None);
+    }
+    assert!(is_cooling(&h));
+    // A late attempt answers well: the next request is its trial.
+    assert_eq!(h.record(Evidence::Success, None, None), None);
+    assert!(!is_cooling(&h));
+    // A Retry-After is a pause: neither a good answer nor a good probe ends it.
+    let h = breaker();
+    let hint = Duration::from_secs(5);
+    h.record(Evidence::Failure, Some(hint), None);
+    h.record(Evidence::Success, None, None);
+    tokio::time::advance(MS).await;
+    h.saw_good(Instant::now());
+    assert_eq!(h.cooling_until(), Some(Instant::now() + hint - MS));
+}
