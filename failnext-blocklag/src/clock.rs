@@ -30,6 +30,12 @@ pub(crate) const UNLEARNED_HEAD_AGE: Duration = Duration::from_secs(60);
 /// monitor is meant for, so that it only rules out what no chain could make.
 pub(crate) const FASTEST_BLOCK_TIME: Duration = Duration::from_millis(100);
 
+/// The whole blocks a chain of `block_time` made in `since`: the credit a height as old as
+/// `since` is given (a block time under 1 ms counts as 1 ms).
+pub(crate) fn blocks_made(since: Duration, block_time: Duration) -> u64 {
+    (since.as_nanos() / block_time.max(Duration::from_millis(1)).as_nanos()) as u64
+}
+
 /// One provider's head with its timestamp, as the clock sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Stamped {

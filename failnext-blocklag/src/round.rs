@@ -340,9 +340,7 @@ pub(crate) fn amend(
             // (by the learned block time), so that a newer probe of another provider does not
             // make it lag by the time between the two probes.
             let since = entry.checked().map(|c| at.saturating_duration_since(c));
-            let credit = since.zip(block_time).map_or(0, |(since, bt)| {
-                (since.as_nanos() / bt.max(std::time::Duration::from_millis(1)).as_nanos()) as u64
-            });
+            let credit = since.zip(block_time).map_or(0, |(since, bt)| clock::blocks_made(since, bt));
             let fitness = Fitness::of_height(height.saturating_add(credit), highest, max_lag);
             within_seconds(fitness, block_time, rules.max_lag_secs)
         };

@@ -135,10 +135,7 @@ fn projected_head(monitor: &Monitor, id: &EndpointId) -> Option<u64> {
     let inner = monitor.inner();
     let i = inner.settings.position(id)?;
     let block_time = snapshot.as_deref().and_then(crate::Snapshot::block_time);
-    let credit = |ago: std::time::Duration| {
-        block_time
-            .map_or(0, |bt| (ago.as_nanos() / bt.max(std::time::Duration::from_millis(1)).as_nanos()) as u64)
-    };
+    let credit = |ago| block_time.map_or(0, |bt| crate::clock::blocks_made(ago, bt));
     let now = tokio::time::Instant::now();
     let probed = snapshot.as_deref().and_then(|s| {
         let entry = s.entries().get(i)?;

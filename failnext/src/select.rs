@@ -84,9 +84,7 @@ fn skip_at_start(
     let advice = advice?;
     let advised = advice.eligible(id);
     slot.health.saw_eligibility(advised);
-    if let Some(at) = advice.last_good(id) {
-        slot.health.saw_good(at);
-    }
+    slot.health.saw_good(|| advice.last_good(id));
     match advised {
         true => None,
         false if advice.never(id) => Some(Skip::Ineligible),

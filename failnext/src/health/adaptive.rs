@@ -159,10 +159,12 @@ impl Breaker {
     }
 
     /// See [`Health::saw_good`](super::Health::saw_good).
-    pub(super) fn saw_good(&self, at: Instant) {
+    pub(super) fn saw_good(&self, last_good: impl FnOnce() -> Option<Instant>) {
         if self.state.is_clean() {
             return;
         }
+        // Asked outside the lock: a source's answer may take its own.
+        let Some(at) = last_good() else { return };
         let now = Instant::now();
         let mut state = self.state.lock();
         let open = state.until.is_some_and(|until| now < until) && state.trial.is_none();

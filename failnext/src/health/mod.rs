@@ -115,12 +115,13 @@ impl Health {
         }
     }
 
-    /// Learns that a paired source saw the endpoint good at `at` (its latest passing probe):
-    /// an open breaker that opened before then ends its open time now, so the next request is
-    /// its trial. Adaptive rule only; one atomic load when the breaker is clean.
-    pub(crate) fn saw_good(&self, at: Instant) {
+    /// Learns when a paired source last saw the endpoint good (`last_good`, its latest
+    /// passing probe, asked only when it matters): an open breaker that opened before then
+    /// ends its open time now, so the next request is its trial. Adaptive rule only; a clean
+    /// breaker answers from one atomic load and never asks.
+    pub(crate) fn saw_good(&self, last_good: impl FnOnce() -> Option<Instant>) {
         if let Health::Adaptive(breaker) = self {
-            breaker.saw_good(at);
+            breaker.saw_good(last_good);
         }
     }
 

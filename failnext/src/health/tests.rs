@@ -99,6 +99,15 @@ fn trial(h: &Health) -> Permit<'_> {
     }
 }
 
+/// An adaptive breaker opened by three failures in a row.
+fn tripped() -> Health {
+    let h = breaker();
+    for _ in 0..3 {
+        h.record(Evidence::Failure, None, None);
+    }
+    h
+}
+
 fn within(d: Duration, nominal: Duration) -> bool {
     d >= nominal * 8 / 10 && d <= nominal * 12 / 10
 }
@@ -310,18 +319,15 @@ async fn a_disabled_health_takes_nothing_over() {
 
 #[tokio::test(start_paused = true)]
 async fn a_breaker_ends_when_the_providers_probe_passes_after_it_opened() {
-    let h = breaker();
-    for _ in 0..3 {
-        h.record(Evidence::Failure, None, None);
-    }
+    let h = tripped();
     assert!(is_cooling(&h));
     let opened = Instant::now();
     // A probe that passed before it opened is older news: the open time holds.
-    h.saw_good(opened - MS);
+    h.saw_good(|| Some(opened - MS));
     assert!(is_cooling(&h));
     // One that passed since ends it now: the next request is its trial.
     tokio::time::advance(10 * MS).await;
-    h.saw_good(Instant::now());
+    h.saw_good(|| Some(Instant::now()));
     assert!(!is_cooling(&h));
     let permit = trial(&h);
     assert_eq!(h.record(Evidence::Success, None, Some(permit.epoch())), Some(BreakerState::Closed));
@@ -329,10 +335,7 @@ async fn a_breaker_ends_when_the_providers_probe_passes_after_it_opened() {
 
 #[tokio::test(start_paused = true)]
 async fn a_good_answer_ends_an_open_time_but_not_a_pause_the_provider_asked_for() {
-    let h = breaker();
-    for _ in 0..3 {
-        h.record(Evidence::Failure, None, None);
-    }
+    let h = tripped();
     assert!(is_cooling(&h));
     // A late attempt answers well: the next request is its trial.
     assert_eq!(h.record(Evidence::Success, None, None), None);
@@ -343,6 +346,6 @@ async fn a_good_answer_ends_an_open_time_but_not_a_pause_the_provider_asked_for(
     h.record(Evidence::Failure, Some(hint), None);
     h.record(Evidence::Success, None, None);
     tokio::time::advance(MS).await;
-    h.saw_good(Instant::now());
+    h.saw_good(|| Some(Instant::now()));
     assert_eq!(h.cooling_until(), Some(Instant::now() + hint - MS));
 }
