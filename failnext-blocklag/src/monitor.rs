@@ -566,20 +566,15 @@ impl Inner {
             }
             // A provider the view holds out that answers well is probed now: it is admitted
             // again within a probe's latency of its first good answer, not an interval later.
-            if self.is_contradicted(i) || !self.admits(self.published.load().as_deref(), i) {
-                if let Some(link) = &*self.schedule.load() {
-                    link.wake(i, now_ms, true);
-                }
+            if self.held_out(i) {
+                self.wake(i, true);
             }
             return false;
         }
         // A failed attempt contradicts the view only when a spawned schedule re-checks the
         // provider soon (its backoff); checks run by hand may come an interval later.
         let rechecked = self.schedule.load().is_some();
-        if (observation == Observation::Failed && !rechecked)
-            || self.is_contradicted(i)
-            || !self.admits(self.published.load().as_deref(), i)
-        {
+        if (observation == Observation::Failed && !rechecked) || self.held_out(i) {
             return false;
         }
         self.contradicted[i].store(Some(Arc::new(observation)));
@@ -593,10 +588,28 @@ impl Inner {
         }
         // Its probe runs now, whatever `check_now` allowed lately: a contradiction happens at
         // most once per re-admission.
-        if let Some(link) = &*self.schedule.load() {
-            link.wake(i, self.now_ms(), true);
-        }
+        self.wake(i, true);
         true
+    }
+
+    /// Whether the view holds endpoint `i` out (contradicted, or not admitted by the latest
+    /// snapshot; time rules aside): one atomic load with the bitmask (at most 64 endpoints),
+    /// which every contradiction clears at once; observed on every judged attempt.
+    fn held_out(&self, i: usize) -> bool {
+        match &self.bits {
+            Some(bits) => bits.load(Ordering::Acquire) & (1 << i) == 0,
+            None => self.is_contradicted(i) || !self.admits(self.published.load().as_deref(), i),
+        }
+    }
+
+    /// Wakes endpoint `i`'s probe in the spawned schedule (see [`Link::wake`]), at most once
+    /// per interval unless `always`; nothing without a schedule.
+    ///
+    /// [`Link::wake`]: crate::wake::Link::wake
+    fn wake(&self, i: usize, always: bool) {
+        if let Some(link) = &*self.schedule.load() {
+            link.wake(i, self.now_ms(), always);
+        }
     }
 
     /// The chain id learnt from the providers' probes, when none was expected.
@@ -641,9 +654,7 @@ impl Inner {
     ///
     /// [`Link::wake`]: crate::wake::Link::wake
     pub(crate) fn check_now(&self, i: usize) {
-        if let Some(link) = &*self.schedule.load() {
-            link.wake(i, self.now_ms(), false);
-        }
+        self.wake(i, false);
     }
 
     /// Publishes the spawned schedule's probe of endpoint `i` ([`round::amend`]) and records

@@ -34,20 +34,13 @@ impl Paired {
                 // A head seen is used only while the source's head makes it plausible; the
                 // newer of the two, projected to now, is the best known.
                 let plausible = head.plausible_limit(now).is_none_or(|limit| number <= limit);
-                let seen = Head::new(number, at);
+                let seen = Head::new(number, at).tolerance(head.blocks_of_tolerance());
                 let seen = match head.known_block_time() {
                     Some(block_time) => seen.block_time(block_time),
                     None => seen,
                 };
-                if plausible && seen.projected(now) > head.projected(now) {
-                    let mut best = Head::new(number, at).tolerance(head.blocks_of_tolerance());
-                    if let Some(block_time) = head.known_block_time() {
-                        best = best.block_time(block_time);
-                    }
-                    Some(best)
-                } else {
-                    Some(head)
-                }
+                let newer = plausible && seen.projected(now) > head.projected(now);
+                Some(if newer { seen } else { head })
             }
         }
     }

@@ -187,10 +187,15 @@ impl Head {
     /// This head projected to `now`: its number plus the whole blocks the chain made since it
     /// was current, by its block time (its number without one).
     pub fn projected(&self, now: Instant) -> u64 {
-        let Some(block_time) = self.block_time else { return self.number };
+        self.number.saturating_add(self.made(now, 1).unwrap_or(0))
+    }
+
+    /// The whole blocks `rate` times the block time makes from `seen` to `now`; `None` without
+    /// a block time.
+    fn made(&self, now: Instant, rate: u128) -> Option<u64> {
+        let block_time = self.block_time?;
         let elapsed = now.saturating_duration_since(self.seen);
-        let made = (elapsed.as_nanos() / block_time.as_nanos().max(1)) as u64;
-        self.number.saturating_add(made)
+        Some((rate * elapsed.as_nanos() / block_time.as_nanos().max(1)) as u64)
     }
 
     /// The highest head plausible at `now`: this one, plus the blocks the chain can have made
@@ -198,9 +203,7 @@ impl Head {
     /// be longer than the chain's, and an honest answer must never look implausible; and one
     /// more), plus the tolerance; `None` without a block time (nothing bounds it).
     pub fn plausible_limit(&self, now: Instant) -> Option<u64> {
-        let block_time = self.block_time?;
-        let elapsed = now.saturating_duration_since(self.seen);
-        let made = (2 * elapsed.as_nanos() / block_time.as_nanos().max(1)) as u64;
+        let made = self.made(now, 2)?;
         Some(self.number.saturating_add(made).saturating_add(1).saturating_add(self.tolerance))
     }
 }
