@@ -542,6 +542,9 @@ async fn read_alloy(client: &alloy::rpc::client::RpcClient, endpoints: &Endpoint
     let result = READ.scope(log.clone(), call).await;
     let end = Instant::now();
     let head_end = chain.head();
+    if let Err(err) = &result {
+        debug(|| format!("alloy read failed: {err}; trace: {:?}", traced.get()));
+    }
     let answer = match result {
         Ok(head) => Answer::Head {
             by: served.get().and_then(|e| endpoints.by_id(e.as_str())),
@@ -549,14 +552,6 @@ async fn read_alloy(client: &alloy::rpc::client::RpcClient, endpoints: &Endpoint
         },
         Err(TransportError::ErrorResp(payload)) => Answer::RpcError(payload.code),
         Err(TransportError::DeserError { .. }) => Answer::NotJsonRpc,
-        Err(err)
-            if {
-                debug(|| format!("alloy read failed: {err}; trace: {:?}", traced.get()));
-                false
-            } =>
-        {
-            Answer::Failed
-        }
         Err(err) => match failnext::alloy::Failure::find(&err) {
             Some(failnext::alloy::Failure::Read(e)) if e.is_no_usable_endpoint() => Answer::NoUsable,
             _ => Answer::Failed,
