@@ -20,6 +20,7 @@ use crate::round;
 use crate::rpc::Method;
 use crate::settings::{Freshness, Settings};
 use crate::snapshot::{Snapshot, SnapshotEntry};
+use crate::wake::Gap;
 
 /// Watches the block heights of a fixed set of providers and says which ones are close enough
 /// to the highest to be used.
@@ -564,10 +565,11 @@ impl Inner {
                 at.store(now_ms.saturating_add(1), Ordering::Release);
                 highest.fetch_max(head, Ordering::AcqRel);
             }
-            // A provider the view holds out that answers well is probed now: it is admitted
+            // A provider held out for a failure that answers well is probed now: it is admitted
             // again within a probe's latency of its first good answer, not an interval later.
-            if self.held_out(i) {
-                self.wake(i, true);
+            // (A good answer says nothing against a lag, a stale head or its doubted record.)
+            if self.held_out(i) && self.held_out_for_failing(i) {
+                self.wake(i, Gap::Recheck);
             }
             return false;
         }
@@ -588,7 +590,7 @@ impl Inner {
         }
         // Its probe runs now, whatever `check_now` allowed lately: a contradiction happens at
         // most once per re-admission.
-        self.wake(i, true);
+        self.wake(i, Gap::Recheck);
         true
     }
 
@@ -602,13 +604,22 @@ impl Inner {
         }
     }
 
-    /// Wakes endpoint `i`'s probe in the spawned schedule (see [`Link::wake`]), at most once
-    /// per interval unless `always`; nothing without a schedule.
+    /// Whether endpoint `i`, held out, is held out because it failed (its probe, or an
+    /// attempt failed or was outrun): what a good answer disproves.
+    fn held_out_for_failing(&self, i: usize) -> bool {
+        if let Some(observation) = self.contradicted.get(i).and_then(|c| c.load_full()) {
+            return matches!(*observation, Observation::Failed | Observation::Outrun { .. });
+        }
+        self.published.load().as_deref().is_some_and(|s| s.fitness_at(i) == Fitness::ProbeFailed)
+    }
+
+    /// Wakes endpoint `i`'s probe in the spawned schedule (see [`Link::wake`]), unless one was
+    /// woken within `gap`; nothing without a schedule.
     ///
     /// [`Link::wake`]: crate::wake::Link::wake
-    fn wake(&self, i: usize, always: bool) {
+    fn wake(&self, i: usize, gap: Gap) {
         if let Some(link) = &*self.schedule.load() {
-            link.wake(i, self.now_ms(), always);
+            link.wake(i, self.now_ms(), gap);
         }
     }
 
@@ -654,7 +665,7 @@ impl Inner {
     ///
     /// [`Link::wake`]: crate::wake::Link::wake
     pub(crate) fn check_now(&self, i: usize) {
-        self.wake(i, false);
+        self.wake(i, Gap::Interval);
     }
 
     /// Publishes the spawned schedule's probe of endpoint `i` ([`round::amend`]) and records
@@ -671,7 +682,16 @@ impl Inner {
         let (at, counts) = (Instant::now(), self.counts(i));
         let ids: Vec<&EndpointId> = self.settings.endpoints.iter().map(Endpoint::id).collect();
         let waiting = if self.settings.freshness.fail_closed { Fitness::Closed } else { Fitness::Unchecked };
-        let config = round::Amending { max_lag: self.settings.max_lag, rules: self.settings.rules, waiting };
+        let now = Instant::now();
+        let vouched: Vec<Option<(u64, Instant)>> = (0..ids.len())
+            .map(|j| self.answered_head(j).map(|(head, ago)| (head, now.checked_sub(ago).unwrap_or(now))))
+            .collect();
+        let config = round::Amending {
+            max_lag: self.settings.max_lag,
+            rules: self.settings.rules,
+            waiting,
+            vouched: &vouched,
+        };
         let measured =
             round::Measured { latency: report.latency, hash: report.hash, timestamp: report.timestamp };
         let probed = round::Probed { position: i, outcome: report.result, measured, at, counts };

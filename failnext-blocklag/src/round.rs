@@ -197,12 +197,16 @@ pub(crate) struct Probed {
 
 /// The configuration [`amend`] applies.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Amending {
+pub(crate) struct Amending<'a> {
     pub(crate) max_lag: u64,
     pub(crate) rules: Rules,
     /// The fitness of a provider not probed yet ([`Fitness::Unchecked`] or
     /// [`Fitness::Closed`]).
     pub(crate) waiting: Fitness,
+    /// Per provider, in configured order: the head its latest good answer in real traffic
+    /// showed and when (traffic is the probe: a provider serving reads is not probed, so its
+    /// own probe's height may be old); empty when unknown.
+    pub(crate) vouched: &'a [Option<(u64, Instant)>],
 }
 
 /// What [`amend`] made of one probe.
@@ -231,7 +235,7 @@ pub(crate) fn amend(
     previous: Option<&Snapshot>,
     ids: &[&EndpointId],
     probed: Probed,
-    config: Amending,
+    config: Amending<'_>,
 ) -> Amended {
     let Probed { position: i, outcome, measured, at, counts } = probed;
     let (max_lag, rules) = (config.max_lag, config.rules);
@@ -339,9 +343,17 @@ pub(crate) fn amend(
             // Its height is as old as its probe: credited with the blocks the chain made since
             // (by the learned block time), so that a newer probe of another provider does not
             // make it lag by the time between the two probes.
-            let since = entry.checked().map(|c| at.saturating_duration_since(c));
-            let credit = since.zip(block_time).map_or(0, |(since, bt)| clock::blocks_made(since, bt));
-            let fitness = Fitness::of_height(height.saturating_add(credit), highest, max_lag);
+            // A head its answers showed since counts the same way.
+            let credited = |height: u64, seen: Option<Instant>| {
+                let since = seen.map(|c| at.saturating_duration_since(c));
+                height.saturating_add(
+                    since.zip(block_time).map_or(0, |(since, bt)| clock::blocks_made(since, bt)),
+                )
+            };
+            let vouched = config.vouched.get(j).copied().flatten();
+            let height = credited(height, entry.checked())
+                .max(vouched.map_or(0, |(head, seen)| credited(head, Some(seen))));
+            let fitness = Fitness::of_height(height, highest, max_lag);
             within_seconds(fitness, block_time, rules.max_lag_secs)
         };
         let rejudged = match (entry.fitness(), fresh) {
@@ -594,7 +606,8 @@ mod tests {
         let ids: Vec<&EndpointId> = ids.iter().collect();
         let probed =
             Probed { position: i, outcome, measured: Measured::default(), at: Instant::now(), counts };
-        let config = Amending { max_lag: 1, rules: Rules::default(), waiting: Fitness::Unchecked };
+        let config =
+            Amending { max_lag: 1, rules: Rules::default(), waiting: Fitness::Unchecked, vouched: &[] };
         amend(prev, &ids, probed, config)
     }
 
@@ -661,7 +674,7 @@ mod tests {
             counts: Counts::default(),
         };
         let rules = Rules { agreement: 2, ..Rules::default() };
-        let config = Amending { max_lag: 1, rules, waiting: Fitness::Unchecked };
+        let config = Amending { max_lag: 1, rules, waiting: Fitness::Unchecked, vouched: &[] };
         amend(prev, &ids, probed, config).snapshot.unwrap()
     }
 

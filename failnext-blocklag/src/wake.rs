@@ -27,18 +27,33 @@ impl Link {
         }
     }
 
-    /// Wakes provider `i`'s task for a probe now, at `now_ms`, if no request was honoured for
-    /// it within the interval, or anyway when `always`. A probe in flight is not cut short:
-    /// the next sleep ends at once instead.
-    pub(crate) fn wake(&self, i: usize, now_ms: u64, always: bool) {
+    /// Wakes provider `i`'s task for a probe now, at `now_ms`, unless a request was honoured
+    /// for it within `gap` ([`Gap::Interval`] for failnext's `check_now`, [`Gap::Recheck`]
+    /// for evidence that contradicts the view). A probe in flight is not cut short: the next
+    /// sleep ends at once instead.
+    pub(crate) fn wake(&self, i: usize, now_ms: u64, gap: Gap) {
         let (Some(wake), Some(honoured)) = (self.wakes.get(i), self.honoured.get(i)) else { return };
         let now = now_ms.saturating_add(1);
         let last = honoured.load(Ordering::Acquire);
-        if !always && last != 0 && now.saturating_sub(last) < self.interval_ms {
+        let gap_ms = match gap {
+            Gap::Interval => self.interval_ms,
+            Gap::Recheck => u64::try_from(crate::schedule::FIRST_RECHECK.as_millis()).unwrap_or(u64::MAX),
+        };
+        if last != 0 && now.saturating_sub(last) < gap_ms {
             return;
         }
-        if honoured.compare_exchange(last, now, Ordering::AcqRel, Ordering::Acquire).is_ok() || always {
+        if honoured.compare_exchange(last, now, Ordering::AcqRel, Ordering::Acquire).is_ok() {
             wake.notify_one();
         }
     }
+}
+
+/// How soon after the last honoured wake-up of a provider another one is honoured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Gap {
+    /// Once per interval: failnext's `check_now`, a request without new evidence.
+    Interval,
+    /// Once per [`FIRST_RECHECK`](crate::schedule::FIRST_RECHECK): evidence that contradicts
+    /// the view (a failure of an admitted provider, a good answer of a held-out one).
+    Recheck,
 }

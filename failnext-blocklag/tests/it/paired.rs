@@ -28,10 +28,10 @@ enum Mode {
 
 /// The answers of a provider at `height` on chain 1 to `body`, one call or a batch: the head
 /// block (stamped now) for `eth_getBlockByNumber`, the chain id, or the height.
-fn answer_all(body: &serde_json::Value, height: u64) -> serde_json::Value {
+fn answer_all(body: &serde_json::Value, height: u64, chain: u64) -> serde_json::Value {
     let answer = |call: &serde_json::Value| {
         let result = match call["method"].as_str() {
-            Some("eth_chainId") => serde_json::json!("0x1"),
+            Some("eth_chainId") => serde_json::json!(format!("{chain:#x}")),
             Some("eth_getBlockByNumber") => {
                 let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
                 serde_json::json!({
@@ -60,6 +60,8 @@ struct Provider {
 #[derive(Default)]
 struct State {
     height: AtomicU64,
+    /// Its chain id; 0 stands for 1 (the default).
+    chain: AtomicU64,
     mode: AtomicU8,
     seen: AtomicUsize,
     /// Requests answered with a result.
@@ -87,7 +89,8 @@ impl Provider {
             }
             shared.good.fetch_add(1, Ordering::SeqCst);
             let height = shared.height.load(Ordering::SeqCst);
-            Action::Reply(Reply::new(200).json(answer_all(&req.json(), height).to_string()).closing())
+            let chain = shared.chain.load(Ordering::SeqCst).max(1);
+            Action::Reply(Reply::new(200).json(answer_all(&req.json(), height, chain).to_string()).closing())
         }))
         .await;
         Provider { server, state }
@@ -109,6 +112,10 @@ impl Provider {
         self.state.mode.store(mode as u8, Ordering::SeqCst);
     }
 
+    fn set_chain(&self, chain: u64) {
+        self.state.chain.store(chain, Ordering::SeqCst);
+    }
+
     fn set_height(&self, height: u64) {
         self.state.height.store(height, Ordering::SeqCst);
     }
@@ -124,6 +131,31 @@ fn id(name: &str) -> EndpointId {
 
 fn checked(monitor: &Monitor, id: &str) -> Option<Instant> {
     monitor.snapshot().and_then(|s| s.entry(id).and_then(|e| e.checked()))
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_a_chain_id_the_spawned_monitor_learns_the_majoritys_and_holds_out_a_provider_on_another() {
+    let (a, b, c) = (
+        Provider::new(100, Mode::Healthy).await,
+        Provider::new(100, Mode::Healthy).await,
+        Provider::new(100, Mode::Healthy).await,
+    );
+    let monitor = builder(&[("a", &a), ("b", &b), ("c", &c)]).build().unwrap();
+    let handle = monitor.spawn(SECS(5));
+    assert!(handle.ready(SECS(1)).await);
+    // c comes back from a restart on another chain: the failed read of the restart, then its
+    // re-check, which finds the other chain.
+    c.set_chain(5);
+    monitor.observe(&id("c"), Observation::Failed);
+    sleep(MS(100)).await;
+    assert!(!monitor.eligible("c"));
+    assert!(HealthSource::never(&monitor, &id("c")), "{:?}", monitor.snapshot().unwrap().entry("c"));
+    assert!(monitor.eligible("a") && monitor.eligible("b"));
+    // Without traffic, its idle probe finds it within one interval.
+    b.set_chain(5);
+    sleep(SECS(6)).await;
+    assert!(HealthSource::never(&monitor, &id("b")));
+    within(handle.stop()).await;
 }
 
 /// Observes `id` answering badly every other time, every 100 ms, until dropped.
@@ -328,7 +360,7 @@ async fn a_provider_bad_on_half_its_answers_is_not_readmitted_by_one_good_probe(
     }
     let (out_at, good_probes) = (Instant::now(), p.good_answers());
     let mut doubted = 0;
-    while out_at.elapsed() < SECS(8) {
+    while out_at.elapsed() < SECS(16) {
         sleep(MS(20)).await;
         let snapshot = monitor.snapshot().unwrap();
         let entry = snapshot.entry("p").unwrap();
@@ -338,7 +370,8 @@ async fn a_provider_bad_on_half_its_answers_is_not_readmitted_by_one_good_probe(
             doubted += 1;
         }
     }
-    // Every other probe in those 8 s (one per interval / 4) was good, and none re-admitted it.
+    // Every other probe in those 16 s (on a backoff that grows to the interval) was good, and
+    // none re-admitted it.
     assert!(p.good_answers() - good_probes >= 3, "{} good probes", p.good_answers() - good_probes);
     assert!(doubted > 0);
     assert!(monitor.eligible("a"));
@@ -389,7 +422,7 @@ async fn one_spawned_round_of_128_providers_sends_one_http_request_each() {
     // One server, a path per provider. Every spawned probe is one HTTP request: a batch of
     // eth_chainId and eth_getBlockByNumber, the chain id verified at every probe.
     let server = Server::start(Arc::new(|req: &Received| {
-        Action::Reply(Reply::new(200).json(answer_all(&req.json(), 100).to_string()).closing())
+        Action::Reply(Reply::new(200).json(answer_all(&req.json(), 100, 1).to_string()).closing())
     }))
     .await;
     let endpoints = (0..128).map(|i| Endpoint::new(format!("p{i}"), server.url(&format!("/p{i}"))));
@@ -435,7 +468,7 @@ async fn a_provider_that_refuses_batches_is_probed_with_separate_calls_found_onc
             r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batch requests are not supported"}}"#
                 .to_owned()
         } else {
-            answer_all(&body, 100).to_string()
+            answer_all(&body, 100, 1).to_string()
         };
         Action::Reply(Reply::new(200).json(reply).closing())
     }))

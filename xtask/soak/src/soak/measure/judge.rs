@@ -130,6 +130,9 @@ pub struct Figures {
     pub refused_hits: u64,
     /// Attempts in all (hedges included).
     pub attempts: u64,
+    /// Probes its own monitor sent, per provider per second of the measure (`None`: it has no
+    /// monitor of its own).
+    pub probes_per_provider_sec: Option<f64>,
     /// Median latency of the reads answered correctly (`None`: none was).
     pub p50: Option<Duration>,
     /// 99th percentile latency of the reads answered correctly.

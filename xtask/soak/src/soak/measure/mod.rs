@@ -294,9 +294,13 @@ pub(crate) async fn measure(
     let mut clients = Vec::new();
     let mut own_monitors = Vec::new();
 
+    // Each configuration's own monitor, for its probe count.
+    let mut probing: Vec<(Subject, Monitor)> = Vec::new();
     for subject in &settings.subjects {
         if let Some(interval) = subject.readme_interval() {
-            clients.push((*subject, readme_client(*subject, interval, &list, shared.endpoints).await?));
+            let (client, monitor) = readme_client(*subject, interval, &list, shared.endpoints).await?;
+            clients.push((*subject, client));
+            probing.push((*subject, monitor));
             continue;
         }
         let builder = Failover::builder(list.clone()).attempt_timeout(shared.attempt_timeout).on_event(|e| {
@@ -307,6 +311,7 @@ pub(crate) async fn measure(
         let builder = if subject.is_paired() {
             let monitor = own_monitor(shared, &list)?;
             own_monitors.push(monitor.clone());
+            probing.push((*subject, monitor.clone()));
 
             builder.monitor(RecordedSource { source: monitor, endpoints: shared.endpoints.clone() })
         } else {
@@ -387,6 +392,9 @@ pub(crate) async fn measure(
         });
     }
 
+    let probes =
+        tokio::spawn(count_probes(probing.iter().map(|(_, m)| m.clone()).collect(), stopped.clone()));
+
     // Open loop: one seeded stream of arrival instants, and at each one a read per
     // configuration, whatever the earlier reads are doing. Every configuration gets the same
     // reads at the same instants (a closed loop would send more reads where a configuration
@@ -436,6 +444,7 @@ pub(crate) async fn measure(
     }
     followed.sort_by_key(|(subject, _)| *subject);
     while background.join_next().await.is_some() {}
+    let probes = probes.await.unwrap_or_default();
     for handle in handles {
         handle.stop().await;
     }
@@ -451,10 +460,19 @@ pub(crate) async fn measure(
     }
     let n = shared.providers.len();
     let faulty = (0..n).map(|p| timeline.faulty_share(p, started, ended)).collect();
+    let per_provider_sec = |count: u64| count as f64 / n.max(1) as f64 / elapsed.as_secs_f64().max(1e-9);
     let figures = settings
         .subjects
         .iter()
-        .map(|s| (*s, judge(samples.get(s).map_or(&[][..], Vec::as_slice), &timeline, n)))
+        .map(|s| {
+            let mut figures = judge(samples.get(s).map_or(&[][..], Vec::as_slice), &timeline, n);
+            figures.probes_per_provider_sec = probing
+                .iter()
+                .zip(&probes)
+                .find(|((subject, _), _)| subject == s)
+                .map(|(_, count)| per_provider_sec(*count));
+            (*s, figures)
+        })
         .collect();
     Ok(MeasureReport { run, rate: settings.rate, elapsed, figures, faulty, windows, followed })
 }
@@ -467,6 +485,27 @@ enum Client {
     Alloy(alloy::rpc::client::RpcClient),
 }
 
+/// Counts the probes of each monitor until `stopped`: a probe of the spawned schedule
+/// publishes its provider's entry with a new `checked` instant, sampled every 5 ms (the
+/// shortest re-check is 45 ms). A probe that publishes nothing (every provider failed) is
+/// not counted.
+async fn count_probes(monitors: Vec<Monitor>, mut stopped: watch::Receiver<bool>) -> Vec<u64> {
+    let mut counts = vec![0u64; monitors.len()];
+    let mut last: Vec<Vec<Option<tokio::time::Instant>>> = vec![Vec::new(); monitors.len()];
+    while !crate::soak::watch::stopped_or(&mut stopped, Duration::from_millis(5)).await {
+        for ((monitor, count), last) in monitors.iter().zip(&mut counts).zip(&mut last) {
+            let Some(snapshot) = monitor.snapshot() else { continue };
+            let checked: Vec<_> = snapshot.entries().iter().map(|e| e.checked()).collect();
+            if last.len() == checked.len() {
+                *count +=
+                    checked.iter().zip(last.iter()).filter(|(now, before)| now != before).count() as u64;
+            }
+            *last = checked;
+        }
+    }
+    counts
+}
+
 /// A README setup, as pasted: its own monitor with the builder's defaults, spawned at
 /// `interval` and given `ready(5 s)`, paired in one call. The measure adds only what it
 /// records: the eligibility answers (`RecordedSource`, a pass-through), and the attempts and
@@ -476,11 +515,11 @@ async fn readme_client(
     interval: Duration,
     list: &[failnext::Endpoint],
     endpoints: &Endpoints,
-) -> Result<Client, SetupError> {
-    let monitor = Monitor::builder(list.to_vec())
+) -> Result<(Client, Monitor), SetupError> {
+    let built = Monitor::builder(list.to_vec())
         .build()
-        .map_err(|e| SetupError(format!("monitor ({subject}): {e}")))?
-        .spawn(interval);
+        .map_err(|e| SetupError(format!("monitor ({subject}): {e}")))?;
+    let monitor = built.spawn(interval);
     monitor.ready(Duration::from_secs(5)).await;
     let source = RecordedSource { source: monitor, endpoints: endpoints.clone() };
     if subject.is_alloy() {
@@ -490,7 +529,7 @@ async fn readme_client(
             .on_event(move |e| record_event(&recorded, e))
             .build()
             .map_err(|e| SetupError(format!("transport ({subject}): {e}")))?;
-        return Ok(Client::Alloy(alloy::rpc::client::RpcClient::new(transport, false)));
+        return Ok((Client::Alloy(alloy::rpc::client::RpcClient::new(transport, false)), built));
     }
     let builder = Failover::builder(list.to_vec()).on_event(|e| {
         if let failnext::Event::Hedge { .. } = e {
@@ -502,12 +541,11 @@ async fn readme_client(
         .monitor(source)
         .build()
         .map_err(|e| SetupError(format!("failover ({subject}): {e}")))?;
-    Ok(Client::Reqwest(
-        reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
-            .with(failover)
-            .with(Dispatched { endpoints: endpoints.clone() })
-            .build(),
-    ))
+    let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+        .with(failover)
+        .with(Dispatched { endpoints: endpoints.clone() })
+        .build();
+    Ok((Client::Reqwest(client), built))
 }
 
 /// An alloy read's attempts and hedges, from the transport's events (its requests go through
@@ -542,8 +580,9 @@ async fn read_alloy(client: &alloy::rpc::client::RpcClient, endpoints: &Endpoint
     let result = READ.scope(log.clone(), call).await;
     let end = Instant::now();
     let head_end = chain.head();
-    if let Err(err) = &result {
-        debug(|| format!("alloy read failed: {err}; trace: {:?}", traced.get()));
+    match &result {
+        Err(err) => debug(|| format!("alloy read failed: {err}; trace: {:?}", traced.get())),
+        Ok(head) => debug(|| format!("alloy read {head} by {:?}; trace: {:?}", served.get(), traced.get())),
     }
     let answer = match result {
         Ok(head) => Answer::Head {
@@ -673,12 +712,13 @@ impl fmt::Display for MeasureReport {
         writeln!(f, "  fault windows: {}", windows.join(", "))?;
         writeln!(
             f,
-            "\n  {:<20} {:>24} {:>24} {:>13} {:>8} {:>7} {:>7} {:>8}",
+            "\n  {:<20} {:>24} {:>24} {:>13} {:>8} {:>9} {:>7} {:>7} {:>8}",
             "configuration",
             "correct of answerable",
             "correct of counted",
             "correct/all",
             "req/read",
+            "probes/s",
             "p50 ms",
             "p99 ms",
             "refused"
@@ -686,12 +726,13 @@ impl fmt::Display for MeasureReport {
         for (subject, fig) in &self.figures {
             writeln!(
                 f,
-                "  {:<20} {:>24} {:>24} {:>13} {:>8.3} {:>7} {:>7} {:>8}",
+                "  {:<20} {:>24} {:>24} {:>13} {:>8.3} {:>9} {:>7} {:>7} {:>8}",
                 subject.name(),
                 share(fig.answerable_percent(), fig.correct_answerable, fig.answerable),
                 share(fig.percent(), fig.correct, fig.counted),
                 format!("{}/{}", fig.correct_all, fig.reads),
                 fig.requests_per_read(),
+                fig.probes_per_provider_sec.map_or_else(|| "-".to_owned(), |p| format!("{p:.3}")),
                 ms(fig.p50),
                 ms(fig.p99),
                 fig.refused_hits
@@ -699,7 +740,7 @@ impl fmt::Display for MeasureReport {
         }
         writeln!(
             f,
-            "  (answerable: some provider healthy throughout; counted: one also eligible throughout; req/read: attempts per read;\n   p50/p99: latency of the reads answered correctly; refused: attempts that reached a provider while it was refused)"
+            "  (answerable: some provider healthy throughout; counted: one also eligible throughout; req/read: attempts per read;\n   probes/s: its own monitor's probes per provider per second;\n   p50/p99: latency of the reads answered correctly; refused: attempts that reached a provider while it was refused)"
         )?;
         for (subject, fig) in &self.figures {
             writeln!(
