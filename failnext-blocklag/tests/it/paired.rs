@@ -524,3 +524,26 @@ async fn a_failover_paired_after_the_first_probes_gets_their_latencies_at_once()
     let health = failover.health();
     assert!(health.endpoints().iter().all(|e| e.latency().is_some()), "{health:?}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn with_probes_every_five_seconds_a_recovered_provider_serves_again_at_its_first_good_answer() {
+    let (a, b) = (Provider::new(100, Mode::Healthy).await, Provider::new(100, Mode::Healthy).await);
+    let monitor = builder(&[("a", &a), ("b", &b)]).build().unwrap();
+    let handle = monitor.spawn(SECS(5));
+    assert!(handle.ready(SECS(1)).await);
+    // A read fails at a: out at once, and its re-checks fail on a backoff (50, 100, 200 ms ...).
+    a.set(Mode::Failing);
+    monitor.observe(&id("a"), Observation::Failed);
+    assert!(!monitor.eligible("a"));
+    sleep(MS(2_500)).await;
+    assert!(!monitor.eligible("a"));
+    // It recovers between two re-checks: nothing admits it yet...
+    a.set(Mode::Healthy);
+    sleep(MS(20)).await;
+    assert!(!monitor.eligible("a"), "its next re-check is about a second away");
+    // ... until its first good answer (a reserve read), which has it probed at once.
+    monitor.observe(&id("a"), Observation::Answered { head: Some(100) });
+    sleep(MS(1)).await;
+    assert!(monitor.eligible("a"));
+    within(handle.stop()).await;
+}

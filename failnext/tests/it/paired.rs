@@ -329,3 +329,44 @@ async fn paired_latency_ordering_does_not_explore_unless_asked() {
         "no read sent first to the slow one to measure it"
     );
 }
+
+/// A scope that knows `behind`'s head below its floor (as the alloy transport's monotonic reads
+/// know a monitor's old head), and `lacking`'s lack of a method.
+struct Known {
+    behind: &'static str,
+    lacking: &'static str,
+}
+
+impl failnext::Scope for Known {
+    fn unfit(&self, endpoint: &EndpointId) -> Option<failnext::Unfit> {
+        if endpoint.as_str() == self.behind {
+            Some(failnext::Unfit::BelowFloor { head: Some(90), floor: 100 })
+        } else if endpoint.as_str() == self.lacking {
+            Some(failnext::Unfit::Lacks("the method".into()))
+        } else {
+            None
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_read_skips_no_provider_for_an_old_head_below_the_floor_it_tries_it_last() {
+    let (down, behind, lacking) = (provider(503, json!({})).await, at_block(100).await, at_block(100).await);
+    let client =
+        paired(&[("behind", &behind), ("down", &down), ("lacking", &lacking)], Fake::ruling_out(&[]));
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "eth_call", "params": []});
+    let resp = client
+        .post("http://127.0.0.1:9/")
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .allow_failover()
+        .with_extension(failnext::RequestScope::new(Known { behind: "behind", lacking: "lacking" }))
+        .send()
+        .await
+        .unwrap();
+    // Its known head was old: it went behind "down", and its answer came when "down" failed.
+    assert_eq!(served_by(&resp), "behind");
+    assert_eq!(down.received_requests().await.unwrap().len(), 1);
+    // What it lacks rules a provider out for good.
+    assert!(lacking.received_requests().await.unwrap().is_empty());
+}
