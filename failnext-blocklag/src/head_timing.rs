@@ -31,16 +31,21 @@ impl HeadTiming {
     /// first publication): when it last changed, the block-time EWMA (sampled when it
     /// advances: the time since it last changed over the blocks it advanced), and whether it
     /// is stalled (unchanged for more than `stall_after` block times).
+    ///
+    /// `sampled`: whether an advance of the reference measures the chain (a provider that was
+    /// at the reference moved on), or only that another provider was ahead (one catching up,
+    /// or providers first probed at different heights): then it is a new head, but no sample.
     pub(crate) fn after(
         before: Option<(u64, HeadTiming)>,
         reference: u64,
         checked_at: Instant,
         stall_after: u32,
+        sampled: bool,
     ) -> HeadTiming {
         let (head_since, block_time) = match before {
             None => (checked_at, None),
             Some((old, head)) if reference == old => (head.head_since, head.block_time),
-            Some((old, head)) if reference > old => {
+            Some((old, head)) if reference > old && sampled => {
                 let blocks = u32::try_from(reference - old).unwrap_or(u32::MAX);
                 let sample = checked_at.saturating_duration_since(head.head_since) / blocks;
                 let block_time = match head.block_time {
@@ -51,7 +56,8 @@ impl HeadTiming {
                 };
                 (checked_at, Some(block_time))
             }
-            // The reference went back (a provider left, a reorg): a new head, no sample.
+            // The reference went back (a provider left, a reorg), or moved by a provider that
+            // was not at it: a new head, no sample.
             Some((_, head)) => (checked_at, head.block_time),
         };
         let stalled = block_time.is_some_and(|block_time| {
@@ -75,10 +81,10 @@ mod tests {
     #[test]
     fn a_reference_that_goes_back_is_a_new_head_that_keeps_the_block_time_without_a_sample() {
         let t0 = Instant::now();
-        let first = HeadTiming::after(None, 100, t0, 3);
-        let second = HeadTiming::after(Some((100, first)), 101, t0 + SECS(12), 3);
+        let first = HeadTiming::after(None, 100, t0, 3, true);
+        let second = HeadTiming::after(Some((100, first)), 101, t0 + SECS(12), 3, true);
         assert_eq!(second.block_time, Some(SECS(12)));
-        let back = HeadTiming::after(Some((101, second)), 99, t0 + SECS(20), 3);
+        let back = HeadTiming::after(Some((101, second)), 99, t0 + SECS(20), 3, true);
         assert_eq!((back.head_since, back.block_time), (t0 + SECS(20), Some(SECS(12))));
         assert!(!back.stalled);
     }

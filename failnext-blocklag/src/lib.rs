@@ -157,7 +157,8 @@
 //!   traffic shows it answering well with its head: traffic is the probe), on a backoff
 //!   otherwise (50 ms, doubling while it stays unfit, at most `interval`: an eviction lasts
 //!   about as long as the fault), at once when an answer contradicts the view (a failure, a
-//!   head behind or implausible) or a held-out provider answers well, or when failnext asks
+//!   head behind or implausible) or a provider held out for failing answers well (each at
+//!   most once per 50 ms), or when failnext asks
 //!   ([`check_now`](failnext::HealthSource::check_now), honoured at most once per provider per
 //!   interval; extra requests are dropped). Without an
 //!   [expected chain id](MonitorBuilder::expected_chain_id), the spawned schedule learns the

@@ -123,8 +123,8 @@ pub(crate) fn assemble(
     let highest = rules.reference.of(heights(false)).or_else(|| rules.reference.of(heights(true)));
     // The reference head's timing, carried from the previous snapshot's head.
     let previous_head = previous.and_then(|p| p.head().map(|head| (p.highest(), head)));
-    let head =
-        highest.map(|reference| HeadTiming::after(previous_head, reference, checked_at, rules.stall_after));
+    let head = highest
+        .map(|reference| HeadTiming::after(previous_head, reference, checked_at, rules.stall_after, true));
     let max_head_age = (plausible_rule || rules.max_head_age.is_some())
         .then(|| clock::max_head_age(rules.max_head_age, head.and_then(|h| h.block_time).or(learned)));
     let mut entries = Vec::with_capacity(outcomes.len());
@@ -276,7 +276,11 @@ pub(crate) fn amend(
         .of(plausible_heights)
         .or_else(|| rules.reference.of(entries.iter().enumerate().filter_map(|(j, e)| height_of(j, e))));
     let previous_head = previous.and_then(|p| p.head().map(|head| (p.highest(), head)));
-    let head = highest.map(|reference| HeadTiming::after(previous_head, reference, at, rules.stall_after));
+    // Only a provider that was at the reference and moved on measures the chain's block time;
+    // one that was behind it (or not yet probed) and jumps ahead only shows it was behind.
+    let sampled = previous.is_some_and(|p| before.height().is_some_and(|h| h >= p.highest()));
+    let head =
+        highest.map(|reference| HeadTiming::after(previous_head, reference, at, rules.stall_after, sampled));
     let block_time = head.and_then(|h| h.block_time);
     let max_head_age = (plausible_rule || rules.max_head_age.is_some())
         .then(|| clock::max_head_age(rules.max_head_age, block_time.or(learned)));

@@ -40,7 +40,8 @@ impl Monitor {
     /// - at once when failnext asks for it ([`HealthSource::check_now`]), honoured at most
     ///   once per provider per `interval` (requests in between are dropped, never queued), or
     ///   when an answer contradicts the view (a failure, a head behind or implausible, of a
-    ///   provider the view admits), or when a provider the view holds out answers well;
+    ///   provider the view admits), or when a provider held out for failing answers well
+    ///   (each at most once per 50 ms);
     /// - each sleep is jittered by up to ±10 % (uniformly, from a per-provider
     ///   [`failnext::Jitter`] seeded from entropy), so that providers and monitors started
     ///   together drift apart.

@@ -547,3 +547,42 @@ async fn with_probes_every_five_seconds_a_recovered_provider_serves_again_at_its
     assert!(monitor.eligible("a"));
     within(handle.stop()).await;
 }
+
+#[tokio::test]
+async fn a_provider_first_probed_behind_the_others_teaches_no_block_time_and_is_never_served() {
+    // Before, the reference's jump from 80 to 100 within a millisecond of the first probes was
+    // learnt as the block time: heads were projected thousands of blocks ahead, every answer
+    // overruled, and the lagging provider served what was left.
+    let (a, b, c) = (
+        Provider::new(80, Mode::Healthy).await,
+        Provider::new(100, Mode::Healthy).await,
+        Provider::new(100, Mode::Healthy).await,
+    );
+    let endpoints: Vec<Endpoint> =
+        [("a", &a), ("b", &b), ("c", &c)].iter().map(|(i, p)| Endpoint::new(*i, p.url())).collect();
+    let monitor = Monitor::builder(endpoints.clone()).build().unwrap();
+    let schedule = monitor.spawn(MS(500));
+    assert!(schedule.ready(SECS(2)).await);
+    let failover = failnext::Failover::builder(endpoints)
+        .classifier(failnext::jsonrpc::JsonRpcClassifier::new())
+        .monitor(schedule)
+        .build()
+        .unwrap();
+    let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new()).with(failover).build();
+    for _ in 0..20 {
+        let resp = failnext::RequestBuilderExt::allow_failover(
+            client
+                .post("http://127.0.0.1:9/")
+                .header("content-type", "application/json")
+                .body(r#"{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}"#),
+        )
+        .send()
+        .await
+        .unwrap();
+        let by = resp.extensions().get::<failnext::ServedBy>().map(|s| s.0.to_string());
+        assert_ne!(by.as_deref(), Some("a"));
+        assert!(resp.text().await.unwrap().contains("0x64"));
+        sleep(MS(20)).await;
+    }
+    assert_eq!(monitor.snapshot().unwrap().block_time(), None, "the head never moved");
+}

@@ -73,8 +73,10 @@ const RETRY_AFTER: u64 = 5;
 /// The User-Agent of the failnext monitor's probes (so the server can count them apart).
 const PROBE_AGENT: &str = "failnext-bench-probe";
 
-/// How often the paired row's monitor probes each provider.
-const CHECK_EVERY: Duration = Duration::from_millis(500);
+/// How often the paired rows' monitors probe each provider: the README's `spawn(2 s)`, and
+/// `spawn(5 s)`.
+const CHECK_EVERY: Duration = Duration::from_secs(2);
+const CHECK_EVERY_SLOW: Duration = Duration::from_secs(5);
 
 /// What the first provider does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,6 +127,8 @@ pub(crate) enum Peer {
     /// `FailoverTransport::builder(..).monitor(monitor.spawn(100 ms))`, the monitor with its
     /// own defaults, the first read once every provider's first probe has published.
     FailnextPaired,
+    /// The same, with the monitor probing every 5 s (`spawn(5 s)`).
+    FailnextPaired5s,
 }
 
 impl Peer {
@@ -137,12 +141,13 @@ impl Peer {
             Peer::FallbackRetry => "alloy RetryBackoffLayer + FallbackLayer",
             Peer::Failnext => "failnext (defaults)",
             Peer::FailnextHedge => "failnext + hedge 20 ms",
-            Peer::FailnextPaired => "failnext (paired)",
+            Peer::FailnextPaired => "failnext (paired, spawn 2 s)",
+            Peer::FailnextPaired5s => "failnext (paired, spawn 5 s)",
         }
     }
 
     fn is_failnext(self) -> bool {
-        matches!(self, Peer::Failnext | Peer::FailnextHedge | Peer::FailnextPaired)
+        matches!(self, Peer::Failnext | Peer::FailnextHedge | Peer::FailnextPaired | Peer::FailnextPaired5s)
     }
 
     fn is_fallback(self) -> bool {
@@ -166,7 +171,7 @@ impl Fault {
     /// The contenders, in table order: the backup alone and the fixed hedge only where the
     /// hedge's claim is measured (the `slow` scenario).
     fn peers(self) -> impl Iterator<Item = Peer> {
-        const PEERS: [Peer; 8] = [
+        const PEERS: [Peer; 9] = [
             Peer::AlloyHttp,
             Peer::AlloyHttpBackup,
             Peer::Fallback,
@@ -175,6 +180,7 @@ impl Fault {
             Peer::Failnext,
             Peer::FailnextHedge,
             Peer::FailnextPaired,
+            Peer::FailnextPaired5s,
         ];
         let slow_only = |p: &Peer| matches!(p, Peer::AlloyHttpBackup | Peer::FailnextHedge);
         PEERS.into_iter().filter(move |p| self == Fault::Slow || !slow_only(p))
@@ -386,10 +392,11 @@ async fn contender(
             let builder = Failover::builder(endpoints).hedge(Hedge::after(HEDGE_DELAY)).on_event(counting);
             (RpcClient::new(FailoverTransport::from_builder_on(builder, reqwest_client()?)?, true), None)
         }
-        Peer::FailnextPaired => {
+        Peer::FailnextPaired | Peer::FailnextPaired5s => {
             let probe_client = reqwest::Client::builder().no_proxy().user_agent(PROBE_AGENT).build()?;
             let monitor = Monitor::builder(endpoints.clone()).client(probe_client).build()?;
-            let schedule = monitor.spawn(CHECK_EVERY);
+            let every = if peer == Peer::FailnextPaired { CHECK_EVERY } else { CHECK_EVERY_SLOW };
+            let schedule = monitor.spawn(every);
             // The first read once the monitor has a view, as an application starts.
             schedule.ready(Duration::from_secs(5)).await;
             let transport = FailoverTransport::builder(endpoints)
