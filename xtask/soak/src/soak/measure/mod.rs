@@ -659,10 +659,13 @@ async fn read(
         let sent =
             client.post(url).header(CONTENT_TYPE, "application/json").body(body).allow_failover().send();
         match sent.await {
-            Err(err) => match failnext::Error::from_middleware(&err) {
-                Some(e) if e.is_no_usable_endpoint() => Answer::NoUsable,
-                _ => Answer::Failed,
-            },
+            Err(err) => {
+                debug(|| format!("read {id} failed: {err}"));
+                match failnext::Error::from_middleware(&err) {
+                    Some(e) if e.is_no_usable_endpoint() => Answer::NoUsable,
+                    _ => Answer::Failed,
+                }
+            }
             Ok(resp) => {
                 let status = resp.status();
                 let served_by = resp.served_by().and_then(|e| endpoints.by_id(e.as_str()));
@@ -680,6 +683,11 @@ async fn read(
     let end = Instant::now();
     let head_end = chain.head();
     let (asked, dispatched) = std::mem::take(&mut *log.inner.lock().unwrap_or_else(|p| p.into_inner()));
+    if end - start > Duration::from_secs(1) {
+        let sent: Vec<_> =
+            dispatched.iter().map(|(p, at)| (*p, at.saturating_duration_since(start))).collect();
+        debug(|| format!("read {id} took {:?}: {answer:?}, sent {sent:?}", end - start));
+    }
     let hedges = log.hedges.load(std::sync::atomic::Ordering::Relaxed);
     Sample { start, end, head_start, head_end, answer, asked, dispatched, hedges }
 }

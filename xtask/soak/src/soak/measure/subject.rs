@@ -228,6 +228,10 @@ impl<S: HealthSource> HealthSource for RecordedSource<S> {
         self.source.head_of(id)
     }
 
+    fn last_good(&self, id: &EndpointId) -> Option<tokio::time::Instant> {
+        self.source.last_good(id)
+    }
+
     fn pair(&self, feed: LatencyFeed) {
         self.source.pair(feed);
     }
