@@ -391,6 +391,10 @@ impl Fresh {
     }
 }
 
+/// How many other admitted providers let a provider held out wait for its idle re-check
+/// ([`Inner::needed`]): the one serving, and one to fail over to.
+pub(crate) const SPARES: usize = 2;
+
 /// The bad share above which a provider's fed latency is penalised.
 pub(crate) const PENALTY_BAD_SHARE: f64 = 0.1;
 
@@ -588,16 +592,29 @@ impl Inner {
         if let Ok(_publishing) = self.publishing.try_lock() {
             self.republish();
         }
-        // Its probe runs now, whatever `check_now` allowed lately: a contradiction happens at
-        // most once per re-admission.
-        self.wake(i, Gap::Recheck);
+        // Its probe runs now, whatever `check_now` allowed lately (a contradiction happens at
+        // most once per re-admission), when the reads need it back; otherwise its backoff
+        // re-checks it once they do ([`Inner::needed`]).
+        if self.needed(i) {
+            self.wake(i, Gap::Recheck);
+        }
         true
+    }
+
+    /// Whether reads need endpoint `i`, held out, back soon: fewer than [`SPARES`] other
+    /// providers are admitted. While enough others serve, a provider held out is re-checked
+    /// at the idle interval, not on its short backoff: the re-checks are paid requests, and
+    /// the reads have providers to go to (and still try this one last).
+    pub(crate) fn needed(&self, i: usize) -> bool {
+        let n = self.evidence.len();
+        let admitted = (0..n).filter(|&j| j != i && !self.held_out(j)).count();
+        admitted < SPARES
     }
 
     /// Whether the view holds endpoint `i` out (contradicted, or not admitted by the latest
     /// snapshot; time rules aside): one atomic load with the bitmask (at most 64 endpoints),
     /// which every contradiction clears at once; observed on every judged attempt.
-    fn held_out(&self, i: usize) -> bool {
+    pub(crate) fn held_out(&self, i: usize) -> bool {
         match &self.bits {
             Some(bits) => bits.load(Ordering::Acquire) & (1 << i) == 0,
             None => self.is_contradicted(i) || !self.admits(self.published.load().as_deref(), i),

@@ -97,7 +97,9 @@ impl Monitor {
                 async move {
                     let probe = || monitor.probe_one(i, timeout);
                     let answered = || monitor.inner().answered_ago(i);
-                    run(probe, interval, jitter, stopped, link.wakes.get(i), answered).await;
+                    let needed = || monitor.inner().needed(i);
+                    let wake = link.wakes.get(i);
+                    run(probe, interval, jitter, stopped, wake, answered, needed).await;
                 }
             })
             .collect();
@@ -205,6 +207,7 @@ pub(crate) async fn run<C, F>(
     mut stopped: watch::Receiver<bool>,
     wake: Option<&Notify>,
     answered_ago: impl Fn() -> Option<Duration>,
+    needed: impl Fn() -> bool,
 ) where
     C: FnMut() -> F,
     F: Future<Output = bool>,
@@ -217,6 +220,9 @@ pub(crate) async fn run<C, F>(
             break;
         }
         let mut sleep_for = pace(interval, unfit_streak, &mut jitter);
+        // How long since this check ended: an unfit provider that is not needed skips its
+        // re-checks until an interval has passed.
+        let checked = tokio::time::Instant::now();
         loop {
             let sleep = pin!(tokio::time::sleep(sleep_for));
             // A closed channel (the handle is gone) also ends the sleep; the loop then ends too
@@ -234,13 +240,26 @@ pub(crate) async fn run<C, F>(
             };
             // Traffic is the probe: a fit provider that answered well within the interval is
             // not probed until an interval has passed since that answer.
-            match answered_ago().filter(|ago| slept && fit && *ago < interval) {
-                Some(ago) => sleep_for = jittered(interval - ago, &mut jitter),
-                None => break,
+            if let Some(ago) = answered_ago().filter(|ago| slept && fit && *ago < interval) {
+                sleep_for = jittered(interval - ago, &mut jitter);
+                continue;
             }
+            // An unfit provider is re-checked on its backoff only while the reads need it
+            // (too few others admitted); otherwise its backoff step is only a look at whether
+            // they do, and it is re-checked an interval after its last check.
+            let waited = checked.elapsed();
+            if slept && !fit && waited < interval && !needed() {
+                sleep_for = pace(interval, unfit_streak, &mut jitter).min(LOOK).min(interval - waited);
+                continue;
+            }
+            break;
         }
     }
 }
+
+/// The longest sleep between two looks at whether an unfit provider that was not needed is
+/// needed now.
+const LOOK: Duration = Duration::from_millis(200);
 
 /// The first re-check of a provider found unfit: about one attempt's latency at a hosted
 /// provider. It doubles at each unfit check in a row, up to the interval.
@@ -305,7 +324,7 @@ mod tests {
                 answer
             }
         };
-        let task = tokio::spawn(run(check, INTERVAL, Jitter::from_seed(7), stopped, None, || None));
+        let task = tokio::spawn(run(check, INTERVAL, Jitter::from_seed(7), stopped, None, || None, || true));
         tokio::time::sleep(for_).await;
         stop.send_replace(true);
         task.await.unwrap();
@@ -342,14 +361,60 @@ mod tests {
         };
         // Traffic answered 300 ms ago, every time the schedule asks: the probe never comes.
         let started = Instant::now();
-        let task = tokio::spawn(run(check, INTERVAL, Jitter::from_seed(3), stopped, None, || {
-            Some(Duration::from_millis(300))
-        }));
+        let task = tokio::spawn(run(
+            check,
+            INTERVAL,
+            Jitter::from_seed(3),
+            stopped,
+            None,
+            || Some(Duration::from_millis(300)),
+            || true,
+        ));
         tokio::time::sleep(Duration::from_secs(10)).await;
         stop.send_replace(true);
         task.await.unwrap();
         let starts = log.lock().unwrap().clone();
         assert_eq!(starts, [started], "only the first probe, before any traffic");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_unfit_provider_waits_for_the_interval_while_others_serve_and_is_rechecked_once_needed() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let needed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (stop, stopped) = watch::channel(false);
+        let seen = log.clone();
+        let check = move || {
+            seen.lock().unwrap().push(Instant::now());
+            async { false }
+        };
+        let started = Instant::now();
+        let asked = needed.clone();
+        let task = tokio::spawn(run(
+            check,
+            INTERVAL,
+            Jitter::from_seed(5),
+            stopped,
+            None,
+            || None,
+            move || asked.load(std::sync::atomic::Ordering::SeqCst),
+        ));
+        // Others serve: no backoff re-checks, the next probe an interval after the first.
+        tokio::time::sleep(INTERVAL.mul_f64(0.85)).await;
+        assert_eq!(log.lock().unwrap().len(), 1, "re-checked while not needed");
+        tokio::time::sleep(INTERVAL.mul_f64(0.3)).await;
+        assert_eq!(log.lock().unwrap().len(), 2, "the interval passed without a re-check");
+        // The reads need it now: re-checked within a look (200 ms), then on the backoff.
+        needed.store(true, std::sync::atomic::Ordering::SeqCst);
+        let at = Instant::now();
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let starts = log.lock().unwrap().clone();
+        assert!(
+            starts.len() >= 3 && starts[2] - at <= Duration::from_millis(200),
+            "{:?}",
+            starts[2] - started
+        );
+        stop.send_replace(true);
+        task.await.unwrap();
     }
 
     #[tokio::test(start_paused = true)]

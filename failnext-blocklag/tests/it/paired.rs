@@ -143,12 +143,14 @@ async fn without_a_chain_id_the_spawned_monitor_learns_the_majoritys_and_holds_o
     let monitor = builder(&[("a", &a), ("b", &b), ("c", &c)]).build().unwrap();
     let handle = monitor.spawn(SECS(5));
     assert!(handle.ready(SECS(1)).await);
-    // c comes back from a restart on another chain: the failed read of the restart, then its
-    // re-check, which finds the other chain.
+    // c comes back from a restart on another chain: the failed read of the restart holds it
+    // out at once; its re-check (an interval later: a and b serve, so the reads do not need
+    // it sooner) finds the other chain.
     c.set_chain(5);
     monitor.observe(&id("c"), Observation::Failed);
     sleep(MS(100)).await;
     assert!(!monitor.eligible("c"));
+    sleep(SECS(6)).await;
     assert!(HealthSource::never(&monitor, &id("c")), "{:?}", monitor.snapshot().unwrap().entry("c"));
     assert!(monitor.eligible("a") && monitor.eligible("b"));
     // Without traffic, its idle probe finds it within one interval.
