@@ -288,7 +288,7 @@ fn review(
     if let (true, Some(paired), Verdict::Return, Some(head)) =
         (turn.heads, &shared.paired, judgement.verdict, judgement.findings().quantity())
     {
-        if let Some(why) = paired.judge_head(head) {
+        if let Some(why) = paired.judge_head(head, turn.started) {
             return (overrule(Evidence::Failure), Some(why));
         }
     }

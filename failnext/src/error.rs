@@ -49,6 +49,8 @@ pub struct Error {
 struct Inner {
     kind: Kind,
     trace: Option<crate::Trace>,
+    /// Every configured endpoint the request sent nothing to, and why, in configured order.
+    passed: Vec<PassedOver>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -64,7 +66,7 @@ enum Kind {
         last = .0.last().map(|a| a.endpoint.as_str()).unwrap_or_default(),
     )]
     Exhausted(Vec<Attempt>),
-    #[error("deadline of {deadline:?} passed after {}{}", attempts_text(attempts), untried_text(untried))]
+    #[error("deadline of {deadline:?} passed after {}", attempts_text(attempts))]
     Deadline { deadline: std::time::Duration, attempts: Vec<Attempt>, untried: Vec<EndpointId> },
     #[error("failover budget spent: {} failed, no token for another attempt", attempts_text(.0))]
     BudgetSpent(Vec<Attempt>),
@@ -80,13 +82,39 @@ fn attempts_text(attempts: &[Attempt]) -> String {
     }
 }
 
-/// "; not tried: "a", "b"" for a deadline error, or nothing.
-fn untried_text(untried: &[EndpointId]) -> String {
-    if untried.is_empty() {
-        return String::new();
+/// An endpoint a failed request sent nothing to, and why it was passed over
+/// ([`Error::passed_over`]).
+///
+/// `Display` prints the endpoint and the reason: `"backup": breaker open for 1.2s`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PassedOver {
+    endpoint: EndpointId,
+    why: crate::TraceStep,
+}
+
+impl PassedOver {
+    pub(crate) fn new(endpoint: EndpointId, why: crate::TraceStep) -> PassedOver {
+        PassedOver { endpoint, why }
     }
-    let ids: Vec<String> = untried.iter().map(|e| format!("{:?}", e.as_str())).collect();
-    format!("; not tried: {}", ids.join(", "))
+
+    /// The endpoint.
+    pub fn endpoint(&self) -> &EndpointId {
+        &self.endpoint
+    }
+
+    /// Why the request sent nothing to it, in the [`Trace`](crate::Trace)'s words: excluded,
+    /// ineligible, unfit (and why), cooling down, breaker open, its trial taken by another
+    /// request, or not tried (and why: the deadline passed, the budget was spent, the request
+    /// may not fail over, ...).
+    pub fn why(&self) -> &crate::TraceStep {
+        &self.why
+    }
+}
+
+impl fmt::Display for PassedOver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}: {}", self.endpoint.as_str(), self.why)
+    }
 }
 
 /// One attempt that ended without an HTTP response (or whose response the classifier could
@@ -137,7 +165,12 @@ impl Error {
     }
 
     fn new(kind: Kind) -> Error {
-        Error { inner: Box::new(Inner { kind, trace: None }) }
+        Error { inner: Box::new(Inner { kind, trace: None, passed: Vec::new() }) }
+    }
+
+    pub(crate) fn with_passed_over(mut self, passed: Vec<PassedOver>) -> Error {
+        self.inner.passed = passed;
+        self
     }
 
     // accessors
@@ -213,6 +246,23 @@ impl Error {
         }
     }
 
+    /// Every configured endpoint the request sent nothing to, in configured order, with why
+    /// it was passed over: what, beside the [`attempts`](Error::attempts), a read that failed
+    /// did with each provider. Found when the request ended (a cold path: a request that
+    /// answers pays nothing for it); empty for an unknown-endpoint error. `Display` lists them
+    /// after the attempts.
+    ///
+    /// ```
+    /// # fn show(err: &failnext::Error) {
+    /// for passed in err.passed_over() {
+    ///     println!("{} was passed over: {}", passed.endpoint(), passed.why());
+    /// }
+    /// # }
+    /// ```
+    pub fn passed_over(&self) -> &[PassedOver] {
+        &self.inner.passed
+    }
+
     /// The failed attempts, in the order they were made. Empty unless
     /// [`is_failover`](Error::is_failover) or [`is_deadline`](Error::is_deadline).
     pub fn attempts(&self) -> &[Attempt] {
@@ -235,7 +285,12 @@ fn find<'a>(e: &'a (dyn StdError + 'static)) -> Option<&'a Error> {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.inner.kind, f)
+        fmt::Display::fmt(&self.inner.kind, f)?;
+        for (k, passed) in self.inner.passed.iter().enumerate() {
+            f.write_str(if k == 0 { "; passed over: " } else { ", " })?;
+            fmt::Display::fmt(passed, f)?;
+        }
+        Ok(())
     }
 }
 
@@ -257,6 +312,9 @@ impl fmt::Debug for Error {
                 .field("attempts", attempts)
                 .field("untried", untried),
         };
+        if !self.inner.passed.is_empty() {
+            d.field("passed_over", &self.inner.passed);
+        }
         d.finish()
     }
 }

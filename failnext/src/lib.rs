@@ -660,7 +660,7 @@ pub use config_error::ConfigError;
 pub use cooldown::Cooldown;
 pub use eligibility::Eligibility;
 pub use endpoint::{Endpoint, EndpointId};
-pub use error::{Attempt, Error};
+pub use error::{Attempt, Error, PassedOver};
 pub use event::{AttemptOutcome, Event, ResultOutcome, SkipReason};
 pub use feed::LatencyFeed;
 pub use findings::Findings;

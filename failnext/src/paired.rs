@@ -45,18 +45,22 @@ impl Paired {
         }
     }
 
-    /// Judges the head `head` an answer reported: `Some(why)` when it is below the floor (the
-    /// best known head, projected to now by the block time, less its tolerance) or above the
-    /// highest plausible head; otherwise it counts as seen (the highest one seen raises the
-    /// best known head).
+    /// Judges the head `head` an answer reported, to an attempt sent at `sent` (now when
+    /// unknown): `Some(why)` when it is below the floor (the best known head, projected to
+    /// the attempt's start by the block time, less its tolerance) or above the highest
+    /// plausible head now; otherwise it counts as seen (the highest one seen raises the best
+    /// known head).
     ///
     /// The projection is what keeps the floor current between probes: a head seen a second
     /// ago on a chain of 50 ms blocks is 20 blocks old, and a provider that stalled there
-    /// would pass a floor that is not projected.
-    pub(crate) fn judge_head(&self, head: u64) -> Option<Unfit> {
+    /// would pass a floor that is not projected. Projected to the attempt's start, not to
+    /// its end, the floor asks of an answer what a caller asks of it (to be within the
+    /// tolerance of the head when the call was made): the blocks made while it travelled are
+    /// not held against it.
+    pub(crate) fn judge_head(&self, head: u64, sent: Option<Instant>) -> Option<Unfit> {
         let now = Instant::now();
         if let Some(best) = self.best(now) {
-            let floor = floor(&best, now);
+            let floor = floor(&best, sent.unwrap_or(now));
             if head < floor {
                 return Some(Unfit::BelowFloor { head: Some(head), floor });
             }
@@ -74,17 +78,16 @@ impl Paired {
     }
 }
 
-/// The floor of a head-bearing answer at `now`: the best known head less its tolerance (at
-/// least [`DEFAULT_TOLERANCE`](crate::DEFAULT_TOLERANCE) blocks: providers a block or two
-/// apart are both current), and once the best known head is old, that head projected by the
-/// block time, less the tolerance and a margin for the projection's error (an eighth of the
-/// blocks projected, and the tolerance again for the answer's own latency). A provider that
-/// stalled is overruled within a few blocks, an honest one a block behind never.
-fn floor(best: &Head, now: Instant) -> u64 {
+/// The floor of a head-bearing answer to an attempt sent at `sent`: the best known head,
+/// projected to `sent` by the block time less a margin for the projection's error (an eighth
+/// of the blocks projected: a slot missed now and then makes the chain slower than its
+/// block time), less its tolerance (at least [`DEFAULT_TOLERANCE`](crate::DEFAULT_TOLERANCE)
+/// blocks: providers a block or two apart are both current). A provider that stalled is
+/// overruled within a few blocks, an honest one a block or two behind never.
+fn floor(best: &Head, sent: Instant) -> u64 {
     let tolerance = best.blocks_of_tolerance().max(crate::DEFAULT_TOLERANCE);
-    let made = best.projected(now).saturating_sub(best.number());
-    let projected = best.number().saturating_add(made - made / 8).saturating_sub(2 * tolerance);
-    best.number().saturating_sub(tolerance).max(projected)
+    let made = best.projected(sent).saturating_sub(best.number());
+    best.number().saturating_add(made - made / 8).saturating_sub(tolerance)
 }
 
 /// Whether `req` is one JSON-RPC `eth_blockNumber` call (its body bytes name that method; a
@@ -116,7 +119,45 @@ fn trim_start(bytes: &[u8]) -> &[u8] {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+    use crate::EndpointId;
+
+    /// A source that knows one head: block 1000 at `seen`, a block every 50 ms.
+    struct Known {
+        seen: Instant,
+    }
+
+    impl HealthSource for Known {
+        fn eligible(&self, _: &EndpointId) -> bool {
+            true
+        }
+        fn head(&self) -> Option<Head> {
+            Some(Head::new(1000, self.seen).block_time(Duration::from_millis(50)))
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_answer_is_judged_against_the_head_projected_to_when_its_attempt_was_sent() {
+        let seen = Instant::now();
+        let paired = Paired::new(Arc::new(Known { seen }));
+        tokio::time::advance(Duration::from_secs(1)).await;
+        // Sent 1 s (20 blocks) after the known head: the floor is 1000 + 20 − 20/8 − 3.
+        let sent = Instant::now();
+        assert_eq!(
+            paired.judge_head(1014, Some(sent)),
+            Some(Unfit::BelowFloor { head: Some(1014), floor: 1015 })
+        );
+        // Four blocks behind the head projected to its sending (the caller's tolerance is 3).
+        tokio::time::advance(Duration::from_millis(500)).await;
+        assert_eq!(
+            paired.judge_head(1015, Some(sent)),
+            None,
+            "judged when it arrives, 10 blocks later, against the head when it was sent"
+        );
+        assert!(paired.judge_head(1015, None).is_some(), "a head that old now is behind");
+    }
 
     #[test]
     fn only_a_single_block_number_call_is_head_bearing() {

@@ -125,6 +125,12 @@ pub(crate) struct Plan {
     /// Candidates a paired health source advised against: tried, in configured order, once
     /// every other candidate has been returned.
     reserve: Mask,
+    /// For the error's [`PassedOver`](crate::PassedOver), the first 64 endpoints only (one
+    /// word each, so that the healthy path's future does not grow): those the request
+    /// excluded, and those its health passed over (cooling down, breaker open, trial taken,
+    /// given up by the last resort).
+    excluded: u64,
+    passed_by_health: u64,
 }
 
 impl Plan {
@@ -133,6 +139,7 @@ impl Plan {
     fn new(len: usize, preferred: Option<usize>, mut skip: impl FnMut(usize) -> Option<Skip>) -> Plan {
         let mut usable = Mask::new(len);
         let mut reserve = Mask::empty(len);
+        let mut excluded = 0;
         let mut remaining = 0;
         for i in 0..len {
             match skip(i) {
@@ -141,6 +148,7 @@ impl Plan {
                     remaining += 1;
                 }
                 Some(Skip::Reserve) => reserve.set(i),
+                Some(Skip::Excluded) => excluded |= bit(i),
                 Some(_) => {}
             }
         }
@@ -159,6 +167,8 @@ impl Plan {
             waited,
             taken,
             reserve,
+            excluded,
+            passed_by_health: 0,
         }
     }
 
@@ -254,6 +264,26 @@ impl Plan {
     /// Remembers that candidate `i` was passed over because its breaker was open.
     pub(crate) fn pass_open(&mut self, i: usize) {
         self.passed_open.set(i);
+        self.passed_by_health |= bit(i);
+    }
+
+    /// Remembers that candidate `i` was passed over because it was cooling down.
+    pub(crate) fn pass_cooling(&mut self, i: usize) {
+        self.passed_by_health |= bit(i);
+    }
+
+    /// How the plan left endpoint `i` (asked when a request fails, to say why it sent
+    /// nothing there).
+    pub(crate) fn fate(&self, i: usize) -> Fate {
+        if self.excluded & bit(i) != 0 {
+            Fate::Excluded
+        } else if self.passed_by_health & bit(i) != 0 {
+            Fate::PassedByHealth
+        } else if self.taken.get(i) || self.usable.get(i) || self.reserve.get(i) {
+            Fate::NotReached
+        } else {
+            Fate::RuledOut
+        }
     }
 
     /// This request waits for candidate `i`'s trial no more (a wait outlasted its bound).
@@ -287,6 +317,8 @@ impl Plan {
             if may_wait && !self.waited[1].get(i) {
                 busy.set(i);
                 first_busy.get_or_insert(i);
+            } else {
+                self.passed_by_health |= bit(i);
             }
         }
         for i in (0..self.len).filter(|&i| busy.get(i)) {
@@ -343,6 +375,26 @@ impl Iterator for Plan {
         self.taken.set(i);
         Some(i)
     }
+}
+
+/// Endpoint `i`'s bit in a word of the first 64 endpoints (none beyond).
+fn bit(i: usize) -> u64 {
+    if i < 64 { 1 << i } else { 0 }
+}
+
+/// How a request's plan left an endpoint: see [`Plan::fate`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fate {
+    /// The request excluded it.
+    Excluded,
+    /// Ruled out from the start: ineligible, or unfit by the request's scope.
+    RuledOut,
+    /// Passed over at its turn by its health: cooling down, its breaker open or its trial
+    /// taken.
+    PassedByHealth,
+    /// A candidate when the request stopped, or chosen and not sent (its attempt not paid
+    /// for, or its body not replayable).
+    NotReached,
 }
 
 /// A set of endpoint indices: one word inline, a vector beyond 64 endpoints.

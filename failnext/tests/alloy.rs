@@ -674,6 +674,24 @@ async fn an_eth_block_number_answer_below_the_floor_fails_over_instead_of_being_
 }
 
 #[tokio::test]
+async fn an_eth_block_number_answer_a_block_or_two_below_the_floor_answers_the_floor_without_failing_over() {
+    let primary = node(|_, _| ok(json!("0x5"))).await;
+    let backup = node(|_, _| ok(json!("0x8"))).await;
+    let t =
+        transport(&[("primary", primary.url("/")), ("backup", backup.url("/"))]).monotonic_reads(|_| None);
+    // Another provider answered block 8 a moment ago; the primary, three blocks behind it, is
+    // within the tolerance: the read answers 8, which the chain has, and never goes back.
+    t.observe_head(8);
+    assert_eq!(result(&send(&t, single("eth_blockNumber", json!([]))).await.unwrap()), json!("0x8"));
+    assert!(calls(&backup).is_empty(), "no failover for a block or two");
+    assert_eq!(t.head(), Some(8));
+    // Four below is behind: it fails over as before (and the backup's 8 answers 9).
+    t.observe_head(9);
+    assert_eq!(result(&send(&t, single("eth_blockNumber", json!([]))).await.unwrap()), json!("0x9"));
+    assert_eq!(calls(&backup).len(), 1);
+}
+
+#[tokio::test]
 async fn without_monotonic_reads_a_lower_head_is_returned_as_before() {
     let primary = node(|_, _| ok(json!("0x0"))).await;
     let t = transport(&[("primary", primary.url("/"))]);

@@ -251,6 +251,18 @@ pub(crate) fn lowest_head(packet: &RequestPacket, answer: &ResponsePacket) -> Op
         .min()
 }
 
+/// `answer`, a single successful `eth_blockNumber` answer, with `head` as its result (the
+/// same id); `None` for anything else.
+pub(crate) fn head_answer(answer: &ResponsePacket, head: u64) -> Option<ResponsePacket> {
+    let ResponsePacket::Single(response) = answer else { return None };
+    let ResponsePayload::Success(_) = &response.payload else { return None };
+    let result = serde_json::value::RawValue::from_string(format!("\"0x{head:x}\"")).ok()?;
+    Some(ResponsePacket::Single(Response {
+        id: response.id.clone(),
+        payload: ResponsePayload::Success(result),
+    }))
+}
+
 /// Whether `packet` asks `eth_blockNumber` (a string comparison per call).
 pub(crate) fn asks_head(packet: &RequestPacket) -> bool {
     packet.requests().iter().any(|r| r.method() == "eth_blockNumber")

@@ -86,7 +86,8 @@ impl<P: Borrow<RequestPacket> + Send + Sync> Scope for PacketScope<P> {
             }
         }
         match (self.floor, findings.quantity()) {
-            (Some(floor), Some(head)) if head < floor => {
+            // A block or two below: answered with the floor (the transport's own rule).
+            (Some(floor), Some(head)) if head.saturating_add(crate::DEFAULT_TOLERANCE) < floor => {
                 self.behind_list().push((endpoint.clone(), Some(head)));
                 Some(Unfit::BelowFloor { head: Some(head), floor })
             }

@@ -487,6 +487,14 @@ impl FailoverTransport {
         }
         if let Some(n) = asks_head.then(|| coherence::lowest_head(&packet, &answer)).flatten() {
             let floor = self.coherence.head.get();
+            if monotonic && single_head && n < floor && floor - n <= crate::DEFAULT_TOLERANCE {
+                // A block or two below the head already observed (the provider answered a
+                // moment earlier than another): the read answers that head, which the chain
+                // has, rather than going back or failing over.
+                if let Some(at_floor) = coherence::head_answer(&answer, floor) {
+                    return Ok(at_floor);
+                }
+            }
             if monotonic && n < floor {
                 let mut behind = behind;
                 if let Some(id) = served.filter(|id| !behind.iter().any(|(e, _)| e == id)) {

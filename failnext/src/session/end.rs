@@ -6,8 +6,9 @@ use reqwest::Response;
 use super::{Outcome, Session, Stop, Tally, mw};
 use crate::classify::Class;
 use crate::drain::discard;
-use crate::error::{Attempt, Error};
+use crate::error::{Attempt, Error, PassedOver};
 use crate::scope::Unfit;
+use crate::select::Fate;
 use crate::trace::{NotTried, Trace, TraceStep};
 
 impl Session<'_> {
@@ -78,8 +79,44 @@ impl Session<'_> {
         outcome
     }
 
+    /// Every endpoint this request sent nothing to, in configured order, and why: asked only
+    /// when the request fails (`stop` is why it sent nothing more). What the plan recorded at
+    /// each one's turn says which rule passed it over; the time left on a breaker or cooldown
+    /// is read now.
+    fn passed_over(&self, tried: &[Attempt], stop: Stop) -> Vec<PassedOver> {
+        let now = tokio::time::Instant::now();
+        let left = |until: tokio::time::Instant| until.saturating_duration_since(now);
+        let slots = &self.shared.slots;
+        let not_tried = |id: &crate::EndpointId| !tried.iter().any(|a| a.endpoint() == id);
+        (0..slots.len())
+            .filter(|&i| not_tried(slots[i].id()))
+            .map(|i| {
+                let slot = &slots[i];
+                let why = match self.plan.fate(i) {
+                    Fate::Excluded => TraceStep::Excluded,
+                    Fate::RuledOut => match self.scope.and_then(|scope| scope.unfit(slot.id())) {
+                        Some(unfit) => TraceStep::Unfit(unfit),
+                        None => TraceStep::Ineligible,
+                    },
+                    Fate::PassedByHealth => match (slot.health.open_until(), slot.health.cooling_until()) {
+                        (Some(until), _) if until > now => TraceStep::BreakerOpen(left(until)),
+                        (Some(_), _) => TraceStep::TrialBusy,
+                        (None, until) => TraceStep::Cooling(until.map_or_else(Default::default, left)),
+                    },
+                    Fate::NotReached => TraceStep::NotTried(stop.why()),
+                };
+                PassedOver::new(slot.id().clone(), why)
+            })
+            .collect()
+    }
+
     fn stopped(self, reason: Stop, mw: impl Fn(Error) -> reqwest_middleware::Error) -> Outcome {
         let deadline = self.deadline.map(|(_, d)| d);
+        // A retained response is returned: nothing to explain.
+        let fails = self.tally.as_ref().is_none_or(|t| t.retained.is_none());
+        let tried = self.tally.as_ref().map_or(&[][..], |t| &t.failed[..]);
+        let passed = if fails { self.passed_over(tried, reason) } else { Vec::new() };
+        let mw = |err: Error| mw(err.with_passed_over(passed.clone()));
         let untried = |tried: &[Attempt]| -> Vec<crate::EndpointId> {
             let slots = &self.shared.slots;
             slots

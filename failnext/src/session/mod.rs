@@ -309,8 +309,10 @@ impl<'a> Session<'a> {
                     if let Some(tracer) = &mut self.tracer {
                         tracer.add(i, traced_skip(skip));
                     }
-                    if let Skip::Open { .. } | Skip::HalfOpenBusy = skip {
-                        self.plan.pass_open(i);
+                    match skip {
+                        Skip::Open { .. } | Skip::HalfOpenBusy => self.plan.pass_open(i),
+                        Skip::CoolingUntil(_) => self.plan.pass_cooling(i),
+                        _ => {}
                     }
                     shared.emit(|| Event::CooldownSkip { endpoint });
                 }
@@ -324,15 +326,18 @@ impl<'a> Session<'a> {
     /// trial's permit (then the next soonest). When every such candidate's permit is held, the
     /// request waits for the soonest one's trial to end and asks again (at most twice per
     /// candidate, and only with an attempt timeout to bound the wait; a candidate it may not
-    /// wait for is dropped). Only the adaptive breaker passes candidates over as open; under
-    /// the reference rule there is no last resort. It only chooses where the next attempt
-    /// goes: `next` has already stopped a request that may not fail over.
+    /// wait for is dropped). A request with nothing to bound a wait (no attempt timeout, no
+    /// deadline) does not fail for want of a permit: it sends to the soonest such candidate
+    /// beside its trial, as an ordinary attempt (an open breaker is no proof that a provider
+    /// cannot answer, and nothing else is left). Only the adaptive breaker passes candidates
+    /// over as open; under the reference rule there is no last resort. It only chooses where
+    /// the next attempt goes: `next` has already stopped a request that may not fail over.
     fn last_resort(&mut self) -> Option<Choice> {
         let slots = &self.shared.slots;
         let may_wait = self.shared.attempt_timeout.is_some() || self.deadline.is_some();
         let choice = self.plan.last_resort(
             |i| slots[i].health.open_until(),
-            |i| slots[i].health.force_trial(),
+            |i| slots[i].health.force_trial().or(if may_wait { None } else { Some(Admit::Closed) }),
             may_wait,
         )?;
         Some(match choice {

@@ -476,9 +476,11 @@ async fn a_wait_for_another_requests_trial_lasts_at_most_the_attempt_timeout() {
     assert!(failnext_error(&trial.await.unwrap()).is_failover());
 }
 
-/// Without an attempt timeout nothing bounds a trial, so no request waits for one.
+/// Without an attempt timeout nothing bounds a trial, so no request waits for one: with
+/// nothing else left, it is sent beside the trial in flight as an ordinary attempt (an open
+/// breaker is no proof the provider cannot answer). No usable endpoint only when nothing is.
 #[tokio::test(start_paused = true)]
-async fn no_usable_endpoint_only_when_every_open_candidates_trial_is_taken() {
+async fn without_a_bound_a_request_is_sent_beside_a_trial_in_flight_rather_than_refused() {
     let only_one = Provider::new("only", true).await;
     let (failover, client, _) = rig(&[&only_one], None);
     trip(&client, &only_one).await;
@@ -496,13 +498,15 @@ async fn no_usable_endpoint_only_when_every_open_candidates_trial_is_taken() {
         async move { read_err(&client).await }
     });
     only_one.arrived.notified().await;
-    assert!(failnext_error(&read_err(&client).await).is_no_usable_endpoint());
+    let beside = read_err(&client).await;
+    assert!(failnext_error(&beside).is_failover(), "sent beside the trial: {beside}");
+    assert_eq!(only_one.attempts(), 3 + 3 + 2);
     only_one.release.notify_one();
     assert!(failnext_error(&trial.await.unwrap()).is_failover());
     // Every candidate excluded: no usable endpoint, whatever the breaker.
     let err = client.get("http://127.0.0.1:9/").exclude_endpoints(["only"]).send().await.unwrap_err();
     assert!(failnext_error(&err).is_no_usable_endpoint());
-    assert_eq!(only_one.attempts(), 7);
+    assert_eq!(only_one.attempts(), 8);
 }
 
 async fn read_err(client: &ClientWithMiddleware) -> reqwest_middleware::Error {

@@ -471,6 +471,58 @@ async fn failover_error_display_counts_attempts_and_names_the_last_endpoint() {
     assert!(text.contains("1 failed attempt,") && text.contains("\"solo\""), "{text}");
 }
 
+// Issue 28: a failed request's error says, beside its attempts, why each provider it sent
+// nothing to was passed over.
+#[tokio::test]
+async fn a_failed_requests_error_names_why_each_untried_provider_was_passed_over() {
+    use failnext::{NotTried, TraceStep};
+    let healthy = status(200).await;
+    let endpoints = [
+        ("a", refused_url("/rpc")),
+        ("b", refused_url("/rpc")),
+        ("c", refused_url("/rpc")),
+        ("d", healthy.url()),
+    ];
+    let failover = builder(endpoints).cooldown(Cooldown::new(1, Duration::from_secs(30))).build().unwrap();
+    let client = client(failover);
+    let passed = |fe: &failnext::Error| -> Vec<(String, TraceStep)> {
+        fe.passed_over().iter().map(|p| (p.endpoint().as_str().to_owned(), p.why().clone())).collect()
+    };
+
+    // a and b fail; c and d were excluded by the request.
+    let err = client.get(healthy.url()).exclude_endpoints(["c", "d"]).send().await.unwrap_err();
+    let fe = failnext_error(&err);
+    assert_eq!(ids(fe), ["a", "b"]);
+    assert_eq!(passed(fe), [("c".into(), TraceStep::Excluded), ("d".into(), TraceStep::Excluded)]);
+    assert!(fe.to_string().contains(r#"passed over: "c": excluded by the request, "d": excluded"#), "{fe}");
+
+    // Now a and b cool down: a request that may not fail over passes them, fails at c, and
+    // never reaches d.
+    let err = client.get(healthy.url()).deny_failover().send().await.unwrap_err();
+    let fe = failnext_error(&err);
+    assert_eq!(ids(fe), ["c"]);
+    let passed = passed(fe);
+    assert!(
+        matches!(&passed[..], [(a, TraceStep::Cooling(left_a)), (b, TraceStep::Cooling(_)), (d, TraceStep::NotTried(NotTried::MayNotFailOver))]
+            if a == "a" && b == "b" && d == "d" && *left_a > Duration::from_secs(25)),
+        "{passed:?}"
+    );
+    let text = fe.to_string();
+    assert!(
+        text.contains(r#""a": cooling down for"#)
+            && text.contains(r#""d": not tried: the request may not fail over"#),
+        "{text}"
+    );
+    assert_eq!(healthy.hits(), 0);
+
+    // Nothing usable at all: every provider is named, with why.
+    let err = client.get(healthy.url()).exclude_endpoints(["a", "b", "c", "d"]).send().await.unwrap_err();
+    let fe = failnext_error(&err);
+    assert!(fe.is_no_usable_endpoint());
+    assert_eq!(fe.passed_over().len(), 4);
+    assert!(fe.passed_over().iter().all(|p| *p.why() == TraceStep::Excluded), "{fe}");
+}
+
 // The error reaches the caller as `reqwest_middleware::Error::Middleware`.
 #[tokio::test]
 async fn failnext_errors_are_middleware_errors() {
