@@ -154,13 +154,18 @@
 //!   and every other entry re-judged against it (a fit provider can turn lagging at once; an
 //!   ineligible one waits for its own probe to return). A hanging provider delays only its
 //!   own entry. Its next probe comes after `interval` when it is fit (skipped while paired
-//!   traffic shows it answering well with its head: traffic is the probe), on a backoff
+//!   traffic shows it answering well with its head: traffic is the probe, though at least
+//!   one probe in four intervals checks its chain), on a backoff
 //!   otherwise (50 ms, doubling while it stays unfit, at most `interval`: an eviction lasts
 //!   about as long as the fault), at once when an answer contradicts the view (a failure, a
 //!   head behind or implausible) or a provider held out for failing answers well (each at
 //!   most once per 50 ms), or when failnext asks
 //!   ([`check_now`](failnext::HealthSource::check_now), honoured at most once per provider per
-//!   interval; extra requests are dropped). Without an
+//!   interval; extra requests are dropped). The backoff, a contradiction's probe and
+//!   `check_now` run only while the reads need the provider back: while fewer than two
+//!   other providers are admitted. While two others serve, a provider held out is re-checked
+//!   an interval after its last check (the reads still try it last), so that a fault costs
+//!   no burst of paid probes the reads did not need. Without an
 //!   [expected chain id](MonitorBuilder::expected_chain_id), the spawned schedule learns the
 //!   chain id a strict majority of the providers report and verifies it at every probe
 //!   after. The

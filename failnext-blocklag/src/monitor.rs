@@ -677,12 +677,14 @@ impl Inner {
         (head != 0).then_some((head, ago))
     }
 
-    /// Asks the spawned schedule to probe endpoint `i` now (see [`Link::wake`]); nothing
-    /// without a schedule.
+    /// Asks the spawned schedule to probe endpoint `i` now (see [`Link::wake`]), when the
+    /// reads need it ([`Inner::needed`]); nothing without a schedule.
     ///
     /// [`Link::wake`]: crate::wake::Link::wake
     pub(crate) fn check_now(&self, i: usize) {
-        self.wake(i, Gap::Interval);
+        if self.needed(i) {
+            self.wake(i, Gap::Interval);
+        }
     }
 
     /// Publishes the spawned schedule's probe of endpoint `i` ([`round::amend`]) and records

@@ -31,14 +31,18 @@ impl Monitor {
     /// - but not while real traffic vouches for it: paired with failnext, a provider that
     ///   answered well (an answer that showed its head) within the last `interval` is not
     ///   probed; its next probe comes `interval` after its latest such answer. Traffic is the
-    ///   probe: a provider serving reads costs no probes;
+    ///   probe: a provider serving reads costs one probe per four intervals (its answers show
+    ///   it alive and current, not on the right chain: the probe checks that);
     /// - on a backoff otherwise (failed, lagging, still being re-admitted, doubted or
     ///   contradicted, [Paired with failnext](crate#paired-with-failnext)): 50 ms after the
     ///   first unfit probe (about one attempt's latency), doubling at each unfit probe in a
     ///   row, never more than `interval`. An eviction lasts about as long as the fault, not as
-    ///   long as the interval;
-    /// - at once when failnext asks for it ([`HealthSource::check_now`]), honoured at most
-    ///   once per provider per `interval` (requests in between are dropped, never queued), or
+    ///   long as the interval. The backoff runs only while the reads need the provider: while
+    ///   two other providers are admitted, a provider held out waits an interval from its
+    ///   last check (looking every 200 ms at most whether it is needed yet);
+    /// - at once when failnext asks for it ([`HealthSource::check_now`]) while the reads need
+    ///   the provider (as above), honoured at most once per provider per `interval`
+    ///   (requests in between are dropped, never queued), or
     ///   when an answer contradicts the view (a failure, a head behind or implausible, of a
     ///   provider the view admits), or when a provider held out for failing answers well
     ///   (each at most once per 50 ms);
@@ -240,7 +244,8 @@ pub(crate) async fn run<C, F>(
             };
             // Traffic is the probe: a fit provider that answered well within the interval is
             // not probed until an interval has passed since that answer.
-            if let Some(ago) = answered_ago().filter(|ago| slept && fit && *ago < interval) {
+            let vouched = checked.elapsed() < interval * VOUCHED_INTERVALS;
+            if let Some(ago) = answered_ago().filter(|ago| slept && fit && vouched && *ago < interval) {
                 sleep_for = jittered(interval - ago, &mut jitter);
                 continue;
             }
@@ -256,6 +261,11 @@ pub(crate) async fn run<C, F>(
         }
     }
 }
+
+/// How many intervals traffic may stand in for a fit provider's probe: its answers show it
+/// alive and current, not that it is still on the chain (only a probe asks `eth_chainId`),
+/// so it is probed at least this often.
+const VOUCHED_INTERVALS: u32 = 4;
 
 /// The longest sleep between two looks at whether an unfit provider that was not needed is
 /// needed now.
@@ -351,7 +361,8 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_fit_provider_that_answered_within_the_interval_is_not_probed_traffic_is_the_probe() {
+    async fn a_fit_provider_that_answered_within_the_interval_is_probed_once_in_four_intervals_traffic_is_the_probe()
+     {
         let log = Arc::new(Mutex::new(Vec::new()));
         let (stop, stopped) = watch::channel(false);
         let seen = log.clone();
@@ -359,7 +370,8 @@ mod tests {
             seen.lock().unwrap().push(Instant::now());
             async { true }
         };
-        // Traffic answered 300 ms ago, every time the schedule asks: the probe never comes.
+        // Traffic answered 300 ms ago, every time the schedule asks: the probe comes only
+        // once in four intervals (for the chain id, which answers do not show).
         let started = Instant::now();
         let task = tokio::spawn(run(
             check,
@@ -374,7 +386,12 @@ mod tests {
         stop.send_replace(true);
         task.await.unwrap();
         let starts = log.lock().unwrap().clone();
-        assert_eq!(starts, [started], "only the first probe, before any traffic");
+        assert_eq!(starts.len(), 3, "{starts:?}");
+        assert_eq!(starts[0], started, "the first probe, before any traffic");
+        for pair in starts.windows(2) {
+            let gap = pair[1] - pair[0];
+            assert!(gap >= INTERVAL * 4 && gap <= INTERVAL * 5, "{gap:?}");
+        }
     }
 
     #[tokio::test(start_paused = true)]

@@ -267,6 +267,11 @@ impl Plan {
         self.passed_by_health |= bit(i);
     }
 
+    /// Whether a candidate passed over as open is left for the last resort.
+    pub(crate) fn passed_any_open(&self) -> bool {
+        self.passed_open.any()
+    }
+
     /// Remembers that candidate `i` was passed over because it was cooling down.
     pub(crate) fn pass_cooling(&mut self, i: usize) {
         self.passed_by_health |= bit(i);

@@ -22,8 +22,15 @@ use crate::{
 pub const DEFAULT_HEDGE: Hedge = Hedge::percentile(0.95).at_least(Duration::from_millis(10));
 
 /// The failover budget unless told otherwise: up to one failover attempt (or hedge) per
-/// request on average, plus 10 a second, at most 100 banked.
-pub const DEFAULT_BUDGET: Budget = Budget::new(1.0).min_per_sec(10).max_balance(100);
+/// request on average, plus 10 a second, at most 1 000 banked.
+///
+/// The bank is what a burst of failures spends before the ratio binds: a moment when every
+/// admitted provider fails at once makes each read fail over two or three times. 100 banked
+/// was under half a second of a bot reading 250 times a second, and reads that a provider
+/// could answer ended with a 503 for want of a token (the soak, under faults flipping every
+/// ~200 ms); tower's retry budget banks ten seconds of deposits. An outage of every
+/// provider still costs at most 1 000 extra attempts, then one per read.
+pub const DEFAULT_BUDGET: Budget = Budget::new(1.0).min_per_sec(10).max_balance(1000);
 
 /// The request deadline unless told otherwise.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
@@ -63,7 +70,7 @@ impl<T> Setting<T> {
 /// | --- | --- | --- | --- |
 /// | judging | the [JSON-RPC classifier](crate::jsonrpc::JsonRpcClassifier) | a rate limit or an internal error arrives as HTTP 200, a truncated body as a broken one: they fail over | [`classifier`](Self::classifier) (yours; its verdicts win) |
 /// | [hedge](Self::hedge) | with a [monitor](Self::monitor): [`DEFAULT_HEDGE`], after the p95 of the first endpoint's recent latency, not before 10 ms; without one, none | a slow answer is raced by the next provider at a cost of about 1 read in 20 (writes are never hedged); without a monitor's view of heads the race goes to the fastest answer, stale or not, and the soak measured more stale reads, so it is not a default there | [`no_hedge`](Self::no_hedge) |
-/// | [failover budget](Self::failover_budget) | [`DEFAULT_BUDGET`]: one failover attempt per request on average, plus 10/s | an outage of every provider does not multiply the load by the number of providers; generous enough that a flapping provider is still failed over from (the soak measures it) | [`no_failover_budget`](Self::no_failover_budget) |
+/// | [failover budget](Self::failover_budget) | [`DEFAULT_BUDGET`]: one failover attempt per request on average, plus 10/s, 1 000 banked | an outage of every provider does not multiply the load by the number of providers; generous enough that a flapping provider is still failed over from (the soak measures it) | [`no_failover_budget`](Self::no_failover_budget) |
 /// | [deadline](Self::deadline) | [`DEFAULT_DEADLINE`]: 30 s for the whole request | alloy's `Http` waits for ever; three hung attempts (10 s each) is as long as a bot should wait | [`no_deadline`](Self::no_deadline) |
 /// | [monitor](Self::monitor) paired | [latency ordering](Self::latency_ordering) with a 10 ms margin, [monotonic reads](Self::monotonic_reads) from the monitor's heads | the probes measure every provider, so reads go to the fastest fit one; a read never goes back below a head already returned | [`no_latency_ordering`](Self::no_latency_ordering), [`no_monotonic_reads`](Self::no_monotonic_reads) |
 /// | [writes](Self::writes_to) | the first usable endpoint, at most one | as the middleware; name your write endpoints to keep a transaction off the others | — |

@@ -326,15 +326,21 @@ impl<'a> Session<'a> {
     /// trial's permit (then the next soonest). When every such candidate's permit is held, the
     /// request waits for the soonest one's trial to end and asks again (at most twice per
     /// candidate, and only with an attempt timeout to bound the wait; a candidate it may not
-    /// wait for is dropped). A request with nothing to bound a wait (no attempt timeout, no
-    /// deadline) does not fail for want of a permit: it sends to the soonest such candidate
-    /// beside its trial, as an ordinary attempt (an open breaker is no proof that a provider
-    /// cannot answer, and nothing else is left). Only the adaptive breaker passes candidates
-    /// over as open; under the reference rule there is no last resort. It only chooses where
-    /// the next attempt goes: `next` has already stopped a request that may not fail over.
+    /// wait for is dropped). A read (a request that may fail over), or a request with nothing
+    /// to bound a wait (no attempt timeout, no deadline), does not wait for a permit: it
+    /// sends to the soonest such candidate beside its trial, as an ordinary attempt (an open
+    /// breaker is no proof that a provider cannot answer, nothing else is left, and a trial
+    /// to a provider that hangs would hold every read up to the attempt timeout). Only the
+    /// adaptive breaker passes candidates over as open; under the reference rule there is no
+    /// last resort. It only chooses where the next attempt goes: `next` has already stopped
+    /// a request that may not fail over.
     fn last_resort(&mut self) -> Option<Choice> {
+        if !self.plan.passed_any_open() {
+            return None;
+        }
+        let bounded = self.shared.attempt_timeout.is_some() || self.deadline.is_some();
+        let may_wait = bounded && !self.may_fail_over();
         let slots = &self.shared.slots;
-        let may_wait = self.shared.attempt_timeout.is_some() || self.deadline.is_some();
         let choice = self.plan.last_resort(
             |i| slots[i].health.open_until(),
             |i| slots[i].health.force_trial().or(if may_wait { None } else { Some(Admit::Closed) }),
@@ -422,12 +428,24 @@ impl<'a> Session<'a> {
         i
     }
 
-    /// Before the first attempt: permission is settled once, and only when another endpoint
-    /// could be tried; only then is the request copied for later attempts (the body is shared,
-    /// not copied).
+    /// Whether the request may fail over: its permission, settled now if it was not yet
+    /// (the last resort asks before the first attempt; it is still settled once).
+    fn may_fail_over(&mut self) -> bool {
+        if let (None, Some(req)) = (self.permission, &self.first) {
+            self.permission = Some(permission::resolve(self.explicit, self.shared.policy.as_ref(), req));
+        }
+        self.permission.is_some_and(|p| p.allowed)
+    }
+
+    /// Before the first attempt: permission is settled once (unless the last resort already
+    /// did), and only when another endpoint could be tried; only then is the request copied
+    /// for later attempts (the body is shared, not copied).
     fn settle(&mut self, mut req: Request) -> Request {
         if self.plan.has_more() {
-            let settled = permission::resolve(self.explicit, self.shared.policy.as_ref(), &req);
+            let settled = match self.permission {
+                Some(settled) => settled,
+                None => permission::resolve(self.explicit, self.shared.policy.as_ref(), &req),
+            };
             if settled.allowed && !self.rebuilds() {
                 self.replay = Replay::prepare(&mut req);
             }

@@ -421,9 +421,11 @@ async fn last_resort_sends_to_the_soonest_to_recover() {
 }
 
 /// Real time (the trial reaches a real loopback server), no timing asserted: the order is held
-/// by the test.
+/// by the test. A request that may not fail over waits (a read is sent beside the trial: see
+/// the next test).
 #[tokio::test]
-async fn with_nothing_else_left_a_request_waits_for_the_trial_in_flight_and_follows_its_success() {
+async fn with_nothing_else_left_a_request_that_may_not_fail_over_waits_for_the_trial_in_flight_and_follows_its_success()
+ {
     let only_one = Provider::new("only", false).await;
     let log = Log::default();
     let failover = failover_with(&[&only_one], None, &log, Some(Duration::from_secs(30)));
@@ -431,25 +433,48 @@ async fn with_nothing_else_left_a_request_waits_for_the_trial_in_flight_and_foll
     trip(&client, &only_one).await;
     assert!(failover.is_cooling_down("only"));
     only_one.hold_next();
-    let spawn_read = || {
+    let spawn_write = || {
         let client = client.clone();
-        tokio::spawn(async move { client.get("http://127.0.0.1:9/").send().await })
+        tokio::spawn(async move { client.post("http://127.0.0.1:9/").body("{}").send().await })
     };
-    let trial = spawn_read();
+    let trial = spawn_write();
     only_one.arrived.notified().await;
-    let waiter = spawn_read();
+    let waiter = spawn_write();
     for _ in 0..50 {
         tokio::task::yield_now().await;
     }
-    assert!(!waiter.is_finished(), "the second read waits: it is not failed with NoUsableEndpoint");
+    assert!(!waiter.is_finished(), "the second request waits: it is not failed with NoUsableEndpoint");
     assert_eq!(only_one.attempts(), 3 + 1, "and sends nothing while the trial is in flight");
     only_one.release.notify_one();
     for handle in [trial, waiter] {
         let resp = handle.await.unwrap().unwrap();
         assert_eq!(served_by(&resp), Some("only"));
     }
-    assert_eq!(only_one.attempts(), 3 + 2, "the trial, then the waiting read once it closed the breaker");
+    assert_eq!(only_one.attempts(), 3 + 2, "the trial, then the waiting request once it closed the breaker");
     assert!(!failover.is_cooling_down("only"));
+}
+
+/// Issue 28: a read (it may fail over) with nothing else left does not wait for another
+/// request's trial: a trial to a provider that hangs would hold every read for the attempt
+/// timeout. It is sent beside the trial, as an ordinary attempt.
+#[tokio::test]
+async fn with_nothing_else_left_a_read_is_sent_beside_the_trial_in_flight() {
+    let only_one = Provider::new("only", false).await;
+    let log = Log::default();
+    let failover = failover_with(&[&only_one], None, &log, Some(Duration::from_secs(30)));
+    let client = paused_client(failover.clone(), &[&only_one]);
+    trip(&client, &only_one).await;
+    only_one.hold_next();
+    let trial = tokio::spawn({
+        let client = client.clone();
+        async move { client.get("http://127.0.0.1:9/").send().await }
+    });
+    only_one.arrived.notified().await;
+    let beside = client.get("http://127.0.0.1:9/").send().await.unwrap();
+    assert_eq!(served_by(&beside), Some("only"), "answered while the trial is still held");
+    assert_eq!(only_one.attempts(), 3 + 2);
+    only_one.release.notify_one();
+    assert_eq!(served_by(&trial.await.unwrap().unwrap()), Some("only"));
 }
 
 #[tokio::test(start_paused = true)]
@@ -468,7 +493,8 @@ async fn a_wait_for_another_requests_trial_lasts_at_most_the_attempt_timeout() {
     });
     only_one.arrived.notified().await;
     let started = Instant::now();
-    let err = read_err(&client).await;
+    // A request that may not fail over (a read would be sent beside the trial).
+    let err = client.post("http://127.0.0.1:9/").body("{}").send().await.unwrap_err();
     assert!(failnext_error(&err).is_no_usable_endpoint(), "{err}");
     assert_eq!(started.elapsed(), bound, "one wait, as long as the attempt timeout, then no more");
     assert_eq!(only_one.attempts(), 3 + 1);

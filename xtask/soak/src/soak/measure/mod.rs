@@ -500,6 +500,33 @@ async fn count_probes(monitors: Vec<Monitor>, mut stopped: watch::Receiver<bool>
                 *count +=
                     checked.iter().zip(last.iter()).filter(|(now, before)| now != before).count() as u64;
             }
+            if DEBUGGING.load(std::sync::atomic::Ordering::Relaxed) && *last != checked {
+                let entries: Vec<String> = snapshot
+                    .entries()
+                    .iter()
+                    .map(|e| {
+                        let fit = if monitor.eligible(e.endpoint().as_str()) { "in" } else { "OUT" };
+                        let why = e.error().map(|e| format!(" {e}")).unwrap_or_default();
+                        let contra = e.contradiction().map(|c| format!(" {c:?}")).unwrap_or_default();
+                        let doubted = if e.is_doubted() { " doubted" } else { "" };
+                        format!(
+                            "{}:{fit} h={:?} lag={:?}{why}{contra}{doubted}",
+                            e.endpoint(),
+                            e.height(),
+                            e.lag()
+                        )
+                    })
+                    .collect();
+                debug(|| {
+                    format!(
+                        "view {:p} ref={} bt={:?}: {}",
+                        monitor,
+                        snapshot.highest(),
+                        snapshot.block_time(),
+                        entries.join(" | ")
+                    )
+                });
+            }
             *last = checked;
         }
     }
