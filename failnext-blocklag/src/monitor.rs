@@ -593,11 +593,9 @@ impl Inner {
             self.republish();
         }
         // Its probe runs now, whatever `check_now` allowed lately (a contradiction happens at
-        // most once per re-admission), when the reads need it back; otherwise its backoff
-        // re-checks it once they do ([`Inner::needed`]).
-        if self.needed(i) {
-            self.wake(i, Gap::Recheck);
-        }
+        // most once per re-admission), when the reads need it back; otherwise the schedule
+        // checks it once they do, or an interval after its last check ([`Inner::needed`]).
+        self.wake(i, Gap::Recheck);
         true
     }
 
@@ -677,14 +675,13 @@ impl Inner {
         (head != 0).then_some((head, ago))
     }
 
-    /// Asks the spawned schedule to probe endpoint `i` now (see [`Link::wake`]), when the
-    /// reads need it ([`Inner::needed`]); nothing without a schedule.
+    /// Asks the spawned schedule to probe endpoint `i` now (see [`Link::wake`]; the
+    /// schedule runs it when the reads need it, [`Inner::needed`]); nothing without a
+    /// schedule.
     ///
     /// [`Link::wake`]: crate::wake::Link::wake
     pub(crate) fn check_now(&self, i: usize) {
-        if self.needed(i) {
-            self.wake(i, Gap::Interval);
-        }
+        self.wake(i, Gap::Interval);
     }
 
     /// Publishes the spawned schedule's probe of endpoint `i` ([`round::amend`]) and records

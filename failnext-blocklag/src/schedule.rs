@@ -100,10 +100,8 @@ impl Monitor {
                 let jitter = Jitter::from_seed(jitter.next_u64());
                 async move {
                     let probe = || monitor.probe_one(i, timeout);
-                    let answered = || monitor.inner().answered_ago(i);
-                    let needed = || monitor.inner().needed(i);
-                    let wake = link.wakes.get(i);
-                    run(probe, interval, jitter, stopped, wake, answered, needed).await;
+                    let view = Provider { monitor: &monitor, i };
+                    run(probe, interval, jitter, stopped, link.wakes.get(i), view).await;
                 }
             })
             .collect();
@@ -111,6 +109,24 @@ impl Monitor {
             futures::future::join_all(providers).await;
         });
         MonitorHandle { task: Some(task), stop, monitor: self.clone() }
+    }
+}
+
+/// Provider `i` in its monitor's view, for its schedule.
+struct Provider<'a> {
+    monitor: &'a Monitor,
+    i: usize,
+}
+
+impl View for Provider<'_> {
+    fn held_out(&self) -> bool {
+        self.monitor.inner().held_out(self.i)
+    }
+    fn needed(&self) -> bool {
+        self.monitor.inner().needed(self.i)
+    }
+    fn answered_ago(&self) -> Option<Duration> {
+        self.monitor.inner().answered_ago(self.i)
     }
 }
 
@@ -199,19 +215,20 @@ impl fmt::Debug for MonitorHandle {
 /// `stopped`. A stop during a check lets it finish; a stop during a sleep ends it; `wake`
 /// ends a sleep early (a permit stored while a check runs ends the next sleep at once).
 ///
-/// After a check that found the provider fit, the idle probe is skipped while real traffic
-/// vouches for it: `answered_ago` is how long ago it last answered well (with its head), and
-/// while that is within `interval` the sleep is extended to `interval` after that answer.
-/// After a check that found it unfit, the sleep is a backoff ([`pace`]): short at first,
-/// doubling while it stays unfit, never beyond `interval`.
+/// While the view admits the provider, its idle probe is skipped while real traffic vouches
+/// for it ([`View::answered_ago`] within `interval`: the sleep is extended to `interval`
+/// after that answer), for up to [`VOUCHED_INTERVALS`]. After a check that found it unfit,
+/// the sleep is a backoff ([`pace`]): short at first, doubling while it stays unfit, never
+/// beyond `interval`. A provider the view holds out is checked at the end of its sleep (or
+/// when woken) only while the reads need it ([`View::needed`]); otherwise it looks again
+/// every [`LOOK`] at most, and is checked once `interval` has passed since its last check.
 pub(crate) async fn run<C, F>(
     mut check: C,
     interval: Duration,
     mut jitter: Jitter,
     mut stopped: watch::Receiver<bool>,
     wake: Option<&Notify>,
-    answered_ago: impl Fn() -> Option<Duration>,
-    needed: impl Fn() -> bool,
+    view: impl View,
 ) where
     C: FnMut() -> F,
     F: Future<Output = bool>,
@@ -224,42 +241,59 @@ pub(crate) async fn run<C, F>(
             break;
         }
         let mut sleep_for = pace(interval, unfit_streak, &mut jitter);
-        // How long since this check ended: an unfit provider that is not needed skips its
-        // re-checks until an interval has passed.
         let checked = tokio::time::Instant::now();
         loop {
-            let sleep = pin!(tokio::time::sleep(sleep_for));
-            // A closed channel (the handle is gone) also ends the sleep; the loop then ends too
-            // if it was a stop, and otherwise the task is being aborted anyway.
-            let changed = pin!(stopped.changed());
-            let woken = pin!(async {
-                match wake {
-                    Some(wake) => wake.notified().await,
-                    None => std::future::pending().await,
+            let slept = {
+                let sleep = pin!(tokio::time::sleep(sleep_for));
+                // A closed channel (the handle is gone) also ends the sleep; the loop then
+                // ends too if it was a stop, and otherwise the task is being aborted anyway.
+                let changed = pin!(stopped.changed());
+                let woken = pin!(async {
+                    match wake {
+                        Some(wake) => wake.notified().await,
+                        None => std::future::pending().await,
+                    }
+                });
+                match futures::future::select(sleep, futures::future::select(changed, woken)).await {
+                    futures::future::Either::Left(_) => true,
+                    futures::future::Either::Right(_) => false,
                 }
-            });
-            let slept = match futures::future::select(sleep, futures::future::select(changed, woken)).await {
-                futures::future::Either::Left(_) => true,
-                futures::future::Either::Right(_) => false,
             };
-            // Traffic is the probe: a fit provider that answered well within the interval is
-            // not probed until an interval has passed since that answer.
-            let vouched = checked.elapsed() < interval * VOUCHED_INTERVALS;
-            if let Some(ago) = answered_ago().filter(|ago| slept && fit && vouched && *ago < interval) {
-                sleep_for = jittered(interval - ago, &mut jitter);
-                continue;
+            if *stopped.borrow() || stopped.has_changed().is_err() {
+                break;
             }
-            // An unfit provider is re-checked on its backoff only while the reads need it
-            // (too few others admitted); otherwise its backoff step is only a look at whether
-            // they do, and it is re-checked an interval after its last check.
             let waited = checked.elapsed();
-            if slept && !fit && waited < interval && !needed() {
-                sleep_for = pace(interval, unfit_streak, &mut jitter).min(LOOK).min(interval - waited);
+            let held = view.held_out();
+            // Traffic is the probe: a provider the view admits that answered well within the
+            // interval is not probed until an interval has passed since that answer (and at
+            // least once in `VOUCHED_INTERVALS`, for its chain id).
+            if slept && !held && waited < interval * VOUCHED_INTERVALS {
+                if let Some(ago) = view.answered_ago().filter(|ago| *ago < interval) {
+                    sleep_for = jittered(interval - ago, &mut jitter);
+                    continue;
+                }
+            }
+            // A provider held out is re-checked (on its backoff, or woken by evidence) only
+            // while the reads need it; otherwise the wait is only a look at whether they do,
+            // and it is re-checked an interval after its last check.
+            if held && waited < interval && !view.needed() {
+                let step = pace(interval, unfit_streak.max(1), &mut jitter);
+                sleep_for = step.min(LOOK).min(interval - waited);
                 continue;
             }
             break;
         }
     }
+}
+
+/// What the schedule of one provider asks of the monitor's view between its checks.
+pub(crate) trait View {
+    /// Whether the view holds the provider out now (not admitted, or contradicted).
+    fn held_out(&self) -> bool;
+    /// Whether the reads need it back: too few other providers admitted.
+    fn needed(&self) -> bool;
+    /// How long ago it last answered well with its head, as traffic told.
+    fn answered_ago(&self) -> Option<Duration>;
 }
 
 /// How many intervals traffic may stand in for a fit provider's probe: its answers show it
@@ -302,6 +336,35 @@ mod tests {
 
     const INTERVAL: Duration = Duration::from_secs(1);
 
+    /// A view the test controls: held out, needed, answered.
+    struct Fake<H, N, A> {
+        held: H,
+        needed: N,
+        answered: A,
+    }
+
+    impl<H, N, A> View for Fake<H, N, A>
+    where
+        H: Fn() -> bool,
+        N: Fn() -> bool,
+        A: Fn() -> Option<Duration>,
+    {
+        fn held_out(&self) -> bool {
+            (self.held)()
+        }
+        fn needed(&self) -> bool {
+            (self.needed)()
+        }
+        fn answered_ago(&self) -> Option<Duration> {
+            (self.answered)()
+        }
+    }
+
+    /// Held out and needed, no traffic: every check's sleep is its pace.
+    fn needed_always() -> impl View {
+        Fake { held: || true, needed: || true, answered: || None }
+    }
+
     /// When each fake check started and ended, and how many ran at once at most.
     #[derive(Default)]
     struct Log {
@@ -334,7 +397,7 @@ mod tests {
                 answer
             }
         };
-        let task = tokio::spawn(run(check, INTERVAL, Jitter::from_seed(7), stopped, None, || None, || true));
+        let task = tokio::spawn(run(check, INTERVAL, Jitter::from_seed(7), stopped, None, needed_always()));
         tokio::time::sleep(for_).await;
         stop.send_replace(true);
         task.await.unwrap();
@@ -373,15 +436,8 @@ mod tests {
         // Traffic answered 300 ms ago, every time the schedule asks: the probe comes only
         // once in four intervals (for the chain id, which answers do not show).
         let started = Instant::now();
-        let task = tokio::spawn(run(
-            check,
-            INTERVAL,
-            Jitter::from_seed(3),
-            stopped,
-            None,
-            || Some(Duration::from_millis(300)),
-            || true,
-        ));
+        let view = Fake { held: || false, needed: || true, answered: || Some(Duration::from_millis(300)) };
+        let task = tokio::spawn(run(check, INTERVAL, Jitter::from_seed(3), stopped, None, view));
         tokio::time::sleep(Duration::from_secs(10)).await;
         stop.send_replace(true);
         task.await.unwrap();
@@ -392,6 +448,25 @@ mod tests {
             let gap = pair[1] - pair[0];
             assert!(gap >= INTERVAL * 4 && gap <= INTERVAL * 5, "{gap:?}");
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn answers_do_not_stand_in_for_the_probe_of_a_provider_the_view_holds_out() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (stop, stopped) = watch::channel(false);
+        let seen = log.clone();
+        let check = move || {
+            seen.lock().unwrap().push(Instant::now());
+            async { true }
+        };
+        // Its last probe passed, but an answer since contradicted the view (held out): its
+        // reserve answers, good or not, do not delay its next probe.
+        let view = Fake { held: || true, needed: || true, answered: || Some(Duration::from_millis(300)) };
+        let task = tokio::spawn(run(check, INTERVAL, Jitter::from_seed(9), stopped, None, view));
+        tokio::time::sleep(Duration::from_millis(3500)).await;
+        stop.send_replace(true);
+        task.await.unwrap();
+        assert_eq!(log.lock().unwrap().len(), 4, "probed every interval");
     }
 
     #[tokio::test(start_paused = true)]
@@ -406,15 +481,12 @@ mod tests {
         };
         let started = Instant::now();
         let asked = needed.clone();
-        let task = tokio::spawn(run(
-            check,
-            INTERVAL,
-            Jitter::from_seed(5),
-            stopped,
-            None,
-            || None,
-            move || asked.load(std::sync::atomic::Ordering::SeqCst),
-        ));
+        let view = Fake {
+            held: || true,
+            needed: move || asked.load(std::sync::atomic::Ordering::SeqCst),
+            answered: || None,
+        };
+        let task = tokio::spawn(run(check, INTERVAL, Jitter::from_seed(5), stopped, None, view));
         // Others serve: no backoff re-checks, the next probe an interval after the first.
         tokio::time::sleep(INTERVAL.mul_f64(0.85)).await;
         assert_eq!(log.lock().unwrap().len(), 1, "re-checked while not needed");

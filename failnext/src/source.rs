@@ -201,10 +201,13 @@ impl Head {
     /// The highest head plausible at `now`: this one, plus the blocks the chain can have made
     /// since it was current (two per block time: a block time learnt from a few samples may
     /// be longer than the chain's, and an honest answer must never look implausible; and one
-    /// more), plus the tolerance; `None` without a block time (nothing bounds it).
+    /// more), plus the tolerance (at least [`DEFAULT_TOLERANCE`]: a head taken a moment
+    /// before a block may be a few behind an honest answer); `None` without a block time
+    /// (nothing bounds it).
     pub fn plausible_limit(&self, now: Instant) -> Option<u64> {
         let made = self.made(now, 2)?;
-        Some(self.number.saturating_add(made).saturating_add(1).saturating_add(self.tolerance))
+        let tolerance = self.tolerance.max(DEFAULT_TOLERANCE);
+        Some(self.number.saturating_add(made).saturating_add(1).saturating_add(tolerance))
     }
 }
 
