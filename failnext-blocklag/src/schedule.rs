@@ -360,6 +360,20 @@ mod tests {
         }
     }
 
+    /// A check that always answers `fit`, and the instants it started at.
+    #[allow(clippy::type_complexity, reason = "a test's shared log")]
+    fn starts_of(
+        fit: bool,
+    ) -> (Arc<Mutex<Vec<Instant>>>, impl FnMut() -> std::future::Ready<bool> + Send + 'static) {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let seen = log.clone();
+        let check = move || {
+            seen.lock().unwrap().push(Instant::now());
+            std::future::ready(fit)
+        };
+        (log, check)
+    }
+
     /// Held out and needed, no traffic: every check's sleep is its pace.
     fn needed_always() -> impl View {
         Fake { held: || true, needed: || true, answered: || None }
@@ -426,13 +440,8 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_fit_provider_that_answered_within_the_interval_is_probed_once_in_four_intervals_traffic_is_the_probe()
      {
-        let log = Arc::new(Mutex::new(Vec::new()));
+        let (log, check) = starts_of(true);
         let (stop, stopped) = watch::channel(false);
-        let seen = log.clone();
-        let check = move || {
-            seen.lock().unwrap().push(Instant::now());
-            async { true }
-        };
         // Traffic answered 300 ms ago, every time the schedule asks: the probe comes only
         // once in four intervals (for the chain id, which answers do not show).
         let started = Instant::now();
@@ -452,13 +461,8 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn answers_do_not_stand_in_for_the_probe_of_a_provider_the_view_holds_out() {
-        let log = Arc::new(Mutex::new(Vec::new()));
+        let (log, check) = starts_of(true);
         let (stop, stopped) = watch::channel(false);
-        let seen = log.clone();
-        let check = move || {
-            seen.lock().unwrap().push(Instant::now());
-            async { true }
-        };
         // Its last probe passed, but an answer since contradicted the view (held out): its
         // reserve answers, good or not, do not delay its next probe.
         let view = Fake { held: || true, needed: || true, answered: || Some(Duration::from_millis(300)) };
@@ -471,14 +475,9 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn an_unfit_provider_waits_for_the_interval_while_others_serve_and_is_rechecked_once_needed() {
-        let log = Arc::new(Mutex::new(Vec::new()));
+        let (log, check) = starts_of(false);
         let needed = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let (stop, stopped) = watch::channel(false);
-        let seen = log.clone();
-        let check = move || {
-            seen.lock().unwrap().push(Instant::now());
-            async { false }
-        };
         let started = Instant::now();
         let asked = needed.clone();
         let view = Fake {
