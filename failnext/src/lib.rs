@@ -393,10 +393,11 @@
 //!   ([`HealthSource::check_now`], bounded by the source);
 //! - **heads are judged**: with the JSON-RPC classifier, a single `eth_blockNumber` answer is
 //!   compared with the best known head ([`HealthSource::head`], or the highest plausible head
-//!   this `Failover` has seen in answers, whichever is higher): below it by more than its
-//!   tolerance ([`Head::tolerance`], default [`DEFAULT_TOLERANCE`] blocks), or above the highest
-//!   plausible head ([`Head::plausible_limit`]: the blocks its block time allows since, plus
-//!   one, plus the tolerance), the answer is failed over as a failure of its endpoint
+//!   this `Failover` has seen in answers, whichever is higher), projected by its block time
+//!   to when the attempt was sent (less an eighth of the blocks projected): below it by more
+//!   than its tolerance ([`Head::tolerance`], at least [`DEFAULT_TOLERANCE`] blocks), or above
+//!   the highest plausible head ([`Head::plausible_limit`]: the blocks its block time allows
+//!   since, plus one, plus the tolerance), the answer is failed over as a failure of its endpoint
 //!   ([`Unfit::BelowFloor`], [`Unfit::Implausible`]), kept while the next endpoint is tried and
 //!   returned only if nothing better comes.
 //!
