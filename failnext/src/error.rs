@@ -250,7 +250,9 @@ impl Error {
     /// it was passed over: what, beside the [`attempts`](Error::attempts), a read that failed
     /// did with each provider. Found when the request ended (a cold path: a request that
     /// answers pays nothing for it); empty for an unknown-endpoint error. `Display` lists them
-    /// after the attempts.
+    /// after the attempts. Beyond the 64th configured endpoint the plan keeps no record of
+    /// exclusions and health skips (to keep every request's plan one word per set): such an
+    /// endpoint reads as ineligible, or not tried.
     ///
     /// ```
     /// # fn show(err: &failnext::Error) {

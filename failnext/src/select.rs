@@ -267,9 +267,10 @@ impl Plan {
         self.passed_by_health |= bit(i);
     }
 
-    /// Whether a candidate passed over as open is left for the last resort.
-    pub(crate) fn passed_any_open(&self) -> bool {
-        self.passed_open.any()
+    /// How many candidates passed over as open are left for the last resort (0, 1, or 2 for
+    /// two or more).
+    pub(crate) fn passed_open_left(&self) -> usize {
+        (0..self.len).filter(|&i| self.passed_open.get(i)).take(2).count()
     }
 
     /// Remembers that candidate `i` was passed over because it was cooling down.

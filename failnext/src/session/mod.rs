@@ -335,11 +335,23 @@ impl<'a> Session<'a> {
     /// last resort. It only chooses where the next attempt goes: `next` has already stopped
     /// a request that may not fail over.
     fn last_resort(&mut self) -> Option<Choice> {
-        if !self.plan.passed_any_open() {
+        let open_left = self.plan.passed_open_left();
+        if open_left == 0 {
             return None;
         }
         let bounded = self.shared.attempt_timeout.is_some() || self.deadline.is_some();
-        let may_wait = bounded && !self.may_fail_over();
+        let read = match self.permission {
+            Some(settled) => settled.allowed,
+            // Before the first attempt, permission is settled (the policy asked) only when
+            // another candidate would be left to fail over to, as ever (the plan's order is
+            // exhausted here: only the last resort's candidates are left); with one, the
+            // request's own choice or its method says whether it is a read.
+            None if open_left > 1 => self.may_fail_over(),
+            None => {
+                self.first.as_ref().is_some_and(|req| permission::resolve(self.explicit, None, req).allowed)
+            }
+        };
+        let may_wait = bounded && !read;
         let slots = &self.shared.slots;
         let choice = self.plan.last_resort(
             |i| slots[i].health.open_until(),
