@@ -212,6 +212,26 @@ async fn policy_not_called_when_no_second_endpoint_could_be_tried() {
     assert_eq!(pair.calls(), (3, 0));
 }
 
+// Issue 28: the last resort (every candidate's breaker open) asks the policy only when a
+// second candidate would be left; a single endpoint whose breaker is open never does.
+#[tokio::test]
+async fn the_last_resort_asks_no_policy_of_a_single_open_endpoint() {
+    let (policy, calls) = counting_policy(Permission::Allow);
+    let single = client(
+        builder([("e1", failnext_loopback::refused_url("/rpc"))])
+            .cooldown(Cooldown::adaptive())
+            .permission_policy(policy)
+            .build()
+            .unwrap(),
+    );
+    // Three failures open its breaker; the requests after meet it open (the last resort).
+    for _ in 0..6 {
+        let err = single.post("http://127.0.0.1:9/").send().await.unwrap_err();
+        assert!(failnext_error(&err).attempts().len() <= 1, "{err}");
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+}
+
 // C48 (Rust): when the first attempt succeeds the policy is still called at most once (it may
 // be consulted before the first attempt, since the request is consumed by it).
 #[tokio::test]
