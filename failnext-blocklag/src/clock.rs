@@ -36,6 +36,25 @@ pub(crate) fn blocks_made(since: Duration, block_time: Duration) -> u64 {
     (since.as_nanos() / block_time.max(Duration::from_millis(1)).as_nanos()) as u64
 }
 
+/// A provider's head at `at`: its probe's `height` (probed at `checked`) and the head its good
+/// answers showed (`vouched`, and when), each credited with the blocks a chain of
+/// `block_time` made since (none without a block time, or for a height not yet timed); the
+/// higher of the two.
+pub(crate) fn newest_head(
+    probed: Option<(u64, Option<Instant>)>,
+    vouched: Option<(u64, Instant)>,
+    at: Instant,
+    block_time: Option<Duration>,
+) -> Option<u64> {
+    let credited = |height: u64, seen: Option<Instant>| {
+        let since = seen.map(|seen| at.saturating_duration_since(seen));
+        height.saturating_add(since.zip(block_time).map_or(0, |(since, bt)| blocks_made(since, bt)))
+    };
+    let probed = probed.map(|(height, checked)| credited(height, checked));
+    let vouched = vouched.map(|(head, seen)| credited(head, Some(seen)));
+    probed.max(vouched)
+}
+
 /// One provider's head with its timestamp, as the clock sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Stamped {

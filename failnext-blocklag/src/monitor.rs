@@ -667,12 +667,13 @@ impl Inner {
         Some(Duration::from_millis(self.now_ms().saturating_sub(at)))
     }
 
-    /// The highest head real traffic showed of endpoint `i`, and how long ago its latest
-    /// good answer with a head came.
-    pub(crate) fn answered_head(&self, i: usize) -> Option<(u64, Duration)> {
+    /// The highest head real traffic showed of endpoint `i`, and when its latest good answer
+    /// with a head came.
+    pub(crate) fn answered(&self, i: usize) -> Option<(u64, Instant)> {
         let head = self.answered_head.get(i)?.load(Ordering::Acquire);
         let ago = self.answered_ago(i)?;
-        (head != 0).then_some((head, ago))
+        let now = Instant::now();
+        (head != 0).then(|| (head, now.checked_sub(ago).unwrap_or(now)))
     }
 
     /// Asks the spawned schedule to probe endpoint `i` now (see [`Link::wake`]; the
@@ -698,10 +699,7 @@ impl Inner {
         let (at, counts) = (Instant::now(), self.counts(i));
         let ids: Vec<&EndpointId> = self.settings.endpoints.iter().map(Endpoint::id).collect();
         let waiting = if self.settings.freshness.fail_closed { Fitness::Closed } else { Fitness::Unchecked };
-        let now = Instant::now();
-        let vouched: Vec<Option<(u64, Instant)>> = (0..ids.len())
-            .map(|j| self.answered_head(j).map(|(head, ago)| (head, now.checked_sub(ago).unwrap_or(now))))
-            .collect();
+        let vouched: Vec<Option<(u64, Instant)>> = (0..ids.len()).map(|j| self.answered(j)).collect();
         let config = round::Amending {
             max_lag: self.settings.max_lag,
             rules: self.settings.rules,

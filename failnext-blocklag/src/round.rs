@@ -348,15 +348,9 @@ pub(crate) fn amend(
             // (by the learned block time), so that a newer probe of another provider does not
             // make it lag by the time between the two probes.
             // A head its answers showed since counts the same way.
-            let credited = |height: u64, seen: Option<Instant>| {
-                let since = seen.map(|c| at.saturating_duration_since(c));
-                height.saturating_add(
-                    since.zip(block_time).map_or(0, |(since, bt)| clock::blocks_made(since, bt)),
-                )
-            };
             let vouched = config.vouched.get(j).copied().flatten();
-            let height = credited(height, entry.checked())
-                .max(vouched.map_or(0, |(head, seen)| credited(head, Some(seen))));
+            let height = clock::newest_head(Some((height, entry.checked())), vouched, at, block_time)
+                .unwrap_or(height);
             let fitness = Fitness::of_height(height, highest, max_lag);
             within_seconds(fitness, block_time, rules.max_lag_secs)
         };

@@ -135,14 +135,10 @@ fn projected_head(monitor: &Monitor, id: &EndpointId) -> Option<u64> {
     let inner = monitor.inner();
     let i = inner.settings.position(id)?;
     let block_time = snapshot.as_deref().and_then(crate::Snapshot::block_time);
-    let credit = |ago| block_time.map_or(0, |bt| crate::clock::blocks_made(ago, bt));
     let now = tokio::time::Instant::now();
     let probed = snapshot.as_deref().and_then(|s| {
         let entry = s.entries().get(i)?;
-        let height = entry.height()?;
-        let ago = entry.checked().map_or(std::time::Duration::ZERO, |c| now.saturating_duration_since(c));
-        Some(height.saturating_add(credit(ago)))
+        Some((entry.height()?, entry.checked()))
     });
-    let answered = inner.answered_head(i).map(|(head, ago)| head.saturating_add(credit(ago)));
-    probed.max(answered)
+    crate::clock::newest_head(probed, inner.answered(i), now, block_time)
 }

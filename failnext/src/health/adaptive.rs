@@ -153,7 +153,7 @@ impl Breaker {
         }
         let now = Instant::now();
         let mut state = self.state.lock();
-        if state.until.is_some_and(|until| now < until) && state.trial.is_none() {
+        if state.open_untried(now) {
             state.until = Some(now);
         }
     }
@@ -167,8 +167,7 @@ impl Breaker {
         let Some(at) = last_good() else { return };
         let now = Instant::now();
         let mut state = self.state.lock();
-        let open = state.until.is_some_and(|until| now < until) && state.trial.is_none();
-        if open && !state.hinted && state.opened.is_some_and(|opened| opened < at) {
+        if state.open_untried(now) && !state.hinted && state.opened.is_some_and(|opened| opened < at) {
             state.until = Some(now);
         }
     }
@@ -269,6 +268,12 @@ impl State {
         self.epochs
     }
 
+    /// Whether its open time runs at `now` and no trial is in flight: what evidence that the
+    /// provider is good may cut short (its next request is then the trial).
+    fn open_untried(&self, now: Instant) -> bool {
+        self.until.is_some_and(|until| now < until) && self.trial.is_none()
+    }
+
     /// The breaker's step for one outcome (not `Neutral`) at `now`.
     ///
     /// - Open or half-open, and not the trial's outcome (an attempt admitted before the breaker
@@ -286,7 +291,7 @@ impl State {
             // A good answer while open (an attempt admitted before it opened, a last resort
             // beside the trial) ends the open time: the next request is its trial.
             if evidence == Evidence::Success && hint.is_none() {
-                if now < until && self.trial.is_none() && !self.hinted {
+                if self.open_untried(now) && !self.hinted {
                     self.until = Some(now);
                 }
                 return None;
