@@ -367,10 +367,14 @@ pub(crate) fn amend(
         };
         *entry = entry.clone().with_fitness(rejudged);
     }
+    // When the chain was last seen to reach the reference: a provider that shows the same
+    // head again (same number, same block) says nothing newer, so its head counts from when
+    // it first showed it, not from its latest probe. A stalled provider probed again would
+    // otherwise make its old head look current, and honest higher heads implausible.
     let seen = entries
         .iter()
         .filter(|e| e.height().is_some_and(|h| h >= highest))
-        .filter_map(SnapshotEntry::checked)
+        .filter_map(|e| e.stamped().map(|s| s.first_seen).or_else(|| e.checked()))
         .max()
         .unwrap_or(at);
     let checked_at = previous.map_or(at, |p| p.checked().max(at));
@@ -707,6 +711,31 @@ mod tests {
         // Its own probe still at 100: 3 behind, beyond max_lag 1.
         let s = amended(Some(&s), 1, Ok(100), Counts::default()).snapshot.unwrap();
         assert_eq!(s.fitness("b"), Fitness::Lagging { behind: 3 });
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_head_shown_again_counts_from_when_it_was_first_shown_not_from_its_latest_probe() {
+        let ids: Vec<EndpointId> = ["a", "b", "c"].into_iter().map(EndpointId::from).collect();
+        let ids: Vec<&EndpointId> = ids.iter().collect();
+        let probe = |prev: Option<&Snapshot>, height: u64, timestamp: u64| {
+            let measured = Measured { timestamp: Some(timestamp), ..Measured::default() };
+            let probed =
+                Probed { position: 0, outcome: Ok(height), measured, at: Instant::now(), counts: Counts::default() };
+            let config =
+                Amending { max_lag: 1, rules: Rules::default(), waiting: Fitness::Unchecked, vouched: &[] };
+            amend(prev, &ids, probed, config).snapshot.unwrap()
+        };
+        let first = Instant::now();
+        let s1 = probe(None, 100, 1_000);
+        assert_eq!(s1.reference_seen(), first);
+        tokio::time::advance(std::time::Duration::from_secs(2)).await;
+        // The same block again: a stalled provider. Its head is as old as its first sighting.
+        let s2 = probe(Some(&s1), 100, 1_000);
+        assert_eq!(s2.reference_seen(), first);
+        // A new head is seen now.
+        tokio::time::advance(std::time::Duration::from_secs(1)).await;
+        let s3 = probe(Some(&s2), 101, 1_012);
+        assert_eq!(s3.reference_seen(), Instant::now());
     }
 
     #[test]

@@ -121,10 +121,12 @@ impl Snapshot {
         self
     }
 
-    /// The latest probe time (Tokio clock) at which a provider reported the
+    /// When (Tokio clock) a provider last showed the chain at the
     /// [reference height](Snapshot::highest) or a higher one: the end of the check for
-    /// [`Monitor::check`](crate::Monitor::check), the newest such entry's
-    /// [`checked`](SnapshotEntry::checked) for the spawned schedule.
+    /// [`Monitor::check`](crate::Monitor::check); for the spawned schedule, the newest such
+    /// entry's first sighting of its head (a provider that shows the same block again says
+    /// nothing newer: a stalled provider's repeated head keeps the time it was first shown),
+    /// or its [`checked`](SnapshotEntry::checked) time when its probe read no block timestamp.
     pub fn reference_seen(&self) -> Instant {
         self.reference_seen
     }
