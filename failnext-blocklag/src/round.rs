@@ -719,8 +719,13 @@ mod tests {
         let ids: Vec<&EndpointId> = ids.iter().collect();
         let probe = |prev: Option<&Snapshot>, height: u64, timestamp: u64| {
             let measured = Measured { timestamp: Some(timestamp), ..Measured::default() };
-            let probed =
-                Probed { position: 0, outcome: Ok(height), measured, at: Instant::now(), counts: Counts::default() };
+            let probed = Probed {
+                position: 0,
+                outcome: Ok(height),
+                measured,
+                at: Instant::now(),
+                counts: Counts::default(),
+            };
             let config =
                 Amending { max_lag: 1, rules: Rules::default(), waiting: Fitness::Unchecked, vouched: &[] };
             amend(prev, &ids, probed, config).snapshot.unwrap()

@@ -260,7 +260,16 @@ fn conclude(
     let endpoint = slot.id();
     let Judgement { verdict, evidence, class, .. } = judgement;
     shared.emit(|| Event::Judged { endpoint, attempt: number, class, verdict, evidence, overruled });
-    if let Some(state) = slot.health.record(evidence, judge::hint(verdict, retry_after), trial) {
+    // Credentials or payment refused: the endpoint pauses for minutes, growing while it lasts.
+    let hint = match class {
+        Class::Unauthorized | Class::Payment => Some(slot.account_refused()),
+        _ if evidence == Evidence::Success => {
+            slot.account_answered();
+            judge::hint(verdict, retry_after)
+        }
+        _ => judge::hint(verdict, retry_after),
+    };
+    if let Some(state) = slot.health.record(evidence, hint, trial) {
         shared.emit(|| Event::Breaker { endpoint, state });
     }
 }

@@ -58,6 +58,17 @@ pub enum Class {
     Broken,
     /// The attempt ended without an HTTP response (connect, timeout, reset, ...).
     Transport,
+    /// The provider refused the credentials: a key or project id that is invalid, missing,
+    /// revoked or not allowed from here (HTTP 401, 403, 407; an inactive app; an endpoint
+    /// retired with HTTP 410). An operator's problem: cooled for long, growing while it lasts.
+    Unauthorized,
+    /// The account is out of paid capacity: HTTP 402, a monthly quota, credits used up. Cooled
+    /// like [`Unauthorized`](Class::Unauthorized).
+    Payment,
+    /// The request is too large for this provider (a logs range or result count over its
+    /// limit, a batch too long, a response too large; HTTP 413, 414, 431): another provider may
+    /// serve it, and this one is not cooled.
+    Limit,
 }
 
 impl Class {
@@ -71,6 +82,9 @@ impl Class {
             Class::Stale => "stale",
             Class::Broken => "broken",
             Class::Transport => "transport",
+            Class::Unauthorized => "unauthorized",
+            Class::Payment => "payment",
+            Class::Limit => "limit",
         }
     }
 }

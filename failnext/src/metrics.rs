@@ -30,7 +30,7 @@ use crate::health::BreakerState;
 static METADATA: Metadata<'static> =
     Metadata::new(module_path!(), metrics::Level::INFO, Some(module_path!()));
 
-const CLASSES: [Class; 7] = [
+const CLASSES: [Class; 10] = [
     Class::Answer,
     Class::Definitive,
     Class::Trigger,
@@ -38,6 +38,9 @@ const CLASSES: [Class; 7] = [
     Class::Stale,
     Class::Broken,
     Class::Transport,
+    Class::Unauthorized,
+    Class::Payment,
+    Class::Limit,
 ];
 
 const STATES: [&str; 3] = ["open", "half_open", "closed"];
@@ -45,7 +48,7 @@ const STATES: [&str; 3] = ["open", "half_open", "closed"];
 /// One endpoint's metric keys, made once.
 #[derive(Debug)]
 pub(crate) struct Keys {
-    attempts: [Key; 7],
+    attempts: [Key; 10],
     seconds: Key,
     failovers: Key,
     hedges: Key,

@@ -66,6 +66,19 @@ fn cheap(cases: u32) -> ProptestConfig {
 
 /// The docs' table, row by row: the phrases each row matches (lower case).
 const REVERT: &[&str] = &["revert", "vm execution error", "vm exception"];
+const LIMIT: &[&str] = &[
+    "query returned more than",
+    "block range",
+    "exceeds limit of",
+    "range limit",
+    "is limited to a",
+    "response size",
+    "batch size",
+    "batch limit",
+    "batch too large",
+    "specified in query",
+];
+const PAYMENT: &[&str] = &["capacity limit", "reached the free tier", "ran out of cu", "payment required"];
 const CAPACITY: &[&str] = &[
     "rate limit",
     "rate exceeded",
@@ -78,10 +91,31 @@ const CAPACITY: &[&str] = &[
     "reached the quota",
     "under too much load",
     "compute units per second",
-    "capacity limit",
-    "reached the free tier",
+    "throughput limit",
+    "api usage limit",
+    "concurrent requests",
+    "over_limit",
+    "error code: 1015",
 ];
-const STALE: &[&str] = &[
+const UNAUTHORIZED: &[&str] = &[
+    "unauthorized",
+    "must authenticate",
+    "invalid project id",
+    "project id is required",
+    "project id not provided",
+    "project id settings",
+    "does not have access",
+    "not on whitelist",
+    "not allowed to access",
+    "invalid api key",
+    "app is inactive",
+    "application not found",
+    "secretkey does not match",
+    "invalid host specified",
+    "no longer allowed",
+    "request blocked",
+];
+const BLOCK_MISSING: &[&str] = &[
     "header not found",
     "header for hash not found",
     "unknown block",
@@ -91,11 +125,18 @@ const STALE: &[&str] = &[
     "height is not available",
     "resource not found",
     "not currently canonical",
-    "blockoutofrange", // anvil's "BlockOutOfRangeError", above or below its head
+    "requested block height",
+    "could not be found",
+];
+const STATE_MISSING: &[&str] = &[
     "missing trie node",
     "historical state",
     "state not available",
     "state is not available",
+    "no state available",
+    "state pruning",
+    "before txnum",
+    "due to pruning",
 ];
 const DEFINITIVE: &[&str] = &[
     "nonce too low",
@@ -114,16 +155,33 @@ const DEFINITIVE: &[&str] = &[
     "invalid sender",
     "invalid argument",
     "invalid params",
+    "wrong transaction nonce",
+    "not proper json",
 ];
 const UNSUPPORTED: &[&str] = &[
     "method not found",
     "unsupported method",
     "method is not whitelisted",
     "is not included in your current plan",
+    "does not support",
+    "not available on freetier",
+];
+const TIMEOUT: &[&str] = &["timeout", "timed out"];
+const UNAVAILABLE: &[&str] = &[
+    "no backend is currently healthy",
+    "relay attempts exhausted",
+    "unable to complete request",
+    "cannot fulfill request",
+    "method handler crashed",
+    "internal service failure",
+    "service temporarily unavailable",
+    "service unavailable",
+    "bad gateway",
+    "gateway time",
 ];
 
 /// How the reference judged one answer.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Said {
     Result,
     Definitive,
@@ -131,11 +189,21 @@ enum Said {
     Stale,
     Broken,
     Unrecognised,
+    Unauthorized,
+    Payment,
+    Limit,
+    Timeout,
 }
 
 /// The judgement the docs give a response with `status`, `body` and a `Retry-After` worth
 /// `retry_after` (already read by the docs' rule and capped).
 fn reference(status: u16, body: &[u8], retry_after: Option<Duration>) -> Judgement {
+    reference_worded(status, body, body, retry_after)
+}
+
+/// [`reference`] with the words of a body that is no JSON-RPC answer read from `sent` (the
+/// bytes as sent: the 4 KiB window is of those), the rest from `body`.
+fn reference_worded(status: u16, body: &[u8], sent: &[u8], retry_after: Option<Duration>) -> Judgement {
     let mut said = Vec::new();
     match serde_json::from_slice::<Value>(body) {
         Ok(Value::Object(answer)) => said.push(judge_answer(&answer)),
@@ -145,34 +213,101 @@ fn reference(status: u16, body: &[u8], retry_after: Option<Duration>) -> Judgeme
         })),
         _ => said.push(Said::Broken),
     }
-    if status == 429 {
-        said.push(Said::Capacity(None));
+    // A body that is no JSON-RPC answer at all: its first 4 KiB of words may say why.
+    let only_broken =
+        said.contains(&Said::Broken) && said.iter().all(|s| matches!(s, Said::Broken | Said::Unrecognised));
+    if only_broken {
+        if let Some(by_words) = words(sent) {
+            said = vec![by_words];
+        }
+    }
+    // The status rule: what the status names, unless the body said something more specific.
+    let top =
+        [Said::Unauthorized, Said::Payment, Said::Capacity(None), Said::Limit, Said::Timeout, Said::Stale]
+            .into_iter()
+            .find(|t| said.iter().any(|s| std::mem::discriminant(s) == std::mem::discriminant(t)));
+    let specific = top.is_some();
+    let by_status = match status {
+        429 if !matches!(top, Some(Said::Unauthorized | Said::Payment | Said::Limit)) => {
+            Some(Said::Capacity(None))
+        }
+        401 | 403 | 407 | 410 if !specific => Some(Said::Unauthorized),
+        402 if !specific => Some(Said::Payment),
+        413 | 414 | 431 if !specific => Some(Said::Limit),
+        405 if !specific => Some(Said::Stale),
+        _ => None,
+    };
+    if let Some(kind) = by_status {
+        if only_broken && said.iter().all(|s| *s == Said::Broken) {
+            said.clear();
+        }
+        said.push(kind);
     }
     let fail_over = |cool_for| Verdict::FailOver { cool_for };
+    let any = |wanted: Said| said.contains(&wanted);
+    if any(Said::Unauthorized) {
+        return Judgement::new(fail_over(None), Evidence::Failure, Class::Unauthorized);
+    }
+    if any(Said::Payment) {
+        return Judgement::new(fail_over(None), Evidence::Failure, Class::Payment);
+    }
     let capacity: Vec<Option<Duration>> =
         said.iter().filter_map(|s| if let Said::Capacity(h) = s { Some(*h) } else { None }).collect();
     if !capacity.is_empty() {
         let hint = capacity.into_iter().flatten().max().or(retry_after);
         return Judgement::new(fail_over(hint), Evidence::Failure, Class::Capacity);
     }
-    if said.iter().any(|s| matches!(s, Said::Broken)) {
+    if any(Said::Broken) {
         return Judgement::new(fail_over(None), Evidence::Failure, Class::Broken);
     }
-    if said.iter().any(|s| matches!(s, Said::Stale)) {
+    if any(Said::Timeout) {
+        return Judgement::new(fail_over(None), Evidence::Neutral, Class::Broken);
+    }
+    if any(Said::Limit) {
+        return Judgement::new(fail_over(None), Evidence::Neutral, Class::Limit);
+    }
+    if any(Said::Stale) {
         return Judgement::new(fail_over(None), Evidence::Neutral, Class::Stale);
     }
-    let evidence =
-        if said.iter().any(|s| matches!(s, Said::Result)) { Evidence::Success } else { Evidence::Neutral };
-    let class =
-        if said.iter().any(|s| matches!(s, Said::Definitive)) { Class::Definitive } else { Class::Answer };
+    let evidence = if any(Said::Result) { Evidence::Success } else { Evidence::Neutral };
+    let class = if any(Said::Definitive) { Class::Definitive } else { Class::Answer };
     Judgement::new(Verdict::Return, evidence, class)
 }
 
-/// One answer object: `jsonrpc` must be `"2.0"`; an `error` that is not `null` decides (an
+/// The words of a body that is no JSON-RPC answer: its first 4 KiB, lower-cased; a block or
+/// state missing, or a backend down, leave it broken.
+fn words(body: &[u8]) -> Option<Said> {
+    let text = String::from_utf8_lossy(&body[..body.len().min(4096)]).to_ascii_lowercase();
+    let said = |phrases: &[&str]| phrases.iter().any(|p| text.contains(p));
+    if said(LIMIT) {
+        Some(Said::Limit)
+    } else if said(PAYMENT) {
+        Some(Said::Payment)
+    } else if said(CAPACITY) {
+        Some(Said::Capacity(None))
+    } else if said(UNAUTHORIZED) {
+        Some(Said::Unauthorized)
+    } else if said(BLOCK_MISSING) || said(STATE_MISSING) {
+        None
+    } else if said(TIMEOUT) {
+        Some(Said::Timeout)
+    } else {
+        None
+    }
+}
+
+/// One answer object: `jsonrpc` must be `"2.0"` (without it, an `error` object the table
+/// knows is judged, anything else is broken); an `error` that is not `null` decides (an
 /// object, else malformed); else a `result` (even `null`) is an answer.
 fn judge_answer(answer: &Map<String, Value>) -> Said {
     if answer.get("jsonrpc") != Some(&Value::String("2.0".into())) {
-        return Said::Broken;
+        return match answer.get("error") {
+            Some(Value::Object(error)) => match judge_error(error) {
+                Said::Unrecognised | Said::Result => Said::Broken,
+                said => said,
+            },
+            _ => Said::Broken,
+        };
     }
     match answer.get("error") {
         Some(Value::Object(error)) => judge_error(error),
@@ -196,13 +331,28 @@ fn judge_error(error: &Map<String, Value>) -> Said {
         Some(Value::String(s)) if s.len() <= 512 => (s.to_ascii_lowercase(), None),
         Some(Value::Object(data)) => {
             let backoff = data.get("rate").and_then(Value::as_object).and_then(|r| r.get("backoff_seconds"));
-            (String::new(), backoff.and_then(Value::as_f64))
+            let mut text = String::new();
+            for key in ["reason", "payload", "message", "details"] {
+                if let Some(Value::String(s)) = data.get(key) {
+                    if s.len() <= 512 && text.len() + s.len() < 512 {
+                        text.push_str(&s.to_ascii_lowercase());
+                        text.push(' ');
+                    }
+                }
+            }
+            (text, backoff.and_then(Value::as_f64))
         }
         _ => (String::new(), None),
     };
     let said = |phrases: &[&str]| phrases.iter().any(|p| message.contains(p) || data.contains(p));
     if code == Some(3) || said(REVERT) {
         return Said::Definitive;
+    }
+    if said(LIMIT) {
+        return Said::Limit;
+    }
+    if said(PAYMENT) {
+        return Said::Payment;
     }
     if matches!(code, Some(-32005 | -32007 | 429))
         || (code == Some(-32012) && said(&["credit"]))
@@ -213,16 +363,28 @@ fn judge_error(error: &Map<String, Value>) -> Said {
             backoff.filter(|s| s.is_finite() && *s >= 0.0).map(|s| Duration::from_secs_f64(s.min(300.0)));
         return Said::Capacity(from_data.or_else(|| text_hint(&message)).or_else(|| text_hint(&data)));
     }
-    if code == Some(-32001) || said(STALE) {
+    if said(UNAUTHORIZED) {
+        return Said::Unauthorized;
+    }
+    if said(&["blockoutofrange"]) || (said(UNSUPPORTED) && code != Some(-32602)) {
+        return Said::Stale;
+    }
+    if code == Some(-32001) || said(BLOCK_MISSING) || said(STATE_MISSING) {
+        return Said::Stale;
+    }
+    if message.starts_with("state 0x") && message.ends_with("is not available") {
         return Said::Stale;
     }
     if matches!(code, Some(-32602 | -32600 | -32700)) || said(DEFINITIVE) {
         return Said::Definitive;
     }
-    if code == Some(-32601) || said(UNSUPPORTED) {
+    if matches!(code, Some(-32601 | -32004)) {
         return Said::Stale;
     }
-    if code == Some(-32603) {
+    if said(TIMEOUT) {
+        return Said::Timeout;
+    }
+    if code == Some(-32603) || said(UNAVAILABLE) {
         return Said::Broken;
     }
     Said::Unrecognised
@@ -333,12 +495,21 @@ impl RetryAfter {
 }
 
 fn head() -> impl Strategy<Value = Head> {
-    let status = prop_oneof![6 => Just(200u16), 2 => Just(429u16), 1 => Just(500u16), 1 => Just(404u16)];
+    let status = prop_oneof![
+        12 => Just(200u16),
+        4 => Just(429u16),
+        2 => Just(500u16),
+        2 => Just(404u16),
+        1 => Just(401u16),
+        1 => Just(403u16),
+        1 => Just(413u16),
+    ];
     let content_type = prop::sample::select(vec![
         "application/json",
         "application/json",
         "application/json; charset=utf-8",
         "application/vnd.api+json",
+        "text/plain",
     ]);
     let retry_after = prop_oneof![
         4 => Just(RetryAfter::None),
@@ -924,7 +1095,8 @@ proptest! {
         let judged = classify(&head, &bytes)?;
         let shallow = body.shallow().text();
         if !beyond_f64(&shallow) {
-            let expected = reference(head.status, &shallow, head.retry_after.hint());
+            // The words of a body that is no answer are read in its first 4 KiB as sent.
+            let expected = reference_worded(head.status, &shallow, &bytes, head.retry_after.hint());
             prop_assert_eq!(judged, expected, "depth {}", body.depth());
         }
         if body.depth() <= 100 {

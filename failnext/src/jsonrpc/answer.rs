@@ -126,7 +126,16 @@ impl Answer {
     /// How the table judges this answer.
     pub(crate) fn kind(self) -> Kind {
         if !self.jsonrpc {
-            return Kind::Broken;
+            // An error object without the envelope (some gateways send one) is judged by its
+            // code and message; one the table does not know, like anything else that is not
+            // JSON-RPC, is broken.
+            return match self.error {
+                Field::Value(error) => match error.kind() {
+                    Kind::Unrecognised | Kind::Answer => Kind::Broken,
+                    kind => kind,
+                },
+                _ => Kind::Broken,
+            };
         }
         match self.error {
             Field::Value(error) => error.kind(),
@@ -351,7 +360,14 @@ impl<'de> Visitor<'de> for DataVisitor {
         let mut data = Data::default();
         let wanted = if self.rate_level { "backoff_seconds" } else { "rate" };
         while let Some(key) = map.next_key::<Key<'de>>()? {
-            if key.name != Some(wanted) {
+            if !self.rate_level && key.name.is_some_and(|k| DATA_TEXT_KEYS.contains(&k)) {
+                if let ShortText(Some(text)) = map.next_value::<ShortText>()? {
+                    if data.text.len() + text.len() < MAX_DATA_TEXT {
+                        data.text.push_str(&text);
+                        data.text.push(' ');
+                    }
+                }
+            } else if key.name != Some(wanted) {
                 map.next_value::<IgnoredAny>()?;
             } else if self.rate_level {
                 data.backoff_seconds = map.next_value::<Number>()?.0;
@@ -380,7 +396,23 @@ impl<'de> de::DeserializeSeed<'de> for DataSeed {
 }
 
 /// Every key judging looks for, at any level (a key read at the wrong level is skipped).
-const KEYS: &[&str] = &["jsonrpc", "result", "error", "code", "message", "data", "rate", "backoff_seconds"];
+const KEYS: &[&str] = &[
+    "jsonrpc",
+    "result",
+    "error",
+    "code",
+    "message",
+    "data",
+    "rate",
+    "backoff_seconds",
+    "reason",
+    "payload",
+    "details",
+];
+
+/// The keys of a `data` object whose short strings are read as its text (Infura's `reason`,
+/// a gateway's `payload`, `message` or `details`).
+const DATA_TEXT_KEYS: &[&str] = &["reason", "payload", "message", "details"];
 
 /// A map key, kept only when it is one judging looks for (no allocation for the others).
 struct Key<'de> {
@@ -412,6 +444,35 @@ impl<'de> Deserialize<'de> for Key<'de> {
 /// The key judging looks for that `key` is, if any.
 fn known(key: &str) -> Option<&'static str> {
     KEYS.iter().copied().find(|k| *k == key)
+}
+
+/// A string of at most [`MAX_DATA_TEXT`] bytes, lower-cased; `None` for any other value
+/// (skipped).
+struct ShortText(Option<String>);
+
+impl<'de> Deserialize<'de> for ShortText {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct T;
+        impl<'de> Visitor<'de> for T {
+            type Value = ShortText;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a short string")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ShortText, E> {
+                Ok(ShortText((v.len() <= MAX_DATA_TEXT).then(|| v.to_ascii_lowercase())))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ShortText, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(ShortText(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ShortText, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(ShortText(None))
+            }
+            otherwise!(ShortText(None));
+        }
+        d.deserialize_any(T)
+    }
 }
 
 /// A number, or `None` for any other value (skipped).

@@ -3,12 +3,11 @@
 use std::time::SystemTime;
 
 use http::HeaderMap;
-use http::header::CONTENT_TYPE;
 use reqwest::{Response, StatusCode};
 
 use super::body::{self, Outcome};
 use super::parse;
-use super::table::Kind;
+use super::table::{self, Kind};
 use super::tally::Tally;
 use crate::judge::MAX_HINT;
 use crate::{Class, Classified, Classifier, EndpointId, Evidence, Judgement, Verdict};
@@ -75,13 +74,16 @@ impl Default for JsonRpcClassifier {
 impl Classifier for JsonRpcClassifier {
     async fn classify(&self, _endpoint: &EndpointId, response: Response) -> Classified {
         let status = response.status();
-        if self.max_body == 0 || status == StatusCode::NO_CONTENT || !is_json(response.headers()) {
-            let judgement = by_status(status, response.headers());
+        if self.max_body == 0 || status == StatusCode::NO_CONTENT {
+            let judgement = by_status(status, response.headers(), None);
             return Classified::Response(response, judgement);
         }
+        // A body that is not JSON by its content type is read and parsed too: some nodes send
+        // JSON under another type, and to a JSON-RPC call anything else is never an answer
+        // (its words say why: a key refused, a rate limit, a gateway's page).
         match body::read(response, self.max_body).await {
             Outcome::OverCap(response) => {
-                let judgement = by_status(status, response.headers());
+                let judgement = by_status(status, response.headers(), None);
                 Classified::Response(response, judgement)
             }
             Outcome::Failed(error) => Classified::Failed(
@@ -90,26 +92,69 @@ impl Classifier for JsonRpcClassifier {
             ),
             Outcome::Complete(parts, chunks) => {
                 let mut tally = parse::tally(chunks.as_slice());
-                if status == StatusCode::TOO_MANY_REQUESTS {
-                    tally.add(Kind::Capacity(None));
+                if tally.only_broken() {
+                    if let Some(kind) = words(chunks.as_slice()) {
+                        tally = Tally::broken_for(kind);
+                    }
                 }
                 let response = body::rebuild(parts, chunks, None);
-                let judgement = with_retry_after(tally, response.headers());
+                let judgement = by_status(status, response.headers(), Some(tally));
                 Classified::Response(response, judgement)
             }
         }
     }
 }
 
-/// The judgement of a response whose body is not judged: HTTP 429 is capacity, anything else
-/// an answer (the status rule already let it through).
-fn by_status(status: StatusCode, headers: &HeaderMap) -> Judgement {
-    if status == StatusCode::TOO_MANY_REQUESTS {
-        let mut tally = Tally::default();
-        tally.add(Kind::Capacity(None));
-        return with_retry_after(tally, headers);
+/// The most of a body whose words are matched, when it is not a JSON-RPC answer.
+const MAX_WORDS: usize = 4 * 1024;
+
+/// What the first [`MAX_WORDS`] bytes of a body that is not a JSON-RPC answer say, by the
+/// table's words ([`table::classify_text`]): copied lower-cased, only on this (failing) path.
+fn words(chunks: &[bytes::Bytes]) -> Option<Kind> {
+    let mut text = Vec::with_capacity(MAX_WORDS.min(chunks.iter().map(|c| c.len()).sum()));
+    for chunk in chunks {
+        let take = (MAX_WORDS - text.len()).min(chunk.len());
+        text.extend_from_slice(&chunk[..take]);
+        if text.len() == MAX_WORDS {
+            break;
+        }
     }
-    Judgement::answer()
+    text.make_ascii_lowercase();
+    table::classify_text(&String::from_utf8_lossy(&text))
+}
+
+/// The judgement of a response from its status and, when the body was judged, its tally.
+///
+/// - HTTP 429 is capacity, whatever the body (unless the body names the account or a limit).
+/// - 401, 403, 407 and 410 are credentials refused ([`Class::Unauthorized`]), 402 payment
+///   ([`Class::Payment`]), 413, 414 and 431 a request too large ([`Class::Limit`]), 405 a
+///   method not served (stale, as `-32601`), unless the body said something more specific
+///   that fails over (a quota, a rate limit, a limit).
+/// - Any other status is judged by the body alone; a body that was not judged (over the
+///   cap, none) is an answer with a 2xx status (the status rule let it through).
+fn by_status(status: StatusCode, headers: &HeaderMap, tally: Option<Tally>) -> Judgement {
+    let said = tally.map_or(Kind::Unrecognised, |t| t.said());
+    let kind = match status.as_u16() {
+        429 if !matches!(said, Kind::Unauthorized | Kind::Payment | Kind::Limit) => {
+            Some(Kind::Capacity(None))
+        }
+        401 | 403 | 407 | 410 if !said.fails_over() => Some(Kind::Unauthorized),
+        402 if !said.fails_over() => Some(Kind::Payment),
+        413 | 414 | 431 if !said.fails_over() => Some(Kind::Limit),
+        405 if !said.fails_over() => Some(Kind::Unsupported),
+        _ => None,
+    };
+    let mut tally = match tally {
+        // The status names what a body that is no JSON-RPC answer did not.
+        Some(tally) if kind.is_some() && tally.only_broken() => Tally::default(),
+        Some(tally) => tally,
+        None if kind.is_none() => return Judgement::answer(),
+        None => Tally::default(),
+    };
+    if let Some(kind) = kind {
+        tally.add(kind);
+    }
+    with_retry_after(tally, headers)
 }
 
 /// The tally's judgement; a capacity failover without a hint from the body takes its
@@ -123,18 +168,4 @@ fn with_retry_after(tally: Tally, headers: &HeaderMap) -> Judgement {
         *cool_for = crate::retry_after::from_headers(headers, SystemTime::now()).map(|d| d.min(MAX_HINT));
     }
     judgement
-}
-
-/// `content-type` is `application/json` or a `+json` type (parameters such as `charset`
-/// allowed, case-insensitive).
-fn is_json(headers: &HeaderMap) -> bool {
-    let Some(value) = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()) else {
-        return false;
-    };
-    let essence = value.split(';').next().unwrap_or("").trim();
-    let Some((_, subtype)) = essence.split_once('/') else {
-        return false;
-    };
-    essence.eq_ignore_ascii_case("application/json")
-        || (subtype.len() > 5 && subtype.as_bytes()[subtype.len() - 5..].eq_ignore_ascii_case(b"+json"))
 }

@@ -13,10 +13,10 @@
 //!
 //! # The body
 //!
-//! - Only JSON is read: `content-type` `application/json` or a `+json` type (parameters such
-//!   as `charset` allowed). Any other content type, no content type, and 204 are not read:
-//!   returned as an answer ([`Judgement::answer`](crate::Judgement::answer)), except HTTP 429
-//!   (capacity, whatever the body).
+//! - Every body is read, whatever its `content-type`: some nodes send JSON under another
+//!   type, and to a JSON-RPC call a body that is not JSON-RPC is never an answer (rule 13
+//!   below says what its words and its status make of it). 204 and `max_body(0)` are not
+//!   read: judged by the status alone (rule 12), else returned as an answer.
 //! - At most [`max_body`](JsonRpcClassifier::max_body) bytes are read (default 4 MiB, see
 //!   [`DEFAULT_MAX_BODY`](JsonRpcClassifier::DEFAULT_MAX_BODY)). A body larger than that,
 //!   by its `content-length` (then nothing is read) or once more bytes have arrived, is
@@ -56,14 +56,31 @@
 //! | # | Answer | Class, verdict, evidence | Sources |
 //! |---|--------|--------------------------|---------|
 //! | 1 | code `3`, or "revert", "vm execution error", "vm exception" | `Definitive`: `Return`, `Neutral` | geth (`3` = revert with data, "execution reverted"), Alchemy ("Reverted 0x.."), eRPC `JsonRpcErrorEvmReverted` |
-//! | 2 | code `-32005`, `-32007`, `429`; `-32012` with "credit"; `data.rate.backoff_seconds`; "rate limit", "rate exceeded", "too many requests", "credits limited", "request limit", "requests limited to", "daily request count exceeded", "exceeded the quota", "reached the quota", "under too much load", "compute units per second", "capacity limit", "reached the free tier" | `Capacity`: `FailOver { cool_for: hint }`, `Failure` | Infura (`-32005` "project ID request rate exceeded", "daily request count exceeded, request rate limited", `data.rate.backoff_seconds`), Alchemy (`429` code, `-32016` "rate limit", "compute units per second"), QuickNode (`-32007` "request limit reached", `-32012` "credits limited to .."), alloy `ErrorPayload::is_retry_err` and `RpcErrorExt::backoff_hint` (used by its `RateLimitRetryPolicy`), eRPC `ErrEndpointCapacityExceeded` / billing |
-//! | 3 | a block it does not know: code `-32001` (EIP-1474 "resource not found"), "header not found", "header for hash not found", "unknown block", "block not found", "could not find block", "cannot query unfinalized", "height is not available", "resource not found", "not currently canonical", anvil's "BlockOutOfRangeError" for a block above its head; state it does not keep: "missing trie node", "historical state", "state not available", "state is not available", anvil's "BlockOutOfRangeError" for a block below its head | `Stale`: `FailOver { cool_for: None }`, `Neutral` | geth (with an EIP-1898 hash: "header for hash not found", "hash .. is not currently canonical"), Infura's load balancer ("header not found": alloy retries it), anvil (`-32001` "Resource not found" for an unknown block hash; `-32602` "BlockOutOfRangeError: block height is H but requested was R", checked before row 4), eRPC `IsMissingDataError` |
-//! | 4 | code `-32602` (invalid params), `-32600` (invalid request), `-32700` (parse error); "nonce too low", "nonce too high", "insufficient funds", "insufficient balance", "already known", "known transaction", "transaction underpriced" (and "replacement transaction underpriced"), "gas too low" (and "intrinsic gas too low"), "out of gas", "exceeds block gas limit", "less than block base fee", "exceeds the configured cap", "gas required exceeds allowance", "invalid sender", "invalid argument", "invalid params" | `Definitive`: `Return`, `Neutral` | JSON-RPC 2.0, geth's txpool and API errors, eRPC `ErrEndpointClientSideException` |
-//! | 5 | code `-32601`; "method not found", "unsupported method", "method is not whitelisted", "is not included in your current plan" | `Stale` (the provider lacks what was asked): `FailOver { cool_for: None }`, `Neutral` | JSON-RPC 2.0, eRPC `ErrEndpointUnsupported` |
-//! | 6 | code `-32603` (internal error) | `Broken`: `FailOver { cool_for: None }`, `Failure` | JSON-RPC 2.0; eRPC `ErrEndpointServerSideException` |
-//! | 7 | any other error object | `Answer`: `Return`, `Neutral` | (failnext: an unknown error is returned as in 0.1, and says nothing about the provider) |
-//! | 8 | a `result` (even `null`) | `Answer`: `Return`, `Success` | JSON-RPC 2.0 |
-//! | 9 | not an object, `jsonrpc` not `"2.0"`, neither `result` nor `error`, a malformed `error`; a body that is not JSON, has trailing garbage or is empty | `Broken`: `FailOver { cool_for: None }`, `Failure` | JSON-RPC 2.0 |
+//! | 2 | a limit on the request: "query returned more than", "block range", "exceeds limit of", "range limit", "is limited to a", "response size", "batch size", "batch limit", "batch too large", "specified in query" (in any code, `-32005` included) | `Limit`: `FailOver { cool_for: None }`, `Neutral` | geth, Infura, Alchemy ("query returned more than 10000 results", `-32005`; "up to a 500 block range"; "Response size is larger than 150MB limit"; "1001 addresses specified in query"), Infura ("range 1000000 exceeds limit of 10000", "Log response size exceeded"), Ankr ("block range is larger than max block range"), Chainstack ("block range too high"), BSC ("exceed maximum block range: 5000"), Nethermind, reth ("query exceeds max block range 5000"), dRPC ("eth_getLogs is limited to a 10,000 range"), Tenderly (`data.payload` "range .. is bigger than range limit 2000"), NodeReal ("batch size exceed limit 500"), geth ("batch limit 100 exceeded"), Ankr, erigon ("batch too large") |
+//! | 3 | a quota of the account: "capacity limit", "reached the free tier", "ran out of cu", "payment required" | `Payment`: `FailOver`, `Failure`; paused for minutes | Alchemy ("Monthly capacity limit exceeded", "ran out of CU"), eRPC billing |
+//! | 4 | code `-32005`, `-32007`, `429`; `-32012` with "credit"; `data.rate.backoff_seconds`; "rate limit", "rate exceeded", "too many requests", "credits limited", "request limit", "requests limited to", "daily request count exceeded", "exceeded the quota", "reached the quota", "under too much load", "compute units per second", "throughput limit", "api usage limit", "concurrent requests", "over_limit", "error code: 1015" | `Capacity`: `FailOver { cool_for: hint }`, `Failure` | Infura (`-32005` "project ID request rate exceeded", "daily request count exceeded, request rate limited", `data.rate.backoff_seconds`, WebSocket `1008` "maximum number of concurrent requests"), Alchemy (`429` code, `-32016` "rate limit", "compute units per second"), QuickNode (`-32007` "request limit reached", `-32012` "credits limited to .."), Pokt ("exceeded its throughput limit"), NodeReal ("reached the maximum API usage limit"), Cloudflare ("error code: 1015"), a gateway's "Too Many Requests, [code:OVER_LIMIT ..]", alloy `ErrorPayload::is_retry_err` and `RpcErrorExt::backoff_hint`, eRPC `ErrEndpointCapacityExceeded` |
+//! | 5 | credentials refused: "unauthorized", "must authenticate", "invalid project id", "project id is required", "project id not provided", "project id settings", "does not have access", "not on whitelist", "not allowed to access", "invalid api key", "app is inactive", "application not found", "secretkey does not match", "invalid host specified", "no longer allowed", "request blocked" | `Unauthorized`: `FailOver`, `Failure`; paused for minutes | Alchemy ("Unauthorized: You must authenticate your request with an API key", HTTP 403 "App is inactive", HTTP 410 "Requests to alchemyapi.io are no longer allowed"), Infura (HTTP 401 "invalid project id", `-32002` "rejected due to project ID settings", "project ID is required", "IP address .. is not on whitelist", "project ID does not have access to .."), Pokt (`-32052` "API key is not allowed to access blockchain", `-32056` "Application not found", `-32059` "SecretKey does not match"), Etherscan ("Invalid API Key"), gateways (HTTP 403 "invalid host specified", CloudFront "Request blocked.") |
+//! | 6 | a block it does not know: code `-32001` (EIP-1474 "resource not found"), "header not found", "header for hash not found", "unknown block", "block not found", "could not find block", "cannot query unfinalized", "height is not available", "resource not found", "not currently canonical", "requested block height", "could not be found", anvil's "BlockOutOfRangeError" for a block above its head; state it does not keep: "missing trie node", "historical state", "state not available", "state is not available", "no state available", "state pruning", "before txnum", "due to pruning", "state 0x.. is not available", anvil's "BlockOutOfRangeError" for a block below its head; a method it does not serve: code `-32601`, `-32004`; "method not found", "unsupported method", "method is not whitelisted", "is not included in your current plan", "does not support", "not available on freetier" (words not with `-32602`, asked before the block rules; the codes after row 7) | `Stale`: `FailOver { cool_for: None }`, `Neutral` | geth (with an EIP-1898 hash: "header for hash not found", "hash .. is not currently canonical"; "required historical state unavailable"), erigon ("data before txNum=.. is not available", "old data not available due to pruning", "state 0x.. is not available"), Nethermind (`-32002` "No state available for block"), Parity ("running with state pruning"), Infura ("no nodes available for requested block height"), anvil (`-32001` "Resource not found"; `-32602` "BlockOutOfRangeError: block height is H but requested was R"), NodeReal (`-32004` "method .. does not support"), dRPC (code `35` "method is not available on freetier"), JSON-RPC 2.0, eRPC `IsMissingDataError`, `ErrEndpointUnsupported` |
+//! | 7 | code `-32602` (invalid params), `-32600` (invalid request), `-32700` (parse error); "nonce too low", "nonce too high", "insufficient funds", "insufficient balance", "already known", "known transaction", "transaction underpriced" (and "replacement transaction underpriced"), "gas too low" (and "intrinsic gas too low"), "out of gas", "exceeds block gas limit", "less than block base fee", "exceeds the configured cap", "gas required exceeds allowance", "invalid sender", "invalid argument", "invalid params", "wrong transaction nonce", "not proper json" | `Definitive`: `Return`, `Neutral` | JSON-RPC 2.0, geth's txpool and API errors, Nethermind ("wrong transaction nonce"), Pokt (`-32066` "The request body is not proper JSON"), eRPC `ErrEndpointClientSideException` |
+//! | 8 | "timeout", "timed out" | `Broken`: `FailOver { cool_for: None }`, `Neutral` (a heavy request, not proof the provider is bad) | geth ("execution aborted (timeout = 10s)", `-32002` "request timed out"), dRPC (code `30` "Request timeout on the free tier") |
+//! | 9 | code `-32603` (internal error); a backend down: "no backend is currently healthy", "relay attempts exhausted", "unable to complete request", "cannot fulfill request", "method handler crashed", "internal service failure", "service temporarily unavailable", "service unavailable", "bad gateway", "gateway time" | `Broken`: `FailOver { cool_for: None }`, `Failure` | JSON-RPC 2.0; proxyd (`-32011`), Pokt (`-32050`), the Optimism public RPC, Cloudflare (`-32046`), erigon, nginx pages; eRPC `ErrEndpointServerSideException` |
+//! | 10 | any other error object | `Answer`: `Return`, `Neutral` | (failnext: an unknown error is returned as in 0.1, and says nothing about the provider) |
+//! | 11 | a `result` (even `null`) | `Answer`: `Return`, `Success` | JSON-RPC 2.0 |
+//! | 12 | the status: 429 is `Capacity` (unless the body names the account or a limit); 401, 403, 407, 410 `Unauthorized`; 402 `Payment`; 413, 414, 431 `Limit`; 405 `Stale` (a method not served), each unless the body said something more specific that fails over | as the rows above | RFC 9110; Infura (401), Alchemy (403, 410), a gateway's 413 for a logs range |
+//! | 13 | not JSON-RPC: not an object, `jsonrpc` not `"2.0"` (an `error` object without it is judged by rows 1–9, and is broken when they do not know it), neither `result` nor `error`, a malformed `error`; a body that is not JSON, has trailing garbage or is empty. Its first 4 KiB are then matched against rows 2–5 and 8 (in that order; a missing block or state or a backend down leave it broken) | `Broken`: `FailOver { cool_for: None }`, `Failure`, or the row its words match | JSON-RPC 2.0; Cloudflare's and gateways' plain-text and HTML pages; QuickNode's bare `{"code":-32007,..}` |
+//!
+//! Messages are matched in `error.message` and in `error.data` when it is a short string, or
+//! in the short strings of its `reason`, `payload`, `message` and `details` (Infura's
+//! `data.reason`, Tenderly's `data.payload`). **Credentials and payment** pause the provider
+//! for a minute at first (not the breaker's seconds: a key is not fixed in seconds), doubling
+//! at each refusal after a pause ends, at most 15 minutes, reset by its next good answer; with
+//! the reference cooldown (`Cooldown::new`) they count as failures like any other. They are
+//! told as their own class (`"unauthorized"`, `"payment"`) in events, metrics and the trace.
+//! **Limits** count nothing against the provider: another provider may take the same request
+//! whole (see `failnext::alloy` for logs ranges it splits and learns).
+//!
+//! The corpus test `tests/it/corpus.rs` judges 132 answers real providers sent, each quoted
+//! verbatim from a public source with its address (`tests/corpus/real_answers.json`).
 //!
 //! **What an answer is.** An `error` that is present and not `null` decides (a `result`
 //! beside it is not looked at); an `error` that is `null` is no error. An `error` is
@@ -87,8 +104,6 @@
 //! (`result`, `id`, any other field): they are skipped at any depth (`Value` stops at 128
 //! levels) and their numbers are not converted (`1e400` inside a `result` is an answer).
 //!
-//! Also: **HTTP 429**, whatever its body, is `Capacity` (the body's hint when it gives one).
-//!
 //! **The hint** of a capacity answer is, first found: Infura's `data.rate.backoff_seconds`
 //! (a number not below 0); a time in the message, else in the data string; the response's
 //! `Retry-After` header, delta-seconds or an HTTP-date (RFC 9110 §10.2.3, the obsolete date
@@ -106,10 +121,10 @@
 //!
 //! # Batches
 //!
-//! A batch fails over **as a whole** when any of its answers is capacity, stale or broken
-//! (capacity wins, with the longest hint of its capacity answers, else the `Retry-After`;
-//! then broken; then stale); its
-//! evidence is `Failure` when any answer is capacity or broken. Otherwise it is returned:
+//! A batch fails over **as a whole** when any of its answers fails over, judged by the first
+//! of: unauthorized, payment, capacity (with the longest hint of its capacity answers, else the
+//! `Retry-After`), broken, a timeout, a limit, stale; its evidence is `Failure` for the first
+//! four, else `Neutral`. Otherwise it is returned:
 //! `Definitive` when any answer is definitive, else `Answer`; its evidence is `Success` when
 //! any answer is a `result`, else `Neutral`. An empty batch `[]` is returned (`Neutral`).
 //! A batch whose body is not JSON (cut off, bytes that are not UTF-8, ...) is broken as a

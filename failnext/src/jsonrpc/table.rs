@@ -26,8 +26,35 @@ pub(crate) enum Kind {
     /// The provider lacks the data asked for: a block it does not know (unknown block or hash,
     /// a block above its head) or state it does not keep (missing trie node, pruned history).
     Stale(Missing),
-    /// The provider is broken (internal error, not a JSON-RPC 2.0 answer, ...).
+    /// The provider is broken (internal error, not a JSON-RPC 2.0 answer, a backend down, ...).
     Broken,
+    /// The provider gave up on the request in time ("execution aborted (timeout = 5s)",
+    /// "request timed out"): a heavy request here, not proof the provider is bad.
+    Timeout,
+    /// The provider refused the credentials (an invalid or missing key, an allow-list, an
+    /// inactive app, a retired endpoint).
+    Unauthorized,
+    /// The account is out of paid capacity (a monthly quota, credits used up, HTTP 402).
+    Payment,
+    /// The request is too large for this provider (a logs range, a result count, a batch).
+    Limit,
+}
+
+impl Kind {
+    /// Whether an answer of this kind fails over for a reason more specific than a broken
+    /// body: what a status rule must not overrule.
+    pub(crate) const fn fails_over(self) -> bool {
+        matches!(
+            self,
+            Kind::Capacity(_)
+                | Kind::Unauthorized
+                | Kind::Payment
+                | Kind::Limit
+                | Kind::Timeout
+                | Kind::Stale(_)
+                | Kind::Unsupported
+        )
+    }
 }
 
 pub(crate) use crate::findings::{Missed, Missing};
@@ -53,21 +80,88 @@ const REVERT: &[&str] = &[
     "vm exception", // eRPC (Ganache, Hardhat)
 ];
 
-/// Rate limits and exhausted quotas, in any code (alloy `is_retry_err`, eRPC's normaliser).
+/// Limits on the request's size, not on the provider's capacity: checked before the capacity
+/// codes, because providers send them with `-32005` too ("query returned more than 10000
+/// results"). The request fails over and the provider is not cooled.
+const LIMIT: &[&str] = &[
+    "query returned more than", // geth, Infura, Alchemy eth_getLogs (-32005)
+    "block range", // Alchemy "up to a 500 block range", Ankr "block range is larger than max block range", Chainstack "block range too high", "exceed maximum block range: 5000" (BSC), "query exceeds max block range 5000" (Nethermind, reth)
+    "exceeds limit of", // Infura "range 1000000 exceeds limit of 10000"
+    "range limit", // Tenderly `data.payload` "range 9009594 is bigger than range limit 2000"
+    "is limited to a", // dRPC "eth_getLogs is limited to a 10,000 range"
+    "response size", // "Response size is larger than 150MB limit" (Alchemy), "Log response size exceeded" (Infura)
+    "batch size",    // NodeReal "batch size exceed limit 500"
+    "batch limit",   // geth "batch limit 100 exceeded", Alchemy "Batch limit 128, got 2840"
+    "batch too large", // Ankr, erigon
+    "specified in query", // Alchemy "1001 addresses specified in query, but only 1000 are allowed"
+];
+
+/// A monthly quota or credits used up: the account, not the moment (cooled for long).
+const PAYMENT: &[&str] = &[
+    "capacity limit",        // Alchemy "Monthly capacity limit exceeded", eRPC billing
+    "reached the free tier", // eRPC, a billing limit
+    "ran out of cu",         // Alchemy (compute units of the plan)
+    "payment required",      // HTTP 402's reason phrase in a body
+];
+
+/// Rate limits and exhausted throughput, in any code (alloy `is_retry_err`, eRPC's normaliser).
 const CAPACITY: &[&str] = &[
-    "rate limit",                   // alloy; Infura, Alchemy, eRPC "rate limited"
-    "rate exceeded",                // alloy
-    "too many requests",            // alloy, eRPC
-    "credits limited",              // alloy (QuickNode "credits limited to 6000/sec")
-    "request limit",                // alloy (QuickNode "100/second request limit reached")
-    "requests limited to",          // eRPC
+    "rate limit",    // alloy; Infura, Alchemy, eRPC "rate limited", Etherscan "Max rate limit reached"
+    "rate exceeded", // alloy; Infura "project ID request rate exceeded"
+    "too many requests", // alloy, eRPC, HTTP 429's reason phrase in a body
+    "credits limited", // alloy (QuickNode "credits limited to 6000/sec")
+    "request limit", // alloy (QuickNode "100/second request limit reached")
+    "requests limited to", // eRPC
     "daily request count exceeded", // alloy (Infura)
-    "exceeded the quota",           // eRPC
-    "reached the quota",            // eRPC
-    "under too much load",          // eRPC
-    "compute units per second",     // Alchemy's 429 ("exceeded its compute units per second")
-    "capacity limit",               // eRPC ("Monthly capacity limit"), a billing limit
-    "reached the free tier",        // eRPC, a billing limit
+    "exceeded the quota", // eRPC
+    "reached the quota", // eRPC
+    "under too much load", // eRPC
+    "compute units per second", // Alchemy's 429 ("exceeded its compute units per second")
+    "throughput limit", // Pokt "has exceeded its throughput limit"
+    "api usage limit", // NodeReal "You have reached the maximum API usage limit"
+    "concurrent requests", // Infura WebSocket 1008 "maximum number of concurrent requests"
+    "over_limit",    // a gateway's "Too Many Requests, [code:OVER_LIMIT ..]"
+    "error code: 1015", // Cloudflare's rate-limit page, plain text
+];
+
+/// Credentials refused: an operator's problem, cooled for long and told as "unauthorized".
+const UNAUTHORIZED: &[&str] = &[
+    "unauthorized", // Alchemy "Unauthorized: You must authenticate your request with an API key"
+    "must authenticate", // Alchemy
+    "invalid project id", // Infura HTTP 401 (text/plain)
+    "project id is required", // Infura
+    "project id not provided", // Infura (`data.reason`)
+    "project id settings", // Infura -32002 "rejected due to project ID settings"
+    "does not have access", // Infura "project ID does not have access to polygon l2"
+    "not on whitelist", // Infura -32002 "IP address .. is not on whitelist"
+    "not allowed to access", // Pokt "API key is not allowed to access blockchain"
+    "invalid api key", // Etherscan "Invalid API Key"
+    "app is inactive", // Alchemy HTTP 403 "App is inactive"
+    "application not found", // Pokt -32056
+    "secretkey does not match", // Pokt -32059
+    "invalid host specified", // a gateway's HTTP 403 (text/plain)
+    "no longer allowed", // Alchemy HTTP 410 "Requests to alchemyapi.io are no longer allowed"
+    "request blocked", // CloudFront's HTTP 403 page in front of a provider
+];
+
+/// A backend down behind the provider, or a node that broke on the request.
+const UNAVAILABLE: &[&str] = &[
+    "no backend is currently healthy", // proxyd -32011
+    "relay attempts exhausted",        // Pokt -32050
+    "unable to complete request",      // Optimism public RPC
+    "cannot fulfill request",          // Cloudflare -32046
+    "method handler crashed",          // erigon
+    "internal service failure",        // a gateway's HTTP 503 (text/plain)
+    "service temporarily unavailable", // nginx's 503 page
+    "service unavailable",             // HTTP 503's reason phrase in a body
+    "bad gateway",                     // HTTP 502's reason phrase in a body
+    "gateway time",                    // nginx "504 Gateway Time-out"
+];
+
+/// The provider gave up in time: fails over, not held against it (a heavy request).
+const TIMEOUT: &[&str] = &[
+    "timeout", // geth "execution aborted (timeout = 10s)", dRPC code 30 "Request timeout on the free tier"
+    "timed out", // geth -32002 "request timed out"
 ];
 
 /// A block the provider does not know (eRPC `IsMissingDataError`; alloy retries "header not
@@ -82,6 +176,8 @@ const BLOCK_MISSING: &[&str] = &[
     "height is not available",   // eRPC
     "resource not found",        // EIP-1474 -32001; anvil for an unknown block hash
     "not currently canonical",   // geth, `requireCanonical` for a hash off its chain
+    "requested block height",    // Infura "no nodes available for requested block height"
+    "could not be found",        // a node's "4294967295 could not be found"
 ];
 
 /// State the provider does not keep, for a block it knows: a pruned (non-archive) node.
@@ -90,6 +186,10 @@ const STATE_MISSING: &[&str] = &[
     "historical state",       // geth "historical state unavailable", "historical state .. is not available"
     "state not available",    // Erigon, Nethermind
     "state is not available", // Nethermind, reth
+    "no state available",     // Nethermind -32002 "No state available for block 0x.."
+    "state pruning",          // Parity "your node is running with state pruning"
+    "before txnum",           // erigon "data before txNum=.. is not available"
+    "due to pruning",         // erigon "old data not available due to pruning"
 ];
 
 /// Definitive answers about the request itself (geth's txpool errors, eRPC's client-side
@@ -111,6 +211,8 @@ const DEFINITIVE: &[&str] = &[
     "invalid sender",                 // geth txpool
     "invalid argument",               // geth parameter errors (eRPC)
     "invalid params",                 // eRPC
+    "wrong transaction nonce",        // Nethermind
+    "not proper json",                // Pokt -32066 "The request body is not proper JSON"
 ];
 
 /// The provider does not serve the method (eRPC's "unsupported" class).
@@ -119,6 +221,8 @@ const UNSUPPORTED: &[&str] = &[
     "unsupported method",                   // eRPC
     "method is not whitelisted",            // eRPC
     "is not included in your current plan", // eRPC
+    "does not support",                     // NodeReal -32004 "method xxx does not support"
+    "not available on freetier",            // dRPC code 35
 ];
 
 /// Judges one error object. See the table in the module docs; the order of the rules here
@@ -130,6 +234,9 @@ pub(crate) fn classify(error: &ErrorFacts<'_>) -> Kind {
     if code == Some(3) || said(REVERT) {
         return Kind::Definitive;
     }
+    if let Some(kind) = account_or_limit(&said) {
+        return kind;
+    }
     if matches!(code, Some(-32005 | -32007 | 429))
         || (code == Some(-32012) && said(&["credit"]))
         || error.backoff_seconds.is_some()
@@ -137,25 +244,74 @@ pub(crate) fn classify(error: &ErrorFacts<'_>) -> Kind {
     {
         return Kind::Capacity(hint(error));
     }
+    if said(UNAUTHORIZED) {
+        return Kind::Unauthorized;
+    }
     if let Some(missing) = out_of_range(error.message).or_else(|| out_of_range(error.data)) {
         return Kind::Stale(missing);
+    }
+    if said(UNSUPPORTED) && code != Some(-32602) {
+        return Kind::Unsupported;
     }
     if code == Some(-32001) || said(BLOCK_MISSING) {
         return Kind::Stale(Missing::Block);
     }
-    if said(STATE_MISSING) {
+    if said(STATE_MISSING) || state_not_available(error.message) {
         return Kind::Stale(Missing::State);
     }
     if matches!(code, Some(-32602 | -32600 | -32700)) || said(DEFINITIVE) {
         return Kind::Definitive;
     }
-    if code == Some(-32601) || said(UNSUPPORTED) {
+    if matches!(code, Some(-32601 | -32004)) {
         return Kind::Unsupported;
     }
-    if code == Some(-32603) {
+    if said(TIMEOUT) {
+        return Kind::Timeout;
+    }
+    if code == Some(-32603) || said(UNAVAILABLE) {
         return Kind::Broken;
     }
     Kind::Unrecognised
+}
+
+/// The rules every text is asked first, after reverts: a limit on the request, then a
+/// quota of the account (before the capacity codes, which providers reuse for both).
+fn account_or_limit(said: &impl Fn(&[&str]) -> bool) -> Option<Kind> {
+    if said(LIMIT) {
+        return Some(Kind::Limit);
+    }
+    if said(PAYMENT) {
+        return Some(Kind::Payment);
+    }
+    None
+}
+
+/// Judges a body that is not a JSON-RPC answer (plain text, an HTML page, an object without
+/// the envelope) by its words, lower-cased: a limit, a payment, a rate limit, credentials or
+/// a timeout; `None` when none speaks of it (it stays broken). No hint is read from it (a
+/// `Retry-After` header still is).
+pub(crate) fn classify_text(text: &str) -> Option<Kind> {
+    let said = |patterns: &[&str]| patterns.iter().any(|p| text.contains(p));
+    if let Some(kind) = account_or_limit(&said) {
+        return Some(kind);
+    }
+    if said(CAPACITY) {
+        return Some(Kind::Capacity(None));
+    }
+    if said(UNAUTHORIZED) {
+        return Some(Kind::Unauthorized);
+    }
+    // A missing block or state said outside a JSON-RPC error, or a backend down, leave the
+    // body broken (as it is): the words are asked only what changes the judgement.
+    if said(BLOCK_MISSING) || said(STATE_MISSING) {
+        return None;
+    }
+    said(TIMEOUT).then_some(Kind::Timeout)
+}
+
+/// erigon's and geth's "state 0x.. is not available": the state root sits between the words.
+fn state_not_available(message: &str) -> bool {
+    message.starts_with("state 0x") && message.ends_with("is not available")
 }
 
 /// anvil's `-32602` "BlockOutOfRangeError: block height is H but requested was R" (in the

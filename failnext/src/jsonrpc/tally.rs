@@ -20,6 +20,10 @@ pub(crate) struct Tally {
     stale: bool,
     broken: bool,
     capacity: bool,
+    timeout: bool,
+    unauthorized: bool,
+    payment: bool,
+    limit: bool,
     hint: Option<Duration>,
     /// What the stale and unsupported answers said was missing.
     missed: Missed,
@@ -54,6 +58,10 @@ impl Tally {
                 self.missed.add(missing);
             }
             Kind::Broken => self.broken = true,
+            Kind::Timeout => self.timeout = true,
+            Kind::Unauthorized => self.unauthorized = true,
+            Kind::Payment => self.payment = true,
+            Kind::Limit => self.limit = true,
             Kind::Capacity(hint) => {
                 self.capacity = true;
                 self.hint = self.hint.max(hint);
@@ -73,6 +81,49 @@ impl Tally {
         Tally { broken: true, ..Tally::default() }
     }
 
+    /// A body that is not a JSON-RPC answer, which its words judge as `kind` (a capacity,
+    /// payment, credentials, limit or timeout kind: [`super::table::classify_text`]).
+    pub(crate) fn broken_for(kind: Kind) -> Tally {
+        let mut tally = Tally::default();
+        tally.add(kind);
+        tally
+    }
+
+    /// The most telling thing the answers said, for the status rule: the kind that decides
+    /// the judgement when it fails over, else `Unrecognised`.
+    pub(crate) fn said(&self) -> Kind {
+        if self.unauthorized {
+            Kind::Unauthorized
+        } else if self.payment {
+            Kind::Payment
+        } else if self.capacity {
+            Kind::Capacity(self.hint)
+        } else if self.limit {
+            Kind::Limit
+        } else if self.timeout {
+            Kind::Timeout
+        } else if self.stale || self.unsupported {
+            Kind::Unsupported
+        } else {
+            Kind::Unrecognised
+        }
+    }
+
+    /// Whether the response is broken and nothing more specific was said of it: a body that
+    /// is not a JSON-RPC answer, which its words may still explain.
+    pub(crate) const fn only_broken(&self) -> bool {
+        self.broken
+            && !(self.results
+                || self.capacity
+                || self.unauthorized
+                || self.payment
+                || self.limit
+                || self.stale
+                || self.unsupported
+                || self.timeout
+                || self.definitive)
+    }
+
     /// The response's judgement: any capacity, broken, stale or unsupported answer fails the
     /// whole response over (capacity first, as it carries the hint); else it is returned.
     /// The judgement, with what the answers said beside it (what was missing, a single
@@ -85,11 +136,24 @@ impl Tally {
 
     fn verdict(&self) -> Judgement {
         let fail_over = |cool_for| Verdict::FailOver { cool_for };
+        // The account first: no other answer of a batch matters while the key is refused.
+        if self.unauthorized {
+            return Judgement::new(fail_over(None), Evidence::Failure, Class::Unauthorized);
+        }
+        if self.payment {
+            return Judgement::new(fail_over(None), Evidence::Failure, Class::Payment);
+        }
         if self.capacity {
             return Judgement::new(fail_over(self.hint), Evidence::Failure, Class::Capacity);
         }
         if self.broken {
             return Judgement::new(fail_over(None), Evidence::Failure, Class::Broken);
+        }
+        if self.timeout {
+            return Judgement::new(fail_over(None), Evidence::Neutral, Class::Broken);
+        }
+        if self.limit {
+            return Judgement::new(fail_over(None), Evidence::Neutral, Class::Limit);
         }
         if self.stale || self.unsupported {
             return Judgement::new(fail_over(None), Evidence::Neutral, Class::Stale);

@@ -342,7 +342,7 @@ async fn an_answer_that_is_not_json_rpc_2_is_broken() {
         r#"{"id":1,"result":"0x1"}"#,
         r#"{"jsonrpc":"1.0","id":1,"result":"0x1"}"#,
         r#"{"jsonrpc":"2.0","id":1}"#,
-        r#"{"jsonrpc":"2.0","id":1,"error":"rate limited"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"error":"odd"}"#,
         r#"{"jsonrpc":"2.0","id":1,"error":{"code":"x","message":"m"}}"#,
         r#"{"message":"Internal server error"}"#,
         r#""ok""#,
@@ -403,7 +403,7 @@ async fn a_lone_surrogate_escape_anywhere_is_broken_and_a_pair_is_not() {
 
 #[tokio::test]
 async fn an_error_that_is_an_array_is_broken() {
-    for error in ["[]", "[3]", "[-32005]", r#"[-32005,"rate limited"]"#] {
+    for error in ["[]", "[3]", "[-32005]", r#"[-32005,"odd"]"#] {
         let body = format!(r#"{{"jsonrpc":"2.0","id":1,"error":{error}}}"#);
         assert_eq!(judge(&body).await, broken(), "{body}");
     }
@@ -427,7 +427,7 @@ async fn a_code_that_is_not_an_i64_integer_or_a_message_that_is_not_a_string_is_
         r#"{"code":9223372036854775808,"message":"x"}"#,
         r#"{"code":[3],"message":"x"}"#,
         r#"{"code":-32005,"message":5}"#,
-        r#"{"code":-32005,"message":["rate limit"]}"#,
+        r#"{"code":-32005,"message":["odd"]}"#,
         r#"{"code":-32005,"message":{}}"#,
     ] {
         let body = format!(r#"{{"jsonrpc":"2.0","id":1,"error":{error}}}"#);
@@ -559,12 +559,87 @@ async fn an_empty_batch_is_returned_neutral() {
 // ===== the body =====
 
 #[tokio::test]
-async fn non_json_content_is_returned_unread_as_an_answer() {
+async fn json_under_another_content_type_is_judged_as_json() {
     let body = error(-32005, "rate limited");
     for content_type in [Some("text/plain"), Some("application/jsonx"), Some("json"), None] {
         let response = response(200, content_type, &[body.as_bytes()], None);
-        assert_eq!(expect_response(classify(response).await, &body).await, Judgement::answer());
+        assert_eq!(
+            expect_response(classify(response).await, &body).await,
+            capacity(None),
+            "{content_type:?}"
+        );
     }
+}
+
+#[tokio::test]
+async fn a_body_that_is_not_json_is_never_an_answer_and_its_words_say_why() {
+    let judged = |status: u16, content_type: &'static str, body: &'static str| async move {
+        let response = response(status, Some(content_type), &[body.as_bytes()], None);
+        expect_response(classify(response).await, body).await
+    };
+    assert_eq!(judged(200, "text/html", "<html><body>It works</body></html>").await, broken());
+    assert_eq!(judged(200, "text/plain", "").await, broken());
+    assert_eq!(judged(200, "text/plain", "error code: 1015").await, capacity(None), "Cloudflare");
+    let over = "Too Many Requests, [code:OVER_LIMIT current_limit:{requests_per_unit:1500 unit:MINUTE}]";
+    assert_eq!(judged(429, "text/plain", over).await, capacity(None));
+    let unauthorized =
+        Judgement::new(Verdict::FailOver { cool_for: None }, Evidence::Failure, Class::Unauthorized);
+    assert_eq!(judged(401, "text/plain", "invalid project id\n").await, unauthorized, "Infura");
+    assert_eq!(judged(200, "text/plain", "App is inactive.").await, unauthorized, "words alone");
+    assert_eq!(judged(403, "text/html", "<html>Request blocked.</html>").await, unauthorized);
+    let payment = Judgement::new(Verdict::FailOver { cool_for: None }, Evidence::Failure, Class::Payment);
+    assert_eq!(judged(402, "text/plain", "").await, payment);
+    let limit = Judgement::new(Verdict::FailOver { cool_for: None }, Evidence::Neutral, Class::Limit);
+    assert_eq!(judged(413, "text/plain", "").await, limit);
+    assert_eq!(judged(500, "text/plain", "oops").await, broken());
+}
+
+#[tokio::test]
+async fn statuses_name_the_account_and_the_limit_unless_the_body_says_more() {
+    let judged = |status: u16, body: String| async move {
+        let response = json(status, &[body.as_bytes()]);
+        expect_response(classify(response).await, &body).await
+    };
+    let fail_over = |evidence, class| Judgement::new(Verdict::FailOver { cool_for: None }, evidence, class);
+    // A JSON-RPC error the table returns is overruled by the status.
+    let unauthorized = fail_over(Evidence::Failure, Class::Unauthorized);
+    assert_eq!(judged(401, error(-32000, "odd")).await, unauthorized);
+    assert_eq!(judged(403, error(-32600, "odd")).await, unauthorized);
+    assert_eq!(judged(410, error(-32000, "odd")).await, unauthorized);
+    assert_eq!(judged(413, error(-32000, "odd")).await, fail_over(Evidence::Neutral, Class::Limit));
+    assert_eq!(judged(405, error(-32000, "odd")).await.class, Class::Stale);
+    // A body that says more keeps its word: a monthly quota under 403 or 429 is payment.
+    let quota = error(-32600, "Monthly capacity limit exceeded. Visit the billing page");
+    assert_eq!(judged(403, quota.clone()).await, fail_over(Evidence::Failure, Class::Payment));
+    assert_eq!(judged(429, quota).await, fail_over(Evidence::Failure, Class::Payment));
+    // 400 is how many nodes send invalid params: the body decides.
+    assert_eq!(judged(400, error(-32602, "invalid argument 0")).await, definitive());
+}
+
+#[tokio::test]
+async fn limits_on_the_request_are_not_capacity_even_under_the_rate_limit_code() {
+    let limit = Judgement::new(Verdict::FailOver { cool_for: None }, Evidence::Neutral, Class::Limit);
+    for (code, message) in [
+        (-32005, "query returned more than 10000 results"),
+        (-32602, "range 1000000 exceeds limit of 10000"),
+        (-32000, "exceed maximum block range: 5000"),
+        (-32005, "batch size exceed limit 500"),
+        (-32000, "batch limit 100 exceeded: 142 requests given"),
+    ] {
+        assert_eq!(judge(&error(code, message)).await, limit, "{message}");
+    }
+    // A revert that speaks of a block range is still a revert.
+    assert_eq!(judge(&error(3, "execution reverted: block range")).await, definitive());
+}
+
+#[tokio::test]
+async fn a_bare_error_object_without_the_envelope_is_judged_by_its_code_and_message() {
+    let quicknode =
+        r#"{"code":-32007,"message":"100/second request limit reached - reduce calls per second"}"#;
+    assert_eq!(judge(quicknode).await, capacity(None));
+    let nested = r#"{"error":{"code":-32602,"message":"Invalid params"}}"#;
+    assert_eq!(judge(nested).await, definitive());
+    assert_eq!(judge(r#"{"error":{"code":-32000,"message":"odd"}}"#).await, broken(), "unknown: broken");
 }
 
 #[tokio::test]
@@ -944,7 +1019,6 @@ async fn http_429_keeps_the_bodys_quantity_and_stays_capacity() {
 async fn a_body_that_is_not_read_carries_no_quantity() {
     let body = answer(r#""0x7""#);
     for (classifier, response) in [
-        (JsonRpcClassifier::new(), response(200, Some("text/plain"), &[body.as_bytes()], None)),
         (JsonRpcClassifier::new().max_body(4), json(200, &[body.as_bytes()])),
         (JsonRpcClassifier::new().max_body(0), json(200, &[body.as_bytes()])),
     ] {

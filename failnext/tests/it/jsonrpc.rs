@@ -113,3 +113,83 @@ async fn internal_error_fails_over_and_a_write_still_reaches_one_provider() {
     assert_eq!(served_by(&resp), Some("first"), "the write gets the first provider's answer");
     assert_eq!(hits(&second).await, before, "the write reached no second provider");
 }
+
+/// A provider answering every call with `status`, the raw `body` and `content_type`.
+async fn provider_raw(status: u16, body: &str, content_type: &str) -> MockServer {
+    let server = MockServer::start().await;
+    let template = ResponseTemplate::new(status).set_body_raw(body.as_bytes().to_vec(), content_type);
+    Mock::given(any()).respond_with(template).mount(&server).await;
+    server
+}
+
+/// `first` refuses the credentials on every call: over ten reads it gets one request, is told
+/// as "unauthorized" and paused for a minute; after the minute, one more request (its trial),
+/// refused again, pauses it for two.
+async fn refused_credentials_cost_one_attempt_and_pause_for_minutes(first: MockServer) {
+    let second = provider(200, result(), &[]).await;
+    let (seen, hook) = first_events();
+    let failover =
+        builder([("first", format!("{}/rpc", first.uri())), ("second", format!("{}/rpc", second.uri()))])
+            .classifier(JsonRpcClassifier::new())
+            .no_attempt_timeout()
+            .on_event(hook)
+            .build()
+            .unwrap();
+    let client = paused_client(failover);
+    for _ in 0..10 {
+        let resp = read(&client).await;
+        assert_eq!(served_by(&resp), Some("second"), "the read is answered by the other provider");
+        tokio::time::advance(Duration::from_secs(5)).await;
+    }
+    assert_eq!(hits(&first).await, 1, "one attempt, then none while it is paused");
+    assert_eq!(seen.lock().unwrap().0, ["unauthorized"], "told as its own reason");
+    tokio::time::advance(Duration::from_secs(11)).await;
+    read(&client).await;
+    assert_eq!(hits(&first).await, 2, "tried again once the minute is over");
+    for _ in 0..20 {
+        read(&client).await;
+        tokio::time::advance(Duration::from_secs(5)).await;
+    }
+    assert_eq!(hits(&first).await, 2, "refused again: paused for longer");
+    let opened = seen.lock().unwrap().1.clone();
+    assert_eq!(opened, [Duration::from_secs(60), Duration::from_secs(120)], "the pause grows while it lasts");
+}
+
+/// What was recorded of "first": its judgements' classes, and its breaker's open times.
+type FirstEvents = std::sync::Arc<std::sync::Mutex<(Vec<&'static str>, Vec<Duration>)>>;
+
+/// The events of "first", and the hook that records them.
+fn first_events() -> (FirstEvents, impl Fn(&failnext::Event<'_>) + Send + Sync + 'static) {
+    let seen = FirstEvents::default();
+    let kept = seen.clone();
+    let hook = move |event: &failnext::Event<'_>| match *event {
+        failnext::Event::Judged { endpoint, class, .. } if endpoint.as_str() == "first" => {
+            kept.lock().unwrap().0.push(class.as_str());
+        }
+        failnext::Event::Breaker { endpoint, state: failnext::BreakerState::Open { duration } }
+            if endpoint.as_str() == "first" =>
+        {
+            kept.lock().unwrap().1.push(duration);
+        }
+        _ => {}
+    };
+    (seen, hook)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_provider_answering_401_costs_each_read_at_most_one_attempt_and_is_told_unauthorized() {
+    refused_credentials_cost_one_attempt_and_pause_for_minutes(
+        provider_raw(401, "invalid project id\n", "text/plain").await,
+    )
+    .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_json_32002_project_id_rejection_is_unauthorized_too() {
+    let rejected =
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32002,"message":"rejected due to project ID settings"}}"#;
+    refused_credentials_cost_one_attempt_and_pause_for_minutes(
+        provider_raw(200, rejected, "application/json").await,
+    )
+    .await;
+}

@@ -8,6 +8,8 @@ mod support;
 mod breaker;
 mod budget;
 mod cooldown;
+#[cfg(feature = "jsonrpc")]
+mod corpus;
 mod deadline;
 mod errors;
 mod events;
