@@ -57,11 +57,12 @@ impl Missed {
 pub struct Findings {
     pub(crate) missed: Missed,
     pub(crate) quantity: Option<u64>,
+    pub(crate) empty: bool,
 }
 
 impl Findings {
     /// No findings.
-    pub(crate) const NONE: Findings = Findings { missed: Missed::EMPTY, quantity: None };
+    pub(crate) const NONE: Findings = Findings { missed: Missed::EMPTY, quantity: None, empty: false };
 
     /// Whether the answer said the provider lacks anything (a block, state, the method).
     pub const fn lacks_anything(&self) -> bool {
@@ -87,5 +88,11 @@ impl Findings {
     /// The result of a single answer, when it is a quantity (`"0x1b4"`): a block number, say.
     pub const fn quantity(&self) -> Option<u64> {
         self.quantity
+    }
+
+    /// The result of a single answer is `null` or an empty array `[]`: what a provider answers
+    /// for a block, a transaction, a receipt or logs it has not got (yet).
+    pub const fn empty_result(&self) -> bool {
+        self.empty
     }
 }

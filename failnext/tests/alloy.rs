@@ -910,3 +910,58 @@ async fn a_read_skipping_a_provider_that_lacks_a_capability_shows_it_in_the_trac
     assert_eq!(*seen.lock().unwrap(), [Decided::Skipped("full".into(), lacks)]);
     assert!(calls(&full).is_empty(), "not asked");
 }
+
+/// A transport over "behind" (head 100) and "current" (head 105), each answering `null` or a
+/// block/receipt as `answers` says, heads known through `monotonic_reads`.
+async fn behind_and_current(
+    behind_has: bool,
+    current_has: bool,
+) -> (FailoverTransport, failnext_loopback::Server, failnext_loopback::Server) {
+    let answer = move |has: bool| {
+        move |_: &str, _: &Value| ok(if has { json!({"number": "0x68"}) } else { Value::Null })
+    };
+    let behind = node(answer(behind_has)).await;
+    let current = node(answer(current_has)).await;
+    let t = transport(&[("behind", behind.url("/")), ("current", current.url("/"))])
+        .monotonic_reads(|id| if id == "behind" { Some(100) } else { Some(105) });
+    (t, behind, current)
+}
+
+#[tokio::test]
+async fn a_null_block_from_a_provider_below_it_is_no_answer_while_another_has_the_block() {
+    let (t, behind, current) = behind_and_current(false, true).await;
+    let block = send(&t, single("eth_getBlockByNumber", json!(["0x68", false]))).await.unwrap();
+    assert_eq!(result(&block), json!({"number": "0x68"}), "the provider at or above block 104 answers");
+    assert_eq!((calls(&behind).len(), calls(&current).len()), (1, 1));
+    // A receipt (the block in question: the best head known, 105): the same.
+    let receipt = send(&t, single("eth_getTransactionReceipt", json!([raw_hash()]))).await.unwrap();
+    assert_eq!(result(&receipt), json!({"number": "0x68"}));
+}
+
+#[tokio::test]
+async fn a_null_is_returned_when_every_provider_that_has_the_block_says_so() {
+    // Both have block 100: the first one's null is the answer, no other provider is asked.
+    let (t, behind, current) = behind_and_current(false, false).await;
+    let block = send(&t, single("eth_getBlockByNumber", json!(["0x64", false]))).await.unwrap();
+    assert_eq!(result(&block), Value::Null);
+    assert_eq!((calls(&behind).len(), calls(&current).len()), (1, 0));
+    // A receipt nobody has: the provider behind is not believed, the current one is.
+    let receipt = send(&t, single("eth_getTransactionReceipt", json!([raw_hash()]))).await.unwrap();
+    assert_eq!(result(&receipt), Value::Null);
+    assert_eq!((calls(&behind).len(), calls(&current).len()), (1, 1));
+}
+
+#[tokio::test]
+async fn empty_logs_from_a_provider_below_the_range_go_to_one_that_has_it() {
+    let behind = node(|_, _| ok(json!([]))).await;
+    let current = node(|_, _| ok(json!([{"blockNumber": "0x68", "logIndex": "0x0"}]))).await;
+    let t = transport(&[("behind", behind.url("/")), ("current", current.url("/"))])
+        .monotonic_reads(|id| if id == "behind" { Some(100) } else { Some(105) });
+    let logs =
+        send(&t, single("eth_getLogs", json!([{"fromBlock": "0x60", "toBlock": "0x68"}]))).await.unwrap();
+    assert_eq!(result(&logs).as_array().map(Vec::len), Some(1));
+    // Up to block 99, both have it: the first one's empty list is the answer.
+    let logs =
+        send(&t, single("eth_getLogs", json!([{"fromBlock": "0x60", "toBlock": "0x63"}]))).await.unwrap();
+    assert_eq!(result(&logs), json!([]));
+}

@@ -242,6 +242,16 @@
 //!   [`Event::Judged`](crate::Event::Judged)'s `overruled` and a
 //!   [`TraceStep::Overruled`](crate::TraceStep::Overruled), and the request goes on to the
 //!   next provider as for any flagged answer (a write still stops at its first).
+//! - An empty answer (`null` for a block, a transaction or a receipt, `[]` for logs) from a
+//!   provider whose known head (the paired monitor's, projected; or
+//!   [`monotonic_reads`](FailoverTransport::monotonic_reads)'s) is below the block in question
+//!   is overruled the same way ([`Unfit::BelowFloor`](crate::Unfit::BelowFloor) with that
+//!   head and block): the block a call names (`eth_getBlockByNumber`, `eth_getBlockReceipts`,
+//!   `eth_getLogs`'s `toBlock`), or, for a lookup by hash (`eth_getTransactionReceipt`,
+//!   `eth_getTransactionByHash`, `eth_getBlockByHash`, logs up to `latest`), the best head
+//!   known. The read returns `null`/`[]` only when every provider that has the block said so
+//!   (or nothing else is left). A provider whose head is unknown is believed. Read-your-writes
+//!   and the follower read through the same loop, under the same rule.
 //! - Later attempts are made again from the packet, so nothing is copied before the first.
 //!
 //! With a classifier of your own ([`FailoverTransport::from_builder`]), the JSON-RPC
@@ -290,6 +300,7 @@ mod bundle;
 mod call;
 mod capability;
 mod coherence;
+mod empty;
 mod failure;
 mod fanout;
 mod follow;

@@ -34,13 +34,26 @@ pub(crate) struct PacketScope<P> {
     pub(crate) unfit: Vec<(EndpointId, Unfit)>,
     /// The endpoints whose `eth_blockNumber` answer was below the floor, with it.
     pub(crate) behind: Mutex<Vec<(EndpointId, Option<u64>)>>,
+    /// Every endpoint, for the best head known when an empty answer is judged.
+    pub(crate) endpoints: Arc<[EndpointId]>,
 }
 
 impl PacketScope<()> {
     /// This scope, for `packet`.
     pub(crate) fn with<P>(self, packet: P) -> PacketScope<P> {
-        let PacketScope { packet: (), coherence, rules, bundle, reads, size, floor, unfit, behind } = self;
-        PacketScope { packet, coherence, rules, bundle, reads, size, floor, unfit, behind }
+        let PacketScope {
+            packet: (),
+            coherence,
+            rules,
+            bundle,
+            reads,
+            size,
+            floor,
+            unfit,
+            behind,
+            endpoints,
+        } = self;
+        PacketScope { packet, coherence, rules, bundle, reads, size, floor, unfit, behind, endpoints }
     }
 }
 
@@ -57,6 +70,17 @@ impl<P: Borrow<RequestPacket>> PacketScope<P> {
     /// The endpoints whose answer was below the floor, in the order they answered.
     pub(crate) fn behind(&self) -> Vec<(EndpointId, Option<u64>)> {
         self.behind_list().clone()
+    }
+
+    /// An empty answer (`null`, `[]`) from `endpoint` is no answer when its known head is below
+    /// the block in question ([`super::empty`]): why, then.
+    fn not_there_yet(&self, endpoint: &EndpointId) -> Option<Unfit> {
+        let heads = self.rules.heads.as_ref()?;
+        let asked = super::empty::asked(self.packet.borrow())?;
+        let head = heads.of(endpoint)?;
+        let best = self.endpoints.iter().filter_map(|e| heads.of(e)).chain([self.coherence.head.get()]).max();
+        let needed = asked.needs(best.filter(|b| *b > 0))?;
+        (head < needed).then_some(Unfit::BelowFloor { head: Some(head), floor: needed })
     }
 }
 
@@ -83,6 +107,11 @@ impl<P: Borrow<RequestPacket> + Send + Sync> Scope for PacketScope<P> {
             if self.bundle.is_some() && (findings.lacks_block() || findings.lacks_state()) {
                 // Not an answer at the bundle's block, whatever the classifier made of it.
                 return Some(Unfit::UnknownBlock);
+            }
+        }
+        if findings.empty_result() && self.reads {
+            if let Some(why) = self.not_there_yet(endpoint) {
+                return Some(why);
             }
         }
         match (self.floor, findings.quantity()) {

@@ -455,6 +455,7 @@ impl FailoverTransport {
             floor: (monotonic && single_head).then(|| self.coherence.head.get()),
             unfit,
             behind: Mutex::default(),
+            endpoints: Arc::clone(&self.endpoints),
         };
         let (outcome, behind) = match &self.route {
             Route::Direct { client } => {

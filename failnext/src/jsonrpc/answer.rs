@@ -89,6 +89,8 @@ pub(crate) struct Answer {
     /// The last `result`'s value, when it is a quantity and the answer is read with a
     /// [`Source`] (a single answer); see [`super::result`].
     quantity: Option<u64>,
+    /// The last `result` was `null` or `[]` (read only with a [`Source`]).
+    empty: bool,
 }
 
 /// Reads one answer object from its entries; only syntax errors fail. With `source` (a
@@ -107,6 +109,7 @@ pub(crate) fn answer<'de, A: MapAccess<'de>>(
                 map.next_value::<IgnoredAny>()?;
                 answer.result = true;
                 answer.quantity = found.and_then(ResultKey::quantity);
+                answer.empty = found.is_some_and(ResultKey::empty);
             }
             Some("error") => answer.error = map.next_value::<ErrorField>()?.0,
             _ => {
@@ -121,6 +124,11 @@ impl Answer {
     /// The `result`'s quantity (read only for a single answer), whatever the answer's kind.
     pub(crate) const fn quantity(&self) -> Option<u64> {
         self.quantity
+    }
+
+    /// Whether the `result` (read only for a single answer) is `null` or `[]`.
+    pub(crate) const fn empty(&self) -> bool {
+        self.empty
     }
 
     /// How the table judges this answer.

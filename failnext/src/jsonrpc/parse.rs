@@ -99,7 +99,7 @@ impl<'de> Visitor<'de> for BodyVisitor<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Tally, A::Error> {
         let answer = answer(map, Some(self.source))?;
-        Ok(Tally::single(answer.quantity(), answer.kind()))
+        Ok(Tally::single(answer.quantity(), answer.empty(), answer.kind()))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Tally, A::Error> {

@@ -78,6 +78,18 @@ pub(crate) struct ResultKey<'a> {
 }
 
 impl ResultKey<'_> {
+    /// Once the parser has skipped the value: whether it is `null` or an empty array `[]`
+    /// (what a provider answers for a block, a transaction, a receipt or logs it has not got).
+    pub(crate) fn empty(self) -> bool {
+        match self.source {
+            Source::Slice(slice) => {
+                slice.get(self.at..).is_some_and(|rest| scan_empty(rest.iter().copied()).is_some())
+            }
+            Source::Chunks { chunks, pulled } => scan_empty(bytes_from(chunks, self.at))
+                .is_some_and(|len| self.at.checked_add(len) == Some(pulled.get())),
+        }
+    }
+
     /// Once the parser has skipped the value: the quantity it is, if it is one.
     pub(crate) fn quantity(self) -> Option<u64> {
         match self.source {
@@ -130,6 +142,26 @@ pub(crate) fn scan(bytes: impl Iterator<Item = u8>) -> Option<(u64, usize)> {
     Some((value, cursor.taken))
 }
 
+/// Reads `"result"`, whitespace, `:`, whitespace and `null` or `[` whitespace `]` from
+/// `bytes`: how many bytes it took, up to and including the value's last byte.
+pub(crate) fn scan_empty(bytes: impl Iterator<Item = u8>) -> Option<usize> {
+    let mut cursor = Cursor { bytes, taken: 0 };
+    for &expected in KEY {
+        if cursor.next()? != expected {
+            return None;
+        }
+    }
+    if cursor.next_token()? != b':' {
+        return None;
+    }
+    match cursor.next_token()? {
+        b'n' => (cursor.next()? == b'u' && cursor.next()? == b'l' && cursor.next()? == b'l')
+            .then_some(cursor.taken),
+        b'[' => (cursor.next_token()? == b']').then_some(cursor.taken),
+        _ => None,
+    }
+}
+
 /// Bytes taken one at a time, counted.
 struct Cursor<I> {
     bytes: I,
@@ -167,6 +199,21 @@ mod tests {
         assert_eq!(scan(br#""result":"0x1b4","id":1"#.iter().copied()), Some((0x1b4, 16)));
         assert_eq!(read("\"result\" \t\r\n: \n\"0x0\""), Some(0));
         assert_eq!(read(r#""result":"0xffffffffffffffff""#), Some(u64::MAX));
+    }
+
+    #[test]
+    fn null_and_an_empty_array_after_the_key_are_empty_results() {
+        assert_eq!(scan_empty(br#""result":null,"id":1"#.iter().copied()), Some(13));
+        assert_eq!(scan_empty(br#""result" : [ ] "#.iter().copied()), Some(14));
+        for text in [
+            r#""result":[1]"#,
+            r#""result":"0x0""#,
+            r#""result":nul"#,
+            r#""result":{}"#,
+            r#""result":"null""#,
+        ] {
+            assert_eq!(scan_empty(text.bytes()), None, "{text}");
+        }
     }
 
     #[test]

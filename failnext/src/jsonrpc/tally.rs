@@ -29,16 +29,19 @@ pub(crate) struct Tally {
     missed: Missed,
     /// A single answer's `result`, when it is a quantity.
     quantity: Option<u64>,
+    /// A single answer's `result` is `null` or `[]`.
+    empty: bool,
 }
 
 impl Tally {
     /// The tally of a single answer (not a batch) of `kind`, whose `result` (if any) is
     /// `quantity`: kept only when the answer is a `result` ([`Kind::Answer`]).
-    pub(crate) fn single(quantity: Option<u64>, kind: Kind) -> Tally {
+    pub(crate) fn single(quantity: Option<u64>, empty: bool, kind: Kind) -> Tally {
         let mut tally = Tally::default();
         tally.add(kind);
         if kind == Kind::Answer {
             tally.quantity = quantity;
+            tally.empty = empty;
         }
         tally
     }
@@ -130,7 +133,7 @@ impl Tally {
     /// answer's quantity) as its findings.
     pub(crate) fn judgement(&self) -> Judgement {
         let mut judgement = self.verdict();
-        judgement.findings = Findings { missed: self.missed, quantity: self.quantity() };
+        judgement.findings = Findings { missed: self.missed, quantity: self.quantity(), empty: self.empty };
         judgement
     }
 
