@@ -14,6 +14,7 @@
 mod alloc;
 mod blocklag;
 mod chart;
+mod empty;
 mod measure;
 mod os;
 mod peers;
@@ -36,6 +37,9 @@ use crate::variants::BoxError;
 static GLOBAL: alloc::Counting = alloc::Counting;
 
 const DEFAULT_ROUNDS: usize = 31;
+
+/// The scenarios run apart from [`scenarios::NAMES`], in run order.
+const EXTRA_SCENARIOS: [&str; 3] = ["peers", "empty-behind", "blocklag"];
 
 #[allow(clippy::print_stderr, reason = "a command-line tool reports progress and failure on stderr")]
 fn main() -> ExitCode {
@@ -73,10 +77,11 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, Bo
             }
             "--scenario" => {
                 let name = args.next().ok_or("--scenario needs a name")?;
-                if name != "blocklag" && name != "peers" && !scenarios::NAMES.contains(&name.as_str()) {
+                if !EXTRA_SCENARIOS.contains(&name.as_str()) && !scenarios::NAMES.contains(&name.as_str()) {
                     return Err(format!(
-                        "unknown scenario {name:?}; known: {}, peers, blocklag",
-                        scenarios::NAMES.join(", ")
+                        "unknown scenario {name:?}; known: {}, {}",
+                        scenarios::NAMES.join(", "),
+                        EXTRA_SCENARIOS.join(", ")
                     )
                     .into());
                 }
@@ -98,10 +103,11 @@ fn try_main() -> Result<(), BoxError> {
             "usage: failnext-bench [--quick] [--rounds N] [--scenario NAME]... [--variant NAME]... [--no-pin]\n\n  \
              --quick          one tiny round of everything (CI smoke run)\n  \
              --rounds N       measured rounds per scenario (default {DEFAULT_ROUNDS}; quick: 1)\n  \
-             --scenario NAME  run only this one (repeatable): {}, peers, blocklag\n  \
+             --scenario NAME  run only this one (repeatable): {}, {}\n  \
              --variant NAME   run only this client variant (repeatable; for profiling)\n  \
              --no-pin         do not pin the client and server threads to one CPU",
-            scenarios::NAMES.join(", ")
+            scenarios::NAMES.join(", "),
+            EXTRA_SCENARIOS.join(", ")
         );
         return Ok(());
     };
@@ -137,6 +143,12 @@ fn try_main() -> Result<(), BoxError> {
     } else {
         Err("not selected (--scenario)".to_owned())
     };
+    let empty_behind = if wanted("empty-behind") {
+        eprintln!("bench: empty-behind ({:.0?} so far)", started.elapsed());
+        rt.block_on(empty::run(&servers, plan.quick)).map_err(|e| e.to_string())
+    } else {
+        Err("not selected (--scenario)".to_owned())
+    };
     let blocklag = if wanted("blocklag") {
         eprintln!("bench: blocklag ({:.0?} so far)", started.elapsed());
         // Probing is concurrent I/O whose server side would be remote in real use: let the
@@ -161,7 +173,23 @@ fn try_main() -> Result<(), BoxError> {
         verdicts: &verdicts,
     };
     println!("{}", report.markdown());
-    let paths = report::write(&report, &report::out_dir(plan.quick))?;
+    let mut paths = report::write(&report, &report::out_dir(plan.quick))?;
+    // The empty-behind table: printed after the report, and written next to it.
+    match &empty_behind {
+        Ok(rows) => {
+            let md = empty::markdown(rows, plan.quick);
+            println!("{md}");
+            let dir = report::out_dir(plan.quick);
+            for (name, contents) in [
+                ("empty-behind.json", serde_json::to_string_pretty(&empty::json(rows)).unwrap_or_default()),
+                ("empty-behind.md", md),
+            ] {
+                std::fs::write(dir.join(name), contents)?;
+                paths.push(dir.join(name));
+            }
+        }
+        Err(why) => println!("### empty-behind\n\nNot measured: {why}\n"),
+    }
     for p in paths {
         eprintln!("bench: wrote {}", p.display());
     }
@@ -175,6 +203,11 @@ fn try_main() -> Result<(), BoxError> {
         && wanted("peers")
     {
         return Err(format!("the peer table did not run: {why}").into());
+    }
+    if let Err(why) = &empty_behind
+        && wanted("empty-behind")
+    {
+        return Err(format!("the empty-behind table did not run: {why}").into());
     }
     if failed + blocklag_failed as u64 > 0 {
         return Err(
@@ -217,6 +250,7 @@ mod tests {
         assert_eq!(args.variants, ["failover"]);
         assert!(parse(&["--help"]).unwrap().is_none());
         assert!(parse(&["--scenario", "nope"]).is_err());
+        assert_eq!(parse(&["--scenario", "empty-behind"]).unwrap().unwrap().only, ["empty-behind"]);
         assert!(parse(&["--rounds"]).is_err());
         assert!(parse(&["--bogus"]).is_err());
     }
