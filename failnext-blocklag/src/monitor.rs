@@ -2,7 +2,7 @@
 //! answered by one pure rule ([`decide`]).
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
@@ -76,6 +76,8 @@ pub(crate) struct Inner {
     answered: Vec<AtomicU64>,
     /// Per endpoint: the highest head its good answers showed (0: none).
     answered_head: Vec<AtomicU64>,
+    /// Per endpoint: its attempts outrun by a hedge since its latest good answer.
+    outrun: Vec<AtomicU32>,
     /// Without an expected chain id: per endpoint, the chain id its spawned probe reported
     /// (0: none yet), until the chain is learnt.
     chain_seen: Vec<AtomicU64>,
@@ -106,6 +108,7 @@ impl Monitor {
             schedule: ArcSwapOption::empty(),
             answered: (0..n).map(|_| AtomicU64::new(0)).collect(),
             answered_head: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            outrun: (0..n).map(|_| AtomicU32::new(0)).collect(),
             chain_seen: (0..n).map(|_| AtomicU64::new(0)).collect(),
             learnt_chain: AtomicU64::new(0),
         };
@@ -391,6 +394,11 @@ impl Fresh {
     }
 }
 
+/// How many attempts in a row outrun by a hedge (with no good answer between) contradict the
+/// view of an admitted provider: one is the tail latency a hedge cuts off (at a p95 hedge, one
+/// read in twenty), three in a row a provider that may be hanging.
+pub(crate) const OUTRUN_STREAK: u32 = 3;
+
 /// How many other admitted providers let a provider held out wait for its idle re-check
 /// ([`Inner::needed`]): the one serving, and one to fail over to.
 pub(crate) const SPARES: usize = 2;
@@ -560,9 +568,23 @@ impl Inner {
     /// whether it contradicted the view.
     pub(crate) fn observe(&self, i: usize, observation: Observation) -> bool {
         let Some(evidence) = self.evidence.get(i) else { return false };
+        // An attempt outrun by a hedge is the slow tail the hedge is there to cut off, until
+        // it happens [`OUTRUN_STREAK`] times without a good answer between: then the provider
+        // may be hanging: it counts as bad evidence, and the view is contradicted as for a
+        // failure. (The tail is no evidence against the provider.)
+        if let (Observation::Outrun { .. }, Some(outrun)) = (observation, self.outrun.get(i)) {
+            if outrun.fetch_add(1, Ordering::Relaxed).saturating_add(1) < OUTRUN_STREAK {
+                return false;
+            }
+        }
         let now_ms = self.now_ms();
         evidence.record(!observation.is_bad(), now_ms, self.half_life());
         if let Observation::Answered { head } = observation {
+            if let Some(outrun) = self.outrun.get(i) {
+                if outrun.load(Ordering::Relaxed) != 0 {
+                    outrun.store(0, Ordering::Relaxed);
+                }
+            }
             if let (Some(head), Some(at), Some(highest)) =
                 (head, self.answered.get(i), self.answered_head.get(i))
             {

@@ -282,12 +282,14 @@ where
         None => {
             drop(loser);
             session.cancelled(turn.i, turn.number);
-            if let (Some(paired), Some(started)) = (&shared.paired, turn.started) {
-                // Evidence for the paired source: it did not answer while another did.
+            if let (true, Some(paired), Some(started)) = (first, &shared.paired, turn.started) {
+                // Evidence for the paired source: it did not answer while a later attempt did.
+                // (A hedge that lost to an attempt started before it shows nothing: it ran for
+                // less time than the answer that came first.) The source decides whether it is
+                // a fault (a provider that hangs) or a slow answer (the tail a hedge cuts off).
                 let endpoint = shared.slots[turn.i].id();
                 let after = started.elapsed();
                 paired.source.observe(endpoint, crate::source::Observation::Outrun { after });
-                paired.source.check_now(endpoint);
             }
             if let (true, Some(started)) = (first, turn.started) {
                 let slot = &shared.slots[turn.i];

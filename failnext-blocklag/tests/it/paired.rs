@@ -321,7 +321,7 @@ async fn a_behind_observation_makes_an_admitted_provider_ineligible_at_once() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn an_outrun_attempt_makes_an_admitted_provider_ineligible_until_its_probe_answers() {
+async fn three_attempts_outrun_in_a_row_make_an_admitted_provider_ineligible_until_its_probe_answers() {
     // failnext's hedge answered first while the attempt at a had run 80 ms without an answer.
     let (a, b) = (Provider::new(100, Mode::Healthy).await, Provider::new(100, Mode::Healthy).await);
     let monitor = builder(&[("a", &a), ("b", &b)]).max_lag(2).build().unwrap();
@@ -330,15 +330,27 @@ async fn an_outrun_attempt_makes_an_admitted_provider_ineligible_until_its_probe
     for _ in 0..10 {
         monitor.observe(&id("a"), Observation::Answered { head: Some(100) });
     }
-    monitor.observe(&id("a"), Observation::Outrun { after: MS(80) });
-    assert!(!monitor.eligible("a"), "ruled out at once");
+    // One outrun between good answers is the tail a hedge cuts off: no probe, still admitted.
+    for _ in 0..5 {
+        monitor.observe(&id("a"), Observation::Outrun { after: MS(80) });
+        monitor.observe(&id("a"), Observation::Answered { head: Some(100) });
+    }
+    sleep(MS(100)).await;
+    assert!(monitor.eligible("a"));
+    assert_eq!(a.requests(), 1, "no probe for the tail latency");
+    for _ in 0..3 {
+        monitor.observe(&id("a"), Observation::Outrun { after: MS(80) });
+    }
+    assert!(!monitor.eligible("a"), "three in a row: ruled out at once");
     // Its probe runs now and answers: re-admitted.
     sleep(MS(100)).await;
     assert_eq!(a.requests(), 2);
     assert!(monitor.eligible("a"));
-    // Hanging now: an outrun attempt, then its probe times out, and it stays out.
+    // Hanging now: outrun attempts, then its probe times out, and it stays out.
     a.set(Mode::Hanging);
-    monitor.observe(&id("a"), Observation::Outrun { after: MS(80) });
+    for _ in 0..3 {
+        monitor.observe(&id("a"), Observation::Outrun { after: MS(80) });
+    }
     sleep(SECS(6)).await;
     assert!(!monitor.eligible("a"));
     within(handle.stop()).await;

@@ -53,7 +53,7 @@ impl JsonRpcClassifier {
     /// Judges bodies of at most `bytes` bytes. A larger body (by its `content-length`, or
     /// once more than `bytes` have arrived) is returned unjudged as an answer: its body is
     /// rebuilt from the bytes read so far followed by the rest of the stream, nothing lost
-    /// or copied. `0` reads no body at all (then only HTTP 429 fails over).
+    /// or copied. `0` reads no body at all (then only the status is judged: 429, 401, 403, ...).
     pub const fn max_body(self, bytes: usize) -> JsonRpcClassifier {
         JsonRpcClassifier { max_body: bytes }
     }

@@ -246,7 +246,7 @@ async fn an_endpoint_the_monitor_says_can_never_serve_is_not_even_a_reserve() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_first_attempt_outrun_by_its_hedge_is_told_to_the_monitor_and_checked() {
+async fn a_first_attempt_outrun_by_its_hedge_is_told_to_the_monitor() {
     let (slow, fast) = (MockServer::start().await, at_block(7).await);
     Mock::given(any())
         .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(5)))
@@ -269,7 +269,35 @@ async fn a_first_attempt_outrun_by_its_hedge_is_told_to_the_monitor_and_checked(
         observed.iter().any(|(id, o)| id == "slow" && matches!(o, Observation::Outrun { .. }) && o.is_bad()),
         "{observed:?}"
     );
-    assert!(source.checks().contains(&"slow".to_owned()));
+    assert!(source.checks().is_empty(), "the monitor decides whether to probe: {:?}", source.checks());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hedge_that_loses_to_the_first_attempt_tells_the_monitor_nothing() {
+    let (first, slow) = (MockServer::start().await, MockServer::start().await);
+    let block = serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": "0x7"});
+    Mock::given(any())
+        .respond_with(ResponseTemplate::new(200).set_body_json(block).set_delay(Duration::from_millis(30)))
+        .mount(&first)
+        .await;
+    Mock::given(any())
+        .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(5)))
+        .mount(&slow)
+        .await;
+    let source = Fake::ruling_out(&[]);
+    let failover =
+        builder([("first", format!("{}/rpc", first.uri())), ("slow", format!("{}/rpc", slow.uri()))])
+            .no_attempt_timeout()
+            .hedge(failnext::Hedge::after(Duration::from_millis(20)))
+            .monitor(source.clone())
+            .build()
+            .unwrap();
+    let http = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+    let client = reqwest_middleware::ClientBuilder::new(http).with(failover).build();
+    let resp = call(&client, "eth_call").await.unwrap();
+    assert_eq!(served_by(&resp), "first");
+    let observed = source.observed();
+    assert!(!observed.iter().any(|(id, _)| id == "slow"), "the hedge ran 10 ms, less than the answer: {observed:?}");
 }
 
 #[tokio::test]
