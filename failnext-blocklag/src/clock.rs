@@ -55,6 +55,17 @@ pub(crate) fn newest_head(
     probed.max(vouched)
 }
 
+/// The head the chain has surely reached at `at`, by a provider's `height` seen at `seen`:
+/// credited with the blocks a chain of `block_time` made since, less an eighth of them and
+/// [`failnext::DEFAULT_TOLERANCE`] (a block time learnt from a few samples may be short, and a
+/// head credited too far would hold honest providers out). `None` without a block time, or
+/// when the credit adds nothing.
+pub(crate) fn credited_floor(height: u64, seen: Instant, at: Instant, block_time: Option<Duration>) -> Option<u64> {
+    let made = blocks_made(at.saturating_duration_since(seen), block_time?);
+    let credit = (made - made / 8).checked_sub(failnext::DEFAULT_TOLERANCE)?;
+    (credit > 0).then(|| height.saturating_add(credit))
+}
+
 /// One provider's head with its timestamp, as the clock sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Stamped {

@@ -269,8 +269,29 @@ pub(crate) fn amend(
         true => outcome.as_ref().ok().copied(),
         false => e.height(),
     };
-    let plausible_heights =
-        entries.iter().enumerate().filter(|(j, _)| !implausible[*j]).filter_map(|(j, e)| height_of(j, e));
+    // The chain as the other fit providers showed it, credited with the blocks made since
+    // (conservatively: less an eighth and the tolerance, as failnext's floor). A provider
+    // probed now below it is behind, however high its head is among those probed: it is not
+    // the reference. Otherwise one that stalled, probed after the others, is the highest head
+    // probed and looks current, and the others' honest heads look implausible against it.
+    let credited = entries
+        .iter()
+        .enumerate()
+        .filter(|(j, e)| *j != i && !implausible[*j] && e.is_eligible())
+        .filter_map(|(_, e)| {
+            let seen = e.stamped().map(|s| s.first_seen).or_else(|| e.checked())?;
+            clock::credited_floor(e.height()?, seen, at, learned)
+        })
+        .max();
+    let behind_credited = match (&outcome, credited) {
+        (Ok(height), Some(credited)) if *height < credited => Some(credited),
+        _ => None,
+    };
+    let plausible_heights = entries
+        .iter()
+        .enumerate()
+        .filter(|(j, _)| !implausible[*j] && !(*j == i && behind_credited.is_some()))
+        .filter_map(|(j, e)| height_of(j, e));
     let highest = rules
         .reference
         .of(plausible_heights)
@@ -300,7 +321,8 @@ pub(crate) fn amend(
             } else if let Some(age) = stale_at(stamp) {
                 Fitness::Stale { age }
             } else {
-                let fitness = Fitness::of_height(height, highest.unwrap_or(height), max_lag);
+                let reference = highest.unwrap_or(height).max(behind_credited.unwrap_or(0));
+                let fitness = Fitness::of_height(height, reference, max_lag);
                 within_seconds(fitness, block_time, rules.max_lag_secs)
             };
             let within = matches!(fitness, Fitness::Fit { .. });
@@ -373,6 +395,9 @@ pub(crate) fn amend(
     // otherwise make its old head look current, and honest higher heads implausible.
     let seen = entries
         .iter()
+        .enumerate()
+        .filter(|(j, _)| !(*j == i && behind_credited.is_some()))
+        .map(|(_, e)| e)
         .filter(|e| e.height().is_some_and(|h| h >= highest))
         .filter_map(|e| e.stamped().map(|s| s.first_seen).or_else(|| e.checked()))
         .max()
@@ -741,6 +766,26 @@ mod tests {
         tokio::time::advance(std::time::Duration::from_secs(1)).await;
         let s3 = probe(Some(&s2), 101, 1_012);
         assert_eq!(s3.reference_seen(), Instant::now());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_provider_probed_now_below_the_others_heads_credited_with_the_blocks_made_since_is_behind() {
+        let second = || tokio::time::advance(std::time::Duration::from_secs(1));
+        let mut s = amended(None, 0, Ok(100), Counts::default()).snapshot.unwrap();
+        // a moves a block a second: the block time is learnt.
+        for height in 101..=103 {
+            second().await;
+            s = amended(Some(&s), 0, Ok(height), Counts::default()).snapshot.unwrap();
+        }
+        // Ten seconds later, c shows 104: the highest head probed, but the chain has made ten
+        // blocks since a showed 103. Credited conservatively (10 less 1 less 3), a's head is
+        // 109: c is 5 behind, and not the reference: a's 103 is, as seen 10 s ago.
+        let a_seen = Instant::now();
+        tokio::time::advance(std::time::Duration::from_secs(10)).await;
+        let s = amended(Some(&s), 2, Ok(104), Counts::default()).snapshot.unwrap();
+        assert_eq!(s.fitness("c"), Fitness::Lagging { behind: 5 });
+        assert_eq!((s.highest(), s.reference_seen()), (103, a_seen));
+        assert_eq!(s.fitness("a"), Fitness::Fit { behind: 0 }, "a's own head, credited in full, is current");
     }
 
     #[test]
