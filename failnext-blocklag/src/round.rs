@@ -287,10 +287,12 @@ pub(crate) fn amend(
         (Ok(height), Some(credited)) if *height < credited => Some(credited),
         _ => None,
     };
+    // The probed provider, when it is behind: not the reference, nor when it was seen.
+    let behind_now = |j: usize| j == i && behind_credited.is_some();
     let plausible_heights = entries
         .iter()
         .enumerate()
-        .filter(|(j, _)| !implausible[*j] && !(*j == i && behind_credited.is_some()))
+        .filter(|(j, _)| !implausible[*j] && !behind_now(*j))
         .filter_map(|(j, e)| height_of(j, e));
     let highest = rules
         .reference
@@ -396,7 +398,7 @@ pub(crate) fn amend(
     let seen = entries
         .iter()
         .enumerate()
-        .filter(|(j, _)| !(*j == i && behind_credited.is_some()))
+        .filter(|(j, _)| !behind_now(*j))
         .map(|(_, e)| e)
         .filter(|e| e.height().is_some_and(|h| h >= highest))
         .filter_map(|e| e.stamped().map(|s| s.first_seen).or_else(|| e.checked()))
