@@ -74,6 +74,7 @@ impl<T> Setting<T> {
 /// | [deadline](Self::deadline) | [`DEFAULT_DEADLINE`]: 30 s for the whole request | alloy's `Http` waits for ever; three hung attempts (10 s each) is as long as a bot should wait | [`no_deadline`](Self::no_deadline) |
 /// | [monitor](Self::monitor) paired | [latency ordering](Self::latency_ordering) with a 10 ms margin, [monotonic reads](Self::monotonic_reads) from the monitor's heads | the probes measure every provider, so reads go to the fastest fit one; a read never goes back below a head already returned | [`no_latency_ordering`](Self::no_latency_ordering), [`no_monotonic_reads`](Self::no_monotonic_reads) |
 /// | [writes](Self::writes_to) | the first usable endpoint, at most one | as the middleware; name your write endpoints to keep a transaction off the others | — |
+/// | [split logs](Self::split_logs) | on: an `eth_getLogs` every provider refuses for its range is split, its parts merged | providers cap logs ranges and result counts, each its own way; the logs are there a narrower range at a time | [`split_logs(false)`](Self::split_logs) |
 ///
 /// ```no_run
 /// use std::time::Duration;
@@ -109,6 +110,7 @@ pub struct FailoverTransportBuilder {
     lacks: Vec<(EndpointId, Capability)>,
     writes: Option<Vec<EndpointId>>,
     broadcast: Option<Vec<EndpointId>>,
+    split_logs: bool,
 }
 
 impl FailoverTransport {
@@ -133,6 +135,7 @@ impl FailoverTransport {
             lacks: Vec::new(),
             writes: None,
             broadcast: None,
+            split_logs: true,
         }
     }
 }
@@ -222,6 +225,29 @@ impl FailoverTransportBuilder {
         I::Item: Into<EndpointId>,
     {
         self.broadcast = Some(ids.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Whether an `eth_getLogs` that every provider refuses for its size is split and merged.
+    ///
+    /// On: a single `eth_getLogs` whose filter has numeric `fromBlock` and `toBlock` (no
+    /// `blockHash`, no tag such as `"latest"`), refused by every provider it reached for its
+    /// range or result count (an answer the classifier judges [`Class::Limit`](crate::Class::Limit),
+    /// or HTTP 413), is read in parts: as wide as the widest range a provider is known to
+    /// serve, else halves, each part a read that fails over as any other and is cut again
+    /// when refused. The parts' logs come back as one answer with the caller's id, in block
+    /// order, each log once: what one node without a limit returns. A one-block range still
+    /// refused returns the providers' own error; at most 4096 parts, and no part is started
+    /// after the [deadline](Self::deadline). Each provider's limits are learnt (the widest
+    /// range it served, the narrowest it refused, for 10 minutes): a later query as wide goes
+    /// first to a provider that serves it, or is cut at once when every provider refuses it.
+    ///
+    /// Off: the refusal is returned, as for any other read. Batches, other methods and
+    /// queries that are served are never touched.
+    ///
+    /// Default is on.
+    pub fn split_logs(mut self, on: bool) -> Self {
+        self.split_logs = on;
         self
     }
 
@@ -402,6 +428,7 @@ impl FailoverTransportBuilder {
             }
         }
         let paired = self.source.is_some();
+        let deadline = self.deadline.clone().or(Some(DEFAULT_DEADLINE));
         let mut failover = self.failover;
         // Unpaired, a hedge takes the first answer whatever its head: a faster provider that
         // lags wins the race (the soak's stale answers rose by two fifths), so the default
@@ -412,7 +439,7 @@ impl FailoverTransportBuilder {
         if let Some(budget) = self.budget.or(Some(DEFAULT_BUDGET)) {
             failover = failover.failover_budget(budget);
         }
-        if let Some(deadline) = self.deadline.or(Some(DEFAULT_DEADLINE)) {
+        if let Some(deadline) = deadline {
             failover = failover.deadline(deadline);
         }
         if let Some(ordering) = self.ordering.or(paired.then(|| LatencyOrdering::new(DEFAULT_LATENCY_MARGIN)))
@@ -435,6 +462,7 @@ impl FailoverTransportBuilder {
         for (id, capability) in self.lacks {
             transport = transport.lacks(id, capability)?;
         }
+        transport = transport.split_logs(self.split_logs, deadline);
         let heads = self.monotonic.or(self.source.clone().map(Heads::of_source));
         Ok(transport.routed(heads, self.source, self.writes, self.broadcast))
     }
@@ -451,6 +479,7 @@ impl fmt::Debug for FailoverTransportBuilder {
             .field("monitor", &self.source.as_ref().map(|_| "<source>"))
             .field("writes_to", &self.writes)
             .field("broadcast_to", &self.broadcast)
+            .field("split_logs", &self.split_logs)
             .finish_non_exhaustive()
     }
 }

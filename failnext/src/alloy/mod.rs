@@ -104,6 +104,20 @@
 //! create goes the usual way, without failover. So alloy's `watch_blocks` keeps working while
 //! other reads fail over.
 //!
+//! # Logs too wide for a provider
+//!
+//! Providers cap `eth_getLogs` by block range or by result count, each its own way ("exceed
+//! maximum block range: 5000", "query returned more than 10000 results"); such an answer is a
+//! [`Class::Limit`](crate::Class::Limit): the query fails over and no provider is cooled. When
+//! every provider refuses a query with numeric `fromBlock`/`toBlock`, the transport reads it
+//! in parts (as wide as the widest range a provider has served, else halves), each part a
+//! read that fails over as any other, and returns the parts' logs as one answer, in block
+//! order, each log once: what one node without a limit returns. A one-block range still
+//! refused returns the providers' own error. Each provider's limits are learnt for 10
+//! minutes, so the next query as wide costs no refused attempt. A `blockHash` filter, a tag
+//! bound such as `"latest"` and batches are never split; at most 4096 parts, none started
+//! after the deadline. Off with [`split_logs(false)`](FailoverTransportBuilder::split_logs).
+//!
 //! # Read-your-writes
 //!
 //! After a broadcast (`eth_sendRawTransaction`, `eth_sendTransaction` and their variants)
@@ -304,6 +318,7 @@ mod empty;
 mod failure;
 mod fanout;
 mod follow;
+mod logs;
 mod memory;
 mod methods;
 mod monotonic;

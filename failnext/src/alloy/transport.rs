@@ -82,6 +82,8 @@ pub struct FailoverTransport {
     writes: Option<Arc<[EndpointId]>>,
     /// The endpoints a raw transaction fans out to, when the user named them.
     fanout: Option<Arc<[EndpointId]>>,
+    /// The logs ranges learnt, when refused logs queries are split (see `logs.rs`).
+    pub(super) logs: Option<Arc<super::logs::Limits>>,
 }
 
 /// A paired health source, shown as such in `Debug`.
@@ -168,6 +170,7 @@ impl FailoverTransport {
             source: None,
             writes: None,
             fanout: None,
+            logs: Some(Arc::default()),
         }
     }
 
@@ -414,7 +417,11 @@ impl FailoverTransport {
     }
 
     async fn send(self, packet: RequestPacket) -> TransportResult<ResponsePacket> {
-        self.send_in(packet, None).await
+        // An `eth_getLogs` no provider serves whole is split (boxed: the common path stays small).
+        match super::logs::Query::of(&self, packet) {
+            Ok(query) => Box::pin(query.fetch(&self)).await,
+            Err(packet) => self.send_in(packet, None).await,
+        }
     }
 
     /// Sends `packet`, one of `bundle`'s when given (pinned to its reference already), through

@@ -297,7 +297,10 @@ async fn a_hedge_that_loses_to_the_first_attempt_tells_the_monitor_nothing() {
     let resp = call(&client, "eth_call").await.unwrap();
     assert_eq!(served_by(&resp), "first");
     let observed = source.observed();
-    assert!(!observed.iter().any(|(id, _)| id == "slow"), "the hedge ran 10 ms, less than the answer: {observed:?}");
+    assert!(
+        !observed.iter().any(|(id, _)| id == "slow"),
+        "the hedge ran 10 ms, less than the answer: {observed:?}"
+    );
 }
 
 #[tokio::test]
