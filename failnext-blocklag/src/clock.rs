@@ -60,7 +60,12 @@ pub(crate) fn newest_head(
 /// [`failnext::DEFAULT_TOLERANCE`] (a block time learnt from a few samples may be short, and a
 /// head credited too far would hold honest providers out). `None` without a block time, or
 /// when the credit adds nothing.
-pub(crate) fn credited_floor(height: u64, seen: Instant, at: Instant, block_time: Option<Duration>) -> Option<u64> {
+pub(crate) fn credited_floor(
+    height: u64,
+    seen: Instant,
+    at: Instant,
+    block_time: Option<Duration>,
+) -> Option<u64> {
     let made = blocks_made(at.saturating_duration_since(seen), block_time?);
     let credit = (made - made / 8).checked_sub(failnext::DEFAULT_TOLERANCE)?;
     (credit > 0).then(|| height.saturating_add(credit))
