@@ -81,6 +81,25 @@ impl Fitness {
         matches!(self, Fitness::Unchecked | Fitness::Fit { .. })
     }
 
+    /// Which kind of fitness this is, as a number (its fields left out): the schedule's
+    /// backoff grows only while a provider stays unfit the same way.
+    pub(crate) const fn kind(self) -> u32 {
+        match self {
+            Fitness::Unchecked => 0,
+            Fitness::Fit { .. } => 1,
+            Fitness::Lagging { .. } => 2,
+            Fitness::ProbeFailed => 3,
+            Fitness::Readmitting { .. } => 4,
+            Fitness::Stale { .. } => 5,
+            Fitness::Implausible => 6,
+            Fitness::Unknown => 7,
+            Fitness::Closed => 8,
+            Fitness::Unheard => 9,
+            Fitness::Doubted { .. } => 10,
+            Fitness::Contradicted(_) => 11,
+        }
+    }
+
     /// Blocks behind the highest height, when the endpoint was measured.
     pub(crate) fn behind(self) -> Option<u64> {
         match self {

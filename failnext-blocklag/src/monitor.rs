@@ -334,10 +334,12 @@ impl Monitor {
     /// One probe of endpoint `i` for the spawned schedule, bounded by `timeout`, published on
     /// its own as soon as it ends; the chain id is verified at every such probe (when one is
     /// expected). Resolves to whether the endpoint is fit afterwards.
-    pub(crate) async fn probe_one(&self, i: usize, timeout: Duration) -> bool {
+    pub(crate) async fn probe_one(&self, i: usize, timeout: Duration) -> ProbeChecked {
         let inner = &*self.inner;
         let settings = &inner.settings;
-        let (Some(ep), Some(url)) = (settings.endpoints.get(i), settings.urls.get(i)) else { return true };
+        let (Some(ep), Some(url)) = (settings.endpoints.get(i), settings.urls.get(i)) else {
+            return ProbeChecked(None);
+        };
         inner.take_contradictions(i..i + 1);
         let config = ProbeConfig {
             client: &settings.client,
@@ -710,7 +712,7 @@ impl Inner {
     /// Publishes the spawned schedule's probe of endpoint `i` ([`round::amend`]) and records
     /// the evidence it adds. Returns whether the endpoint is fit afterwards (eligible, not
     /// contradicted).
-    fn publish_probe(&self, i: usize, report: ProbeReport) -> bool {
+    fn publish_probe(&self, i: usize, report: ProbeReport) -> ProbeChecked {
         if let Some(pending) = self.chain_pending.get(i) {
             if report.result.is_err() {
                 pending.store(true, Ordering::Relaxed);
@@ -741,7 +743,28 @@ impl Inner {
             self.publish_and_tell(snapshot, Fresh::One(i));
         }
         let published = self.published.load();
-        published.as_deref().is_some_and(|s| s.fitness_at(i).is_eligible()) && !self.is_contradicted(i)
+        let entry = published.as_deref().and_then(|s| s.entries().get(i));
+        let Some(entry) = entry else { return ProbeChecked(Some(Fitness::Unknown.kind())) };
+        let fitness = entry.fitness();
+        if self.is_contradicted(i) {
+            return ProbeChecked(Some(Fitness::Contradicted(failnext::Observation::Failed).kind()));
+        }
+        if fitness.is_eligible() {
+            return ProbeChecked(None);
+        }
+        // A failed probe's kind is its error's: refused and wrong chain are two faults.
+        let error = entry.error().map_or(0, |e| 1 + e.kind() as u32);
+        ProbeChecked(Some(fitness.kind() << 8 | error))
+    }
+}
+
+/// What a spawned probe found: fit (`None`), or unfit and in which way, for its schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ProbeChecked(pub(crate) Option<u32>);
+
+impl crate::schedule::Checked for ProbeChecked {
+    fn unfit_why(&self) -> Option<u32> {
+        self.0
     }
 }
 

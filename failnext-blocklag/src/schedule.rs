@@ -36,8 +36,9 @@ impl Monitor {
     /// - on a backoff otherwise (failed, lagging, still being re-admitted, doubted or
     ///   contradicted, [Paired with failnext](crate#paired-with-failnext)): 50 ms after the
     ///   first unfit probe (about one attempt's latency), doubling at each unfit probe in a
-    ///   row, never more than `interval`. An eviction lasts about as long as the fault, not as
-    ///   long as the interval. The backoff runs only while the reads need the provider: while
+    ///   row of the same kind (a provider refused, then found on the wrong chain, starts again
+    ///   at 50 ms: it is moving), never more than `interval`. An eviction lasts about as long
+    ///   as the fault, not as long as the interval. The backoff runs only while the reads need the provider: while
     ///   two other providers are admitted, a provider held out waits an interval from its
     ///   last check (looking every 200 ms at most whether it is needed yet);
     /// - at once when failnext asks for it ([`HealthSource::check_now`]) while the reads need
@@ -231,12 +232,20 @@ pub(crate) async fn run<C, F>(
     view: impl View,
 ) where
     C: FnMut() -> F,
-    F: Future<Output = bool>,
+    F: Future<Output: Checked>,
 {
     let mut unfit_streak = 0u32;
+    let mut last_why = None;
     while !*stopped.borrow_and_update() {
-        let fit = check().await;
-        unfit_streak = if fit { 0 } else { unfit_streak.saturating_add(1) };
+        let why = check().await.unfit_why();
+        // The backoff grows while the provider stays unfit the same way; a fault of another
+        // kind (refused, then on the wrong chain) is a provider that moves, re-checked soon.
+        unfit_streak = match why {
+            None => 0,
+            Some(_) if why != last_why => 1,
+            Some(_) => unfit_streak.saturating_add(1),
+        };
+        last_why = why;
         if *stopped.borrow_and_update() {
             break;
         }
@@ -283,6 +292,19 @@ pub(crate) async fn run<C, F>(
             }
             break;
         }
+    }
+}
+
+/// What a check found, for the schedule: fit, or unfit and in which way.
+pub(crate) trait Checked {
+    /// `None` when fit; else what made it unfit, as a value equal for the same kind of fault.
+    fn unfit_why(&self) -> Option<u32>;
+}
+
+/// Fit or not, with no kind: every unfit check is of the same kind.
+impl Checked for bool {
+    fn unfit_why(&self) -> Option<u32> {
+        (!*self).then_some(0)
     }
 }
 
@@ -434,6 +456,43 @@ mod tests {
             let base = if fit { INTERVAL } else { (FIRST_RECHECK * (1 << (streak - 1))).min(INTERVAL) };
             let gap = pair[1] - pair[0];
             assert!(within(gap, base), "check {i} (fit: {fit}) was followed after {gap:?}, not ~{base:?}");
+        }
+    }
+
+    /// A check's finding by kind, for the test below.
+    #[derive(Clone, Copy)]
+    struct Found(Option<u32>);
+
+    impl Checked for Found {
+        fn unfit_why(&self) -> Option<u32> {
+            self.0
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_provider_unfit_another_way_is_rechecked_on_the_short_backoff_again() {
+        const REFUSED: Found = Found(Some(1));
+        const WRONG_CHAIN: Found = Found(Some(2));
+        let script = [REFUSED, REFUSED, REFUSED, REFUSED, REFUSED, WRONG_CHAIN, WRONG_CHAIN, WRONG_CHAIN];
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let seen = log.clone();
+        let check = move || {
+            let mut seen = seen.lock().unwrap();
+            seen.push(Instant::now());
+            std::future::ready(script[(seen.len() - 1).min(script.len() - 1)])
+        };
+        let (stop, stopped) = watch::channel(false);
+        let task = tokio::spawn(run(check, INTERVAL, Jitter::from_seed(11), stopped, None, needed_always()));
+        tokio::time::sleep(Duration::from_millis(2000)).await;
+        stop.send_replace(true);
+        task.await.unwrap();
+        let starts = log.lock().unwrap().clone();
+        let gaps: Vec<Duration> = starts.windows(2).map(|p| p[1] - p[0]).collect();
+        // Refused five times: 50, 100, 200, 400, 800 ms; then on the wrong chain: 50, 100 ms again.
+        let ms = [50, 100, 200, 400, 800, 50, 100];
+        assert!(gaps.len() >= ms.len(), "{gaps:?}");
+        for (gap, base) in gaps.iter().zip(ms) {
+            assert!(within(*gap, Duration::from_millis(base)), "{gaps:?}");
         }
     }
 

@@ -24,25 +24,43 @@ impl Paired {
     /// The best known head at `now`: the source's, or the highest plausible one seen in
     /// answers when that is higher (with the source's block time and tolerance).
     pub(crate) fn best(&self, now: Instant) -> Option<Head> {
-        let source = self.source.head();
-        let seen = *self.seen.lock().unwrap_or_else(|p| p.into_inner());
-        match (source, seen) {
+        match self.heads(now) {
             (None, None) => None,
-            (Some(head), None) => Some(head),
-            (None, Some((number, at))) => Some(Head::new(number, at)),
-            (Some(head), Some((number, at))) => {
-                // A head seen is used only while the source's head makes it plausible; the
-                // newer of the two, projected to now, is the best known.
-                let plausible = head.plausible_limit(now).is_none_or(|limit| number <= limit);
-                let seen = Head::new(number, at).tolerance(head.blocks_of_tolerance());
-                let seen = match head.known_block_time() {
-                    Some(block_time) => seen.block_time(block_time),
-                    None => seen,
-                };
-                let newer = plausible && seen.projected(now) > head.projected(now);
-                Some(if newer { seen } else { head })
+            (Some(head), None) | (None, Some(head)) => Some(head),
+            (Some(head), Some(seen)) => {
+                Some(if seen.projected(now) > head.projected(now) { seen } else { head })
             }
         }
+    }
+
+    /// The source's head, and the highest head seen in answers while the source's head makes
+    /// it plausible (with the source's block time and tolerance).
+    fn heads(&self, now: Instant) -> (Option<Head>, Option<Head>) {
+        let source = self.source.head();
+        let Some((number, at)) = *self.seen.lock().unwrap_or_else(|p| p.into_inner()) else {
+            return (source, None);
+        };
+        let Some(head) = source else { return (None, Some(Head::new(number, at))) };
+        if head.plausible_limit(now).is_some_and(|limit| number > limit) {
+            return (Some(head), None);
+        }
+        let seen = Head::new(number, at).tolerance(head.blocks_of_tolerance());
+        let seen = match head.known_block_time() {
+            Some(block_time) => seen.block_time(block_time),
+            None => seen,
+        };
+        (Some(head), Some(seen))
+    }
+
+    /// The floor of an answer to an attempt sent at `sent`: the higher of the floors of the
+    /// source's head and of the head seen in answers. Each is a lower bound of the chain's
+    /// head by its own evidence, and the margin of each grows with its age: a head seen in an
+    /// answer a block ago floors a provider five blocks behind that the monitor's probe, a
+    /// second older, lets through.
+    fn floor(&self, now: Instant, sent: Instant) -> Option<u64> {
+        let (source, seen) = self.heads(now);
+        let floors = [source, seen].into_iter().flatten().map(|head| floor(&head, sent));
+        floors.max()
     }
 
     /// Judges the head `head` an answer reported, to an attempt sent at `sent` (now when
@@ -59,11 +77,12 @@ impl Paired {
     /// not held against it.
     pub(crate) fn judge_head(&self, head: u64, sent: Option<Instant>) -> Option<Unfit> {
         let now = Instant::now();
-        if let Some(best) = self.best(now) {
-            let floor = floor(&best, sent.unwrap_or(now));
+        if let Some(floor) = self.floor(now, sent.unwrap_or(now)) {
             if head < floor {
                 return Some(Unfit::BelowFloor { head: Some(head), floor });
             }
+        }
+        if let Some(best) = self.best(now) {
             if let Some(limit) = best.plausible_limit(now) {
                 if head > limit {
                     return Some(Unfit::Implausible { head, limit });
@@ -157,6 +176,22 @@ mod tests {
             "judged when it arrives, 10 blocks later, against the head when it was sent"
         );
         assert!(paired.judge_head(1015, None).is_some(), "a head that old now is behind");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_head_seen_in_an_answer_a_moment_ago_floors_a_provider_the_older_probe_lets_through() {
+        let seen = Instant::now();
+        let paired = Paired::new(Arc::new(Known { seen }));
+        // 2 s after the probe (40 blocks): its floor is 1000 + 40 - 5 - 3 = 1032.
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert_eq!(paired.judge_head(1040, None), None, "an answer at the head is seen");
+        tokio::time::advance(Duration::from_millis(10)).await;
+        assert_eq!(
+            paired.judge_head(1035, None),
+            Some(Unfit::BelowFloor { head: Some(1035), floor: 1037 }),
+            "five behind the head an answer showed 10 ms ago, although above the probe's floor"
+        );
+        assert_eq!(paired.judge_head(1037, None), None, "three behind is within the tolerance");
     }
 
     #[test]

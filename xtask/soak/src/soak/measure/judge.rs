@@ -205,7 +205,15 @@ fn verdict(s: &Sample, timeline: &Timeline) -> Result<(), Miss> {
             Err(Miss::WrongChain)
         }
         Answer::Head { head, .. } if head > s.head_end => Err(Miss::Ahead),
-        Answer::Head { head, .. } if head.saturating_add(HEAD_TOLERANCE) < s.head_start => {
+        Answer::Head { head, by } if head.saturating_add(HEAD_TOLERANCE) < s.head_start => {
+            super::debug(|| {
+                let ms = s.end.saturating_duration_since(s.start).as_millis();
+                let attempts = s.dispatched.len();
+                format!(
+                    "miss: {head} by {by:?}, {} behind the head at the start, {attempts} attempts, {ms} ms",
+                    s.head_start - head
+                )
+            });
             Err(Miss::behind(s.head_start - head))
         }
         Answer::Head { .. } => Ok(()),

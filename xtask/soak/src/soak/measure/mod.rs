@@ -683,8 +683,9 @@ async fn read(
     let head_start = chain.head();
     let start = Instant::now();
     let exchange = async {
-        let sent =
-            client.post(url).header(CONTENT_TYPE, "application/json").body(body).allow_failover().send();
+        let request = client.post(url).header(CONTENT_TYPE, "application/json").body(body).allow_failover();
+        let traced = DEBUGGING.load(std::sync::atomic::Ordering::Relaxed);
+        let sent = if traced { request.trace() } else { request }.send();
         match sent.await {
             Err(err) => {
                 debug(|| format!("read {id} failed: {err}"));
@@ -694,6 +695,8 @@ async fn read(
                 }
             }
             Ok(resp) => {
+                let trace = resp.extensions().get::<failnext::Trace>().cloned();
+                let by = resp.served_by().cloned();
                 let status = resp.status();
                 let served_by = resp.served_by().and_then(|e| endpoints.by_id(e.as_str()));
                 if !status.is_success() {
@@ -701,7 +704,13 @@ async fn read(
                 }
                 match resp.bytes().await {
                     Err(_) => Answer::BodyFailed,
-                    Ok(bytes) => judge_body(&bytes, id, served_by),
+                    Ok(bytes) => {
+                        let answer = judge_body(&bytes, id, served_by);
+                        if let Some(trace) = trace {
+                            debug(|| format!("read {id} answered {answer:?} by {by:?}: {trace:?}"));
+                        }
+                        answer
+                    }
                 }
             }
         }
