@@ -245,6 +245,20 @@ async fn an_endpoint_the_monitor_says_can_never_serve_is_not_even_a_reserve() {
     assert_eq!(other_chain.received_requests().await.unwrap().len(), 0);
 }
 
+/// Two servers, in this order, paired with a source that rules none out, every read hedged
+/// after 20 ms.
+fn hedged(servers: [(&str, &MockServer); 2]) -> (Arc<Fake>, reqwest_middleware::ClientWithMiddleware) {
+    let source = Fake::ruling_out(&[]);
+    let failover = builder(servers.map(|(id, server)| (id, format!("{}/rpc", server.uri()))))
+        .no_attempt_timeout()
+        .hedge(failnext::Hedge::after(Duration::from_millis(20)))
+        .monitor(source.clone())
+        .build()
+        .unwrap();
+    let http = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+    (source, reqwest_middleware::ClientBuilder::new(http).with(failover).build())
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_first_attempt_outrun_by_its_hedge_is_told_to_the_monitor() {
     let (slow, fast) = (MockServer::start().await, at_block(7).await);
@@ -252,16 +266,7 @@ async fn a_first_attempt_outrun_by_its_hedge_is_told_to_the_monitor() {
         .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(5)))
         .mount(&slow)
         .await;
-    let source = Fake::ruling_out(&[]);
-    let failover =
-        builder([("slow", format!("{}/rpc", slow.uri())), ("fast", format!("{}/rpc", fast.uri()))])
-            .no_attempt_timeout()
-            .hedge(failnext::Hedge::after(Duration::from_millis(20)))
-            .monitor(source.clone())
-            .build()
-            .unwrap();
-    let http = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
-    let client = reqwest_middleware::ClientBuilder::new(http).with(failover).build();
+    let (source, client) = hedged([("slow", &slow), ("fast", &fast)]);
     let resp = call(&client, "eth_call").await.unwrap();
     assert_eq!(served_by(&resp), "fast");
     let observed = source.observed();
@@ -284,16 +289,7 @@ async fn a_hedge_that_loses_to_the_first_attempt_tells_the_monitor_nothing() {
         .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(5)))
         .mount(&slow)
         .await;
-    let source = Fake::ruling_out(&[]);
-    let failover =
-        builder([("first", format!("{}/rpc", first.uri())), ("slow", format!("{}/rpc", slow.uri()))])
-            .no_attempt_timeout()
-            .hedge(failnext::Hedge::after(Duration::from_millis(20)))
-            .monitor(source.clone())
-            .build()
-            .unwrap();
-    let http = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
-    let client = reqwest_middleware::ClientBuilder::new(http).with(failover).build();
+    let (source, client) = hedged([("first", &first), ("slow", &slow)]);
     let resp = call(&client, "eth_call").await.unwrap();
     assert_eq!(served_by(&resp), "first");
     let observed = source.observed();
