@@ -333,12 +333,14 @@ impl Monitor {
 
     /// One probe of endpoint `i` for the spawned schedule, bounded by `timeout`, published on
     /// its own as soon as it ends; the chain id is verified at every such probe (when one is
-    /// expected). Resolves to whether the endpoint is fit afterwards.
-    pub(crate) async fn probe_one(&self, i: usize, timeout: Duration) -> ProbeChecked {
+    /// expected). Resolves to `None` when the endpoint is fit afterwards, else to the kind of its
+    /// unfitness (its fitness and probe error, as a number): the schedule's backoff grows only
+    /// while the kind stays the same.
+    pub(crate) async fn probe_one(&self, i: usize, timeout: Duration) -> Option<u32> {
         let inner = &*self.inner;
         let settings = &inner.settings;
         let (Some(ep), Some(url)) = (settings.endpoints.get(i), settings.urls.get(i)) else {
-            return ProbeChecked(None);
+            return None;
         };
         inner.take_contradictions(i..i + 1);
         let config = ProbeConfig {
@@ -710,9 +712,9 @@ impl Inner {
     }
 
     /// Publishes the spawned schedule's probe of endpoint `i` ([`round::amend`]) and records
-    /// the evidence it adds. Returns whether the endpoint is fit afterwards (eligible, not
-    /// contradicted).
-    fn publish_probe(&self, i: usize, report: ProbeReport) -> ProbeChecked {
+    /// the evidence it adds. Returns `None` when the endpoint is fit afterwards (eligible, not
+    /// contradicted), else the kind of its unfitness.
+    fn publish_probe(&self, i: usize, report: ProbeReport) -> Option<u32> {
         if let Some(pending) = self.chain_pending.get(i) {
             if report.result.is_err() {
                 pending.store(true, Ordering::Relaxed);
@@ -744,27 +746,17 @@ impl Inner {
         }
         let published = self.published.load();
         let entry = published.as_deref().and_then(|s| s.entries().get(i));
-        let Some(entry) = entry else { return ProbeChecked(Some(Fitness::Unknown.kind())) };
+        let Some(entry) = entry else { return Some(Fitness::Unknown.kind()) };
         let fitness = entry.fitness();
         if self.is_contradicted(i) {
-            return ProbeChecked(Some(Fitness::Contradicted(failnext::Observation::Failed).kind()));
+            return Some(Fitness::Contradicted(failnext::Observation::Failed).kind());
         }
         if fitness.is_eligible() {
-            return ProbeChecked(None);
+            return None;
         }
         // A failed probe's kind is its error's: refused and wrong chain are two faults.
         let error = entry.error().map_or(0, |e| 1 + e.kind() as u32);
-        ProbeChecked(Some(fitness.kind() << 8 | error))
-    }
-}
-
-/// What a spawned probe found: fit (`None`), or unfit and in which way, for its schedule.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct ProbeChecked(pub(crate) Option<u32>);
-
-impl crate::schedule::Checked for ProbeChecked {
-    fn unfit_why(&self) -> Option<u32> {
-        self.0
+        Some(fitness.kind() << 8 | error)
     }
 }
 

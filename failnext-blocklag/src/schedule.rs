@@ -301,6 +301,13 @@ pub(crate) trait Checked {
     fn unfit_why(&self) -> Option<u32>;
 }
 
+/// A spawned probe's finding ([`Monitor::probe_one`]): `None` when fit, else its kind.
+impl Checked for Option<u32> {
+    fn unfit_why(&self) -> Option<u32> {
+        *self
+    }
+}
+
 /// Fit or not, with no kind: every unfit check is of the same kind.
 impl Checked for bool {
     fn unfit_why(&self) -> Option<u32> {
@@ -327,9 +334,7 @@ const VOUCHED_INTERVALS: u32 = 4;
 /// needed now.
 const LOOK: Duration = Duration::from_millis(200);
 
-/// The first re-check of a provider found unfit: about one attempt's latency at a hosted
-/// provider. It doubles at each unfit check in a row, up to the interval.
-pub(crate) const FIRST_RECHECK: Duration = Duration::from_millis(50);
+pub(crate) use crate::wake::FIRST_RECHECK;
 
 /// The sleep after a check: `interval` when the provider was fit (`unfit_streak` 0), else the
 /// backoff [`FIRST_RECHECK`] × 2^(streak − 1), at most `interval`; times a uniform factor in

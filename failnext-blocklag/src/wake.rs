@@ -6,6 +6,10 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
+/// The first re-check of a provider found unfit: about one attempt's latency at a hosted
+/// provider. The schedule doubles it at each unfit check in a row, up to the interval.
+pub(crate) const FIRST_RECHECK: Duration = Duration::from_millis(50);
+
 /// How failnext reaches a spawned schedule: per provider, a wake-up for its task and when its
 /// latest `check_now` was honoured.
 #[derive(Debug)]
@@ -37,7 +41,7 @@ impl Link {
         let last = honoured.load(Ordering::Acquire);
         let gap_ms = match gap {
             Gap::Interval => self.interval_ms,
-            Gap::Recheck => u64::try_from(crate::schedule::FIRST_RECHECK.as_millis()).unwrap_or(u64::MAX),
+            Gap::Recheck => u64::try_from(FIRST_RECHECK.as_millis()).unwrap_or(u64::MAX),
         };
         if last != 0 && now.saturating_sub(last) < gap_ms {
             return;
@@ -53,7 +57,7 @@ impl Link {
 pub(crate) enum Gap {
     /// Once per interval: failnext's `check_now`, a request without new evidence.
     Interval,
-    /// Once per [`FIRST_RECHECK`](crate::schedule::FIRST_RECHECK): evidence that contradicts
+    /// Once per [`FIRST_RECHECK`](FIRST_RECHECK): evidence that contradicts
     /// the view (a failure of an admitted provider, a good answer of a held-out one).
     Recheck,
 }

@@ -21,18 +21,6 @@ impl Paired {
         Paired { source, seen: Mutex::new(None) }
     }
 
-    /// The best known head at `now`: the source's, or the highest plausible one seen in
-    /// answers when that is higher (with the source's block time and tolerance).
-    pub(crate) fn best(&self, now: Instant) -> Option<Head> {
-        match self.heads(now) {
-            (None, None) => None,
-            (Some(head), None) | (None, Some(head)) => Some(head),
-            (Some(head), Some(seen)) => {
-                Some(if seen.projected(now) > head.projected(now) { seen } else { head })
-            }
-        }
-    }
-
     /// The source's head, and the highest head seen in answers while the source's head makes
     /// it plausible (with the source's block time and tolerance).
     fn heads(&self, now: Instant) -> (Option<Head>, Option<Head>) {
@@ -52,19 +40,8 @@ impl Paired {
         (Some(head), Some(seen))
     }
 
-    /// The floor of an answer to an attempt sent at `sent`: the higher of the floors of the
-    /// source's head and of the head seen in answers. Each is a lower bound of the chain's
-    /// head by its own evidence, and the margin of each grows with its age: a head seen in an
-    /// answer a block ago floors a provider five blocks behind that the monitor's probe, a
-    /// second older, lets through.
-    fn floor(&self, now: Instant, sent: Instant) -> Option<u64> {
-        let (source, seen) = self.heads(now);
-        let floors = [source, seen].into_iter().flatten().map(|head| floor(&head, sent));
-        floors.max()
-    }
-
     /// Judges the head `head` an answer reported, to an attempt sent at `sent` (now when
-    /// unknown): `Some(why)` when it is below the floor (the best known head, projected to
+    /// unknown): `Some(why)` when it is below the floor (the higher floor of the source's head and the head seen, projected to
     /// the attempt's start by the block time, less its tolerance) or above the highest
     /// plausible head now; otherwise it counts as seen (the highest one seen raises the best
     /// known head).
@@ -77,12 +54,18 @@ impl Paired {
     /// not held against it.
     pub(crate) fn judge_head(&self, head: u64, sent: Option<Instant>) -> Option<Unfit> {
         let now = Instant::now();
-        if let Some(floor) = self.floor(now, sent.unwrap_or(now)) {
+        let heads = self.heads(now);
+        // The higher of the two floors: each is a lower bound of the chain's head by its own
+        // evidence, with a margin that grows with its age, so a head seen in an answer a block
+        // ago floors a provider five blocks behind that the monitor's probe, a second older,
+        // lets through.
+        let floors = [heads.0, heads.1].into_iter().flatten().map(|h| floor(&h, sent.unwrap_or(now)));
+        if let Some(floor) = floors.max() {
             if head < floor {
                 return Some(Unfit::BelowFloor { head: Some(head), floor });
             }
         }
-        if let Some(best) = self.best(now) {
+        if let Some(best) = newer(heads, now) {
             if let Some(limit) = best.plausible_limit(now) {
                 if head > limit {
                     return Some(Unfit::Implausible { head, limit });
@@ -97,7 +80,16 @@ impl Paired {
     }
 }
 
-/// The floor of a head-bearing answer to an attempt sent at `sent`: the best known head,
+/// The newer of the source's head and the head seen in answers, projected to `now`.
+fn newer(heads: (Option<Head>, Option<Head>), now: Instant) -> Option<Head> {
+    match heads {
+        (None, None) => None,
+        (Some(head), None) | (None, Some(head)) => Some(head),
+        (Some(head), Some(seen)) => Some(if seen.projected(now) > head.projected(now) { seen } else { head }),
+    }
+}
+
+/// The floor of a head-bearing answer to an attempt sent at `sent`: a known head,
 /// projected to `sent` by the block time less a margin for the projection's error (an eighth
 /// of the blocks projected: a slot missed now and then makes the chain slower than its
 /// block time), less its tolerance (at least [`DEFAULT_TOLERANCE`](crate::DEFAULT_TOLERANCE)

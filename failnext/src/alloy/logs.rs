@@ -46,7 +46,7 @@
 //! refused attempt.
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use alloy_json_rpc::{
@@ -59,7 +59,6 @@ use serde_json::{Map, Value};
 use tokio::time::Instant;
 
 use super::call::{ServedByCell, TraceCell};
-use super::transport::FailoverTransport;
 use crate::{Class, EndpointId, PreferredEndpoint, Trace, TraceStep, Unfit};
 
 /// The most parts one logs query is split into.
@@ -70,6 +69,18 @@ pub(crate) const LEARNT_FOR: Duration = Duration::from_secs(600);
 
 /// A range of blocks, both ends included.
 type Range = (u64, u64);
+
+/// What splitting a logs query needs of the transport that sends it (implemented by the
+/// transport, so that this module does not depend on it).
+pub(crate) trait Splitter {
+    /// The limits learnt so far; `None` when this transport does not split logs.
+    fn limits(&self) -> Option<&Limits>;
+    /// The providers, in the transport's order.
+    fn endpoint_ids(&self) -> &[EndpointId];
+    /// Sends one call (a part, or the query whole) as any other read.
+    fn send_one(&self, packet: RequestPacket)
+    -> impl Future<Output = TransportResult<ResponsePacket>> + Send;
+}
 
 // ===== Query =====
 
@@ -85,9 +96,9 @@ pub(crate) struct Query {
 impl Query {
     /// `packet` as a logs query to split when refused: one `eth_getLogs` whose filter has
     /// numeric bounds and no `blockHash`, on a transport that splits logs; else the packet back.
-    pub(crate) fn of(transport: &FailoverTransport, packet: RequestPacket) -> Result<Query, RequestPacket> {
+    pub(crate) fn of(transport: &impl Splitter, packet: RequestPacket) -> Result<Query, RequestPacket> {
         let RequestPacket::Single(request) = packet else { return Err(packet) };
-        if transport.logs.is_none() || request.method() != "eth_getLogs" {
+        if transport.limits().is_none() || request.method() != "eth_getLogs" {
             return Err(RequestPacket::Single(request));
         }
         match bounds(&request) {
@@ -97,9 +108,9 @@ impl Query {
     }
 
     /// The query's answer: as sent when a provider serves it, else merged from its parts.
-    pub(crate) async fn fetch(self, transport: &FailoverTransport) -> TransportResult<ResponsePacket> {
-        let Some(limits) = transport.logs.as_deref() else {
-            return transport.send_in(RequestPacket::Single(self.request), None).await;
+    pub(crate) async fn fetch(self, transport: &impl Splitter) -> TransportResult<ResponsePacket> {
+        let Some(limits) = transport.limits() else {
+            return transport.send_one(RequestPacket::Single(self.request)).await;
         };
         let endpoints = transport.endpoint_ids();
         let deadline = limits.deadline.map(|d| Instant::now() + d);
@@ -231,7 +242,7 @@ enum Judged {
 /// served it, and judges the answer. The caller's own served-by and trace cells, if any, get
 /// what they would have got.
 async fn send(
-    transport: &FailoverTransport,
+    transport: &impl Splitter,
     limits: &Limits,
     width: u64,
     mut request: SerializedRequest,
@@ -243,7 +254,7 @@ async fn send(
     if let Some(id) = prefer.filter(|_| extensions.get::<PreferredEndpoint>().is_none()) {
         extensions.insert(PreferredEndpoint(id));
     }
-    let answer = transport.send_in(RequestPacket::Single(request), None).await;
+    let answer = transport.send_one(RequestPacket::Single(request)).await;
     let (served, trace) = (served.get(), trace.get());
     if let (Some(cell), Some(id)) = (theirs.0, &served) {
         cell.set(id);
@@ -373,6 +384,11 @@ enum Advice {
 }
 
 impl Limits {
+    /// Nothing learnt yet; no part started `deadline` after a query's start.
+    pub(crate) fn until(deadline: Option<Duration>) -> Limits {
+        Limits { deadline, ..Limits::default() }
+    }
+
     fn known(&self) -> std::sync::MutexGuard<'_, Vec<(EndpointId, Known)>> {
         self.known.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -450,17 +466,6 @@ fn chunk(known: &[(EndpointId, Known)], endpoints: &[EndpointId], width: u64) ->
         .filter(|served| (1..width).contains(served))
         .max();
     widest.unwrap_or_else(|| width.div_ceil(2))
-}
-
-// ===== impl FailoverTransport =====
-
-impl FailoverTransport {
-    /// Splits logs queries every provider refuses, starting no part after `deadline`, or
-    /// none (see [`FailoverTransportBuilder::split_logs`](super::FailoverTransportBuilder::split_logs)).
-    pub(crate) fn split_logs(mut self, on: bool, deadline: Option<Duration>) -> FailoverTransport {
-        self.logs = on.then(|| Arc::new(Limits { deadline, ..Limits::default() }));
-        self
-    }
 }
 
 #[cfg(test)]

@@ -416,6 +416,13 @@ impl FailoverTransport {
         self.table.access(method)
     }
 
+    /// Splits logs queries every provider refuses, starting no part after `deadline`, or
+    /// none (see [`FailoverTransportBuilder::split_logs`](super::FailoverTransportBuilder::split_logs)).
+    pub(crate) fn split_logs(mut self, on: bool, deadline: Option<Duration>) -> FailoverTransport {
+        self.logs = on.then(|| Arc::new(super::logs::Limits::until(deadline)));
+        self
+    }
+
     async fn send(self, packet: RequestPacket) -> TransportResult<ResponsePacket> {
         // An `eth_getLogs` no provider serves whole is split (boxed: the common path stays small).
         match super::logs::Query::of(&self, packet) {
@@ -715,6 +722,22 @@ impl FailoverTransport {
             plan.learn(&mut answer, id, &self.memory);
         }
         Ok((answer, served))
+    }
+}
+
+/// Splitting a logs query sends its parts as any other read.
+impl super::logs::Splitter for FailoverTransport {
+    fn limits(&self) -> Option<&super::logs::Limits> {
+        self.logs.as_deref()
+    }
+    fn endpoint_ids(&self) -> &[EndpointId] {
+        &self.endpoints
+    }
+    fn send_one(
+        &self,
+        packet: RequestPacket,
+    ) -> impl Future<Output = TransportResult<ResponsePacket>> + Send {
+        self.send_in(packet, None)
     }
 }
 
