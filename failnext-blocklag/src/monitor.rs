@@ -76,6 +76,10 @@ pub(crate) struct Inner {
     answered: Vec<AtomicU64>,
     /// Per endpoint: the highest head its good answers showed (0: none).
     answered_head: Vec<AtomicU64>,
+    /// Per endpoint: 1 + the millisecond time its highest head was first shown (0: none). Not
+    /// the latest answer's: a provider that stalled shows the same head again and again, and
+    /// that head is no newer for it.
+    answered_head_at: Vec<AtomicU64>,
     /// Per endpoint: its attempts outrun by a hedge since its latest good answer.
     outrun: Vec<AtomicU32>,
     /// Without an expected chain id: per endpoint, the chain id its spawned probe reported
@@ -108,6 +112,7 @@ impl Monitor {
             schedule: ArcSwapOption::empty(),
             answered: (0..n).map(|_| AtomicU64::new(0)).collect(),
             answered_head: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            answered_head_at: (0..n).map(|_| AtomicU64::new(0)).collect(),
             outrun: (0..n).map(|_| AtomicU32::new(0)).collect(),
             chain_seen: (0..n).map(|_| AtomicU64::new(0)).collect(),
             learnt_chain: AtomicU64::new(0),
@@ -589,11 +594,14 @@ impl Inner {
                     outrun.store(0, Ordering::Relaxed);
                 }
             }
-            if let (Some(head), Some(at), Some(highest)) =
-                (head, self.answered.get(i), self.answered_head.get(i))
+            if let (Some(head), Some(at), Some(highest), Some(first)) =
+                (head, self.answered.get(i), self.answered_head.get(i), self.answered_head_at.get(i))
             {
                 at.store(now_ms.saturating_add(1), Ordering::Release);
-                highest.fetch_max(head, Ordering::AcqRel);
+                if head > highest.load(Ordering::Acquire) {
+                    first.store(now_ms.saturating_add(1), Ordering::Release);
+                    highest.fetch_max(head, Ordering::AcqRel);
+                }
             }
             // A provider held out for a failure that answers well is probed now: it is admitted
             // again within a probe's latency of its first good answer, not an interval later.
@@ -693,11 +701,13 @@ impl Inner {
         Some(Duration::from_millis(self.now_ms().saturating_sub(at)))
     }
 
-    /// The highest head real traffic showed of endpoint `i`, and when its latest good answer
-    /// with a head came.
+    /// The highest head real traffic showed of endpoint `i`, and when it first showed it
+    /// (the chain had reached that head by then; a later answer with the same head says
+    /// nothing newer).
     pub(crate) fn answered(&self, i: usize) -> Option<(u64, Instant)> {
         let head = self.answered_head.get(i)?.load(Ordering::Acquire);
-        let ago = self.answered_ago(i)?;
+        let at = self.answered_head_at.get(i)?.load(Ordering::Acquire).checked_sub(1)?;
+        let ago = Duration::from_millis(self.now_ms().saturating_sub(at));
         let now = Instant::now();
         (head != 0).then(|| (head, now.checked_sub(ago).unwrap_or(now)))
     }
@@ -881,6 +891,25 @@ mod tests {
             assert_eq!(decide(None, published.as_deref(), &Freshness::default(), None), Fitness::Unknown);
             assert!(!monitor.eligible(unknown), "{unknown:?}");
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_head_traffic_shows_again_and_again_counts_from_when_it_was_first_shown() {
+        let monitor = monitor_of(2);
+        let inner = monitor.inner();
+        inner.observe(0, Observation::Answered { head: Some(100) });
+        let first = tokio::time::Instant::now();
+        // A provider that stalled answers the same head for two seconds: no newer for it.
+        for _ in 0..4 {
+            tokio::time::advance(Duration::from_millis(500)).await;
+            inner.observe(0, Observation::Answered { head: Some(100) });
+        }
+        assert_eq!(inner.answered(0), Some((100, first)));
+        assert_eq!(inner.answered_ago(0), Some(Duration::ZERO), "it did answer just now");
+        tokio::time::advance(Duration::from_millis(500)).await;
+        inner.observe(0, Observation::Answered { head: Some(101) });
+        assert_eq!(inner.answered(0), Some((101, tokio::time::Instant::now())));
+        assert_eq!(inner.answered(1), None);
     }
 
     #[test]

@@ -265,9 +265,12 @@ pub(crate) fn amend(
     let learned = previous.and_then(Snapshot::block_time);
     let plausible_rule = rules.reference == Reference::Plausible;
     let implausible = clock::implausible_entries(&stamps, plausible_rule, wall, learned, max_lag);
+    // Traffic is the probe: a provider serving reads is probed seldom, and the head its
+    // latest good answer showed is newer than its probe's.
+    let vouched_of = |j: usize| config.vouched.get(j).copied().flatten();
     let height_of = |j: usize, e: &SnapshotEntry| match j == i {
         true => outcome.as_ref().ok().copied(),
-        false => e.height(),
+        false => e.height().map(|h| h.max(vouched_of(j).map_or(0, |(v, _)| v))),
     };
     // The chain as the other fit providers showed it, credited with the blocks made since
     // (conservatively: less an eighth and the tolerance, as failnext's floor). A provider
@@ -278,9 +281,12 @@ pub(crate) fn amend(
         .iter()
         .enumerate()
         .filter(|(j, e)| *j != i && !implausible[*j] && e.is_eligible())
-        .filter_map(|(_, e)| {
+        .filter_map(|(j, e)| {
             let seen = e.stamped().map(|s| s.first_seen).or_else(|| e.checked())?;
-            clock::credited_floor(e.height()?, seen, at, learned)
+            let probed = clock::credited_floor(e.height()?, seen, at, learned);
+            let vouched =
+                vouched_of(j).and_then(|(head, seen)| clock::credited_floor(head, seen, at, learned));
+            probed.max(vouched)
         })
         .max();
     let behind_credited = match (&outcome, credited) {
@@ -399,9 +405,15 @@ pub(crate) fn amend(
         .iter()
         .enumerate()
         .filter(|(j, _)| !behind_now(*j))
-        .map(|(_, e)| e)
-        .filter(|e| e.height().is_some_and(|h| h >= highest))
-        .filter_map(|e| e.stamped().map(|s| s.first_seen).or_else(|| e.checked()))
+        .flat_map(|(j, e)| {
+            let probed = e
+                .height()
+                .filter(|h| *h >= highest)
+                .and_then(|_| e.stamped().map(|s| s.first_seen).or_else(|| e.checked()));
+            let vouched = vouched_of(j).filter(|(head, _)| j != i && *head >= highest).map(|(_, seen)| seen);
+            [probed, vouched]
+        })
+        .flatten()
         .max()
         .unwrap_or(at);
     let checked_at = previous.map_or(at, |p| p.checked().max(at));
@@ -788,6 +800,41 @@ mod tests {
         assert_eq!(s.fitness("c"), Fitness::Lagging { behind: 5 });
         assert_eq!((s.highest(), s.reference_seen()), (103, a_seen));
         assert_eq!(s.fitness("a"), Fitness::Fit { behind: 0 }, "a's own head, credited in full, is current");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_head_traffic_showed_is_a_reference_from_when_it_was_first_shown_but_not_for_a_provider_whose_probe_failed()
+     {
+        let ids: Vec<EndpointId> = ["a", "b", "c"].into_iter().map(EndpointId::from).collect();
+        let ids: Vec<&EndpointId> = ids.iter().collect();
+        let config =
+            |vouched| Amending { max_lag: 1, rules: Rules::default(), waiting: Fitness::Unchecked, vouched };
+        let probe = |prev: Option<&Snapshot>, i: usize, outcome, vouched| {
+            let probed = Probed {
+                position: i,
+                outcome,
+                measured: Measured::default(),
+                at: Instant::now(),
+                counts: Counts::default(),
+            };
+            amend(prev, &ids, probed, config(vouched)).snapshot.unwrap()
+        };
+        let s = probe(None, 0, Ok(100), &[]);
+        let s = probe(Some(&s), 1, Ok(100), &[]);
+        // a serves the reads and is probed no more: its answers showed 110, first 500 ms ago.
+        tokio::time::advance(std::time::Duration::from_millis(500)).await;
+        let shown = Instant::now();
+        tokio::time::advance(std::time::Duration::from_millis(500)).await;
+        let vouched = [Some((110, shown)), None, None];
+        let s = probe(Some(&s), 2, Ok(105), &vouched);
+        assert_eq!((s.highest(), s.reference_seen()), (110, shown), "the head a showed, when it showed it");
+        assert_eq!(s.fitness("c"), Fitness::Lagging { behind: 5 }, "c's probe, below a's answers");
+        // c's next probe fails: what its answers showed a moment ago is no reference (its
+        // probe says nothing of it), and the reference is not made any newer by it.
+        let failed = Err(ProbeFailure::new("c".into(), Method::BlockNumber, ProbeError::Timeout));
+        let vouched = [Some((110, shown)), None, Some((130, Instant::now()))];
+        let s = probe(Some(&s), 2, failed, &vouched);
+        assert_eq!((s.highest(), s.reference_seen()), (110, shown));
     }
 
     #[test]

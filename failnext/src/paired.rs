@@ -65,8 +65,13 @@ impl Paired {
                 return Some(Unfit::BelowFloor { head: Some(head), floor });
             }
         }
-        if let Some(best) = newer(heads, now) {
-            if let Some(limit) = best.plausible_limit(now) {
+        if let Some((best, from_answers)) = newer(heads, now) {
+            // A head seen in an answer was judged only against the floor: it may itself have
+            // been a tolerance behind the chain, and an honest answer that much above it is
+            // plausible.
+            let behind =
+                if from_answers { best.blocks_of_tolerance().max(crate::DEFAULT_TOLERANCE) } else { 0 };
+            if let Some(limit) = best.plausible_limit(now).map(|limit| limit.saturating_add(behind)) {
                 if head > limit {
                     return Some(Unfit::Implausible { head, limit });
                 }
@@ -80,12 +85,16 @@ impl Paired {
     }
 }
 
-/// The newer of the source's head and the head seen in answers, projected to `now`.
-fn newer(heads: (Option<Head>, Option<Head>), now: Instant) -> Option<Head> {
+/// The newer of the source's head and the head seen in answers, projected to `now`, and
+/// whether it is the one seen in answers.
+fn newer(heads: (Option<Head>, Option<Head>), now: Instant) -> Option<(Head, bool)> {
     match heads {
         (None, None) => None,
-        (Some(head), None) | (None, Some(head)) => Some(head),
-        (Some(head), Some(seen)) => Some(if seen.projected(now) > head.projected(now) { seen } else { head }),
+        (Some(head), None) => Some((head, false)),
+        (None, Some(seen)) => Some((seen, true)),
+        (Some(head), Some(seen)) => {
+            Some(if seen.projected(now) > head.projected(now) { (seen, true) } else { (head, false) })
+        }
     }
 }
 
@@ -184,6 +193,19 @@ mod tests {
             "five behind the head an answer showed 10 ms ago, although above the probe's floor"
         );
         assert_eq!(paired.judge_head(1037, None), None, "three behind is within the tolerance");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_honest_answer_a_tolerance_above_a_lagging_head_seen_a_moment_ago_is_plausible() {
+        let seen = Instant::now();
+        let paired = Paired::new(Arc::new(Known { seen }));
+        // 2 s after the probe (projected to 1040) the chain ran faster than learnt and is at
+        // 1050; a lagging provider's 1045 is the head seen, newer than the projection.
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert_eq!(paired.judge_head(1045, None), None);
+        assert_eq!(paired.judge_head(1050, None), None, "the chain's own head, five above the seen one");
+        // Nothing bounds a head seen a moment ago by more than twice the tolerance, though.
+        assert!(matches!(paired.judge_head(1060, None), Some(Unfit::Implausible { .. })));
     }
 
     #[test]

@@ -396,8 +396,9 @@ mod size {
     /// the session and the first attempt, not the rest of the loop, which is boxed on its own
     /// only when the first attempt does not settle the request. Measured with the direct
     /// sender (reqwest's own 304-byte future inline; down a middleware chain it is a 16-byte
-    /// box): 2168 B, of which the session 720 B; the whole loop inline was 3464 B (2592 B
-    /// before hedging became a step). A regression guard with some room.
+    /// box): 2168 B when it was boxed apart, 2312 B since (the plan's reserve order, the
+    /// paired heads); the whole loop inline was 3464 B (2592 B before hedging became a
+    /// step). A regression guard with some room.
     #[test]
     fn the_first_attempts_future_stays_small_and_the_rest_is_boxed_apart() {
         let failover =
@@ -412,7 +413,7 @@ mod size {
         let direct = Direct(&client);
         let fut = run(shared, session, &mut ext, &direct);
         let size = std::mem::size_of_val(&fut);
-        assert!(size <= 2304, "run's future grew to {size} B");
+        assert!(size <= 2368, "run's future grew to {size} B");
         assert!(std::mem::size_of::<Session<'_>>() <= 800, "{} B", std::mem::size_of::<Session<'_>>());
     }
 }

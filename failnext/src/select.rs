@@ -125,6 +125,10 @@ pub(crate) struct Plan {
     /// Candidates a paired health source advised against: tried, in configured order, once
     /// every other candidate has been returned.
     reserve: Mask,
+    /// Of the reserve, the candidates the health source admits but the request's scope knows
+    /// below its floor (an old head, perhaps): tried before those the source advised against
+    /// (the first 64 endpoints; the others keep configured order).
+    demoted: u64,
     /// For the error's [`PassedOver`](crate::PassedOver), the first 64 endpoints only (one
     /// word each, so that the healthy path's future does not grow): those the request
     /// excluded, and those its health passed over (cooling down, breaker open, trial taken,
@@ -167,6 +171,7 @@ impl Plan {
             waited,
             taken,
             reserve,
+            demoted: 0,
             excluded,
             passed_by_health: 0,
         }
@@ -242,11 +247,14 @@ impl Plan {
 
     /// Endpoint `i`, usable until now, goes behind every other candidate (into the reserve):
     /// tried only once every other candidate has been returned (its scope knows it below the
-    /// floor: its answer is judged when it comes).
+    /// floor: its answer is judged when it comes), but before the candidates the health
+    /// source advised against: a head that may be old news is less against a provider than a
+    /// fault the source saw.
     pub(crate) fn demote(&mut self, i: usize) {
         if i < self.len && self.usable.get(i) {
             self.remove(i);
             self.reserve.set(i);
+            self.demoted |= bit(i);
         }
     }
 
@@ -375,8 +383,11 @@ impl Iterator for Plan {
                 return Some(i);
             }
         }
-        // Every other candidate was returned: the reserve, in configured order.
-        let i = (0..self.len).find(|&i| self.reserve.get(i))?;
+        // Every other candidate was returned: the reserve, in configured order, those only
+        // demoted for their head first.
+        let i = (0..self.len)
+            .find(|&i| self.reserve.get(i) && self.demoted & bit(i) != 0)
+            .or_else(|| (0..self.len).find(|&i| self.reserve.get(i)))?;
         self.reserve.clear(i);
         self.taken.set(i);
         Some(i)
@@ -511,6 +522,14 @@ mod tests {
         let order: Vec<usize> = plan(&slots, &opts, Some(&eligible), None, None).unwrap().collect();
         assert_eq!(*asked.lock().unwrap(), ["b", "c", "d"]);
         assert_eq!(order, [1, 3]);
+    }
+
+    #[test]
+    fn a_candidate_demoted_for_its_head_goes_before_those_the_source_advised_against() {
+        // 0 advised against (reserve), 1 and 3 admitted, 2 admitted but known below the floor.
+        let mut plan = Plan::new(4, None, |i| (i == 0).then_some(Skip::Reserve));
+        plan.demote(2);
+        assert_eq!(plan.collect::<Vec<_>>(), [1, 3, 2, 0]);
     }
 
     #[test]

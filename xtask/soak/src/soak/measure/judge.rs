@@ -202,11 +202,15 @@ fn verdict(s: &Sample, timeline: &Timeline) -> Result<(), Miss> {
     match s.answer {
         Answer::Head { by: None, .. } => Err(Miss::UnknownServer),
         Answer::Head { by: Some(p), .. } if timeline.wrong_chain_during(p, s.start, s.end) => {
+            super::debug_at(Some(s.start), || {
+                let ms = s.end.saturating_duration_since(s.start).as_millis();
+                format!("miss: wrong chain by p{p}, {} attempts, {ms} ms", s.dispatched.len())
+            });
             Err(Miss::WrongChain)
         }
         Answer::Head { head, .. } if head > s.head_end => Err(Miss::Ahead),
         Answer::Head { head, by } if head.saturating_add(HEAD_TOLERANCE) < s.head_start => {
-            super::debug(|| {
+            super::debug_at(Some(s.start), || {
                 let ms = s.end.saturating_duration_since(s.start).as_millis();
                 let attempts = s.dispatched.len();
                 format!(

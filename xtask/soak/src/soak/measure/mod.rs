@@ -336,10 +336,14 @@ pub(crate) async fn measure(
     match run.scenario {
         Scenario::Flapping { fault } => {
             for (p, provider) in shared.providers.iter().enumerate() {
-                // Down long enough for a whole check to start and publish after the restart
-                // began: the monitor's pause between checks, and a check that may wait out the
-                // probe timeout, twice (the check in progress, then the next), with room for
-                // scheduling.
+                // Down long enough for a whole check of the soak's monitor to start and publish
+                // after the restart began: its pause between checks, and a check that may wait
+                // out the probe timeout, twice (the check in progress, then the next), with
+                // room for scheduling. A monitor that checks less often than that (the README's
+                // 2 s and 5 s) may see no sign of the restart: the provider then answers the
+                // chain's own heads from another chain until its next check, which nothing but
+                // an `eth_chainId` of its own can tell. Those reads count as misses ("2xx head
+                // from the wrong chain"): the price of the interval, not hidden.
                 let restart = shared.check_interval + 2 * shared.probe_timeout + Duration::from_millis(100);
                 let windows = Windows::new(shared.seed, p, fault, restart);
                 background.spawn(timeline::flap(
@@ -635,6 +639,11 @@ static DEBUGGING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool:
 /// With `SOAK_DEBUG` set: prints `line()` on stderr, stamped with the milliseconds since the
 /// first such line (a trace of the measure's switches and failed reads).
 pub(crate) fn debug(line: impl FnOnce() -> String) {
+    debug_at(None, line);
+}
+
+/// As [`debug`], stamped with `at` (an instant of the measure) instead of now.
+pub(crate) fn debug_at(at: Option<Instant>, line: impl FnOnce() -> String) {
     static ON: std::sync::OnceLock<Option<Instant>> = std::sync::OnceLock::new();
     let epoch = ON.get_or_init(|| {
         let on = std::env::var_os("SOAK_DEBUG").is_some();
@@ -644,7 +653,8 @@ pub(crate) fn debug(line: impl FnOnce() -> String) {
     if let Some(epoch) = epoch {
         #[allow(clippy::print_stderr, reason = "a debugging trace asked for by SOAK_DEBUG")]
         {
-            eprintln!("DEBUG {:>6} {}", epoch.elapsed().as_millis(), line());
+            let at = at.unwrap_or_else(Instant::now).saturating_duration_since(*epoch);
+            eprintln!("DEBUG {:>6} {}", at.as_millis(), line());
         }
     }
 }
