@@ -383,7 +383,9 @@
 //!
 //! - the source's eligibility is **advice, not a wall**: an endpoint it rules out is kept in
 //!   reserve and tried after every endpoint it admits (a read that may fail over), or first
-//!   when it admits none; its answer is judged like any other. A write still reaches one
+//!   when it admits none; its answer is judged like any other. An admitted endpoint whose
+//!   known head ([`HealthSource::head_of`]) is below the floor goes into the reserve too, but
+//!   ahead of the ruled-out ones (its head may be old news). A write still reaches one
 //!   endpoint at most. The plain [`FailoverBuilder::eligible`] hook keeps the reference rule:
 //!   an ineligible endpoint is never tried;
 //! - its latencies feed latency-aware ordering (a [`LatencyFeed`] handed over at build);
@@ -397,7 +399,8 @@
 //!   to when the attempt was sent (less an eighth of the blocks projected): below it by more
 //!   than its tolerance ([`Head::tolerance`], at least [`DEFAULT_TOLERANCE`] blocks), or above
 //!   the highest plausible head ([`Head::plausible_limit`]: the blocks its block time allows
-//!   since, plus one, plus the tolerance), the answer is failed over as a failure of its endpoint
+//!   since, plus one, plus the tolerance, and the tolerance again when the best known head is
+//!   one seen in an answer, which may itself have been that far behind), the answer is failed over as a failure of its endpoint
 //!   ([`Unfit::BelowFloor`], [`Unfit::Implausible`]), kept while the next endpoint is tried and
 //!   returned only if nothing better comes.
 //!

@@ -197,6 +197,13 @@ fn quantity(s: &str) -> Option<u64> {
     u64::from_str_radix(digits, 16).ok()
 }
 
+/// Each attempt of `s`: its provider and when it was sent, in ms after the read began.
+fn sent(s: &Sample) -> String {
+    let at = |at: Instant| at.saturating_duration_since(s.start).as_millis();
+    let each = s.dispatched.iter().map(|(p, t)| format!("p{}@{}", p.map_or(-1, |p| p as i64), at(*t)));
+    each.collect::<Vec<_>>().join(" ")
+}
+
 /// Whether `s` was answered correctly; why not, otherwise.
 fn verdict(s: &Sample, timeline: &Timeline) -> Result<(), Miss> {
     match s.answer {
@@ -204,7 +211,7 @@ fn verdict(s: &Sample, timeline: &Timeline) -> Result<(), Miss> {
         Answer::Head { by: Some(p), .. } if timeline.wrong_chain_during(p, s.start, s.end) => {
             super::debug_at(Some(s.start), || {
                 let ms = s.end.saturating_duration_since(s.start).as_millis();
-                format!("miss: wrong chain by p{p}, {} attempts, {ms} ms", s.dispatched.len())
+                format!("miss: wrong chain by p{p}, {} attempts, {ms} ms: {}", s.dispatched.len(), sent(s))
             });
             Err(Miss::WrongChain)
         }
@@ -214,8 +221,9 @@ fn verdict(s: &Sample, timeline: &Timeline) -> Result<(), Miss> {
                 let ms = s.end.saturating_duration_since(s.start).as_millis();
                 let attempts = s.dispatched.len();
                 format!(
-                    "miss: {head} by {by:?}, {} behind the head at the start, {attempts} attempts, {ms} ms",
-                    s.head_start - head
+                    "miss: {head} by {by:?}, {} behind the head at the start, {attempts} attempts, {ms} ms: {}",
+                    s.head_start - head,
+                    sent(s)
                 )
             });
             Err(Miss::behind(s.head_start - head))
