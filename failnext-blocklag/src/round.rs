@@ -397,10 +397,12 @@ pub(crate) fn amend(
         };
         *entry = entry.clone().with_fitness(rejudged);
     }
-    // When the chain was last seen to reach the reference: a provider that shows the same
-    // head again (same number, same block) says nothing newer, so its head counts from when
-    // it first showed it, not from its latest probe. A stalled provider probed again would
-    // otherwise make its old head look current, and honest higher heads implausible.
+    // When the chain was first seen at the reference: a provider that shows the same head
+    // again (same number, same block) says nothing newer, so its head counts from when it
+    // first showed it, not from its latest probe; and another that reaches it later (one that
+    // lags, probed after the others) is later news of a head the chain already had. A stalled
+    // or lagging provider would otherwise make an old head look current, and honest higher
+    // heads implausible against it.
     let seen = entries
         .iter()
         .enumerate()
@@ -414,7 +416,7 @@ pub(crate) fn amend(
             [probed, vouched]
         })
         .flatten()
-        .max()
+        .min()
         .unwrap_or(at);
     let checked_at = previous.map_or(at, |p| p.checked().max(at));
     // Providers probed at different instants often report different heads: the agreed head
@@ -835,6 +837,19 @@ mod tests {
         let vouched = [Some((110, shown)), None, Some((130, Instant::now()))];
         let s = probe(Some(&s), 2, failed, &vouched);
         assert_eq!((s.highest(), s.reference_seen()), (110, shown));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_provider_reaching_the_reference_later_does_not_make_it_newer() {
+        let first = Instant::now();
+        let s = amended(None, 0, Ok(100), Counts::default()).snapshot.unwrap();
+        tokio::time::advance(std::time::Duration::from_secs(1)).await;
+        // b shows 100 a second after a did: later news of a head the chain already had.
+        let s = amended(Some(&s), 1, Ok(100), Counts::default()).snapshot.unwrap();
+        assert_eq!((s.highest(), s.reference_seen()), (100, first));
+        // A new head is news.
+        let s = amended(Some(&s), 2, Ok(101), Counts::default()).snapshot.unwrap();
+        assert_eq!((s.highest(), s.reference_seen()), (101, Instant::now()));
     }
 
     #[test]

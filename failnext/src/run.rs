@@ -158,9 +158,22 @@ impl Race<'_> {
         };
         // The first attempt keeps its trial permit while the hedge is chosen and runs.
         let held = session.hold_trial();
-        let (j, req) = match session.partner(self.first, self.after) {
+        let mut partner = session.partner(self.first, self.after, false);
+        let mut first = first;
+        if let Partner::Later = partner {
+            let wait = crate::session::reserve_hedge_after(self.after).saturating_sub(self.after);
+            first = match select(first, Box::pin(tokio::time::sleep(wait))).await {
+                Either::Left((out, _)) => {
+                    drop(held);
+                    return settle(session, turn, out);
+                }
+                Either::Right(((), first)) => first,
+            };
+            partner = session.partner(self.first, self.after, true);
+        }
+        let (j, req) = match partner {
             Partner::Send(j, req) => (j, req),
-            Partner::None => {
+            Partner::None | Partner::Later => {
                 let out = first.await;
                 drop(held);
                 return settle(session, turn, out);
@@ -214,7 +227,8 @@ impl Race<'_> {
         loop {
             let next = match spare.len() {
                 0 => Partner::None,
-                _ => session.partner(self.first, self.after),
+                // Beside an attempt that failed, the reserve may race the one in flight.
+                _ => session.partner(self.first, self.after, true),
             };
             let (j, req, ext) = match (next, spare.next()) {
                 (Partner::Send(j, req), Some(ext)) => (j, req, ext),

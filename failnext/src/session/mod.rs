@@ -47,6 +47,18 @@ pub(crate) enum Partner {
     Send(usize, Request),
     /// No hedge (the trace says why).
     None,
+    /// No admitted endpoint is free to race the first attempt, but the reserve or the last
+    /// resort (breakers open, trials taken) is left: ask again with them allowed if it is
+    /// still out after [`reserve_hedge_after`] (it may be hung, not merely slow).
+    Later,
+}
+
+/// How long an admitted first attempt, hedged after `after`, is waited for before the reserve
+/// races it: four times the hedge's delay, at least 250 ms. A slow answer is a provider's to
+/// give; an attempt still out that long is one the reads should not wait out (the attempt
+/// timeout is 10 s by default).
+pub(crate) fn reserve_hedge_after(after: std::time::Duration) -> std::time::Duration {
+    after.saturating_mul(4).max(std::time::Duration::from_millis(250))
 }
 
 /// What selection chose: an endpoint to send to, or one whose trial to wait for.
@@ -222,22 +234,32 @@ impl<'a> Session<'a> {
 
     /// The hedge of the first attempt (to `first`, still in flight after its delay): the
     /// fastest candidate left (with latency ordering) or the next one, admitted now and paid
-    /// for from the budget. The last resort is not asked and nothing is waited for; a
+    /// for from the budget. The last resort is asked only with `reserve`; nothing is waited for; a
     /// candidate the budget refuses is put back. The first attempt's trial permit, if it holds
-    /// one, must have been taken with [`hold_trial`](Session::hold_trial).
-    pub(crate) fn partner(&mut self, first: usize, after: std::time::Duration) -> Partner {
+    /// one, must have been taken with [`hold_trial`](Session::hold_trial). `reserve`: the
+    /// reserve may race an admitted first attempt (it has been out for
+    /// [`reserve_hedge_after`], or another attempt has failed beside it); otherwise only
+    /// another admitted endpoint does, and [`Partner::Later`] says none is left.
+    pub(crate) fn partner(&mut self, first: usize, after: std::time::Duration, reserve: bool) -> Partner {
         let shared = self.shared;
         if let Some(ordered) = &shared.ordering {
             self.plan.hedge_to_fastest(ordered, |i| shared.slots[i].latency.get());
         }
         let stop = if self.left().is_some_and(|left| left.is_zero()) {
             Stop::DeadlinePassed
-        } else if self.plan.is_usable(first) && !self.plan.usable_left() {
+        } else if !reserve && self.plan.is_usable(first) && !self.plan.usable_left() {
             // A reserve is for when the admitted endpoints have failed, not for racing one
-            // that is merely slow: an admitted first attempt is hedged only by another.
+            // that is merely slow: an admitted first attempt is hedged only by another, and
+            // by the reserve only once it is out long enough to look hung.
+            if self.plan.has_more() {
+                return Partner::Later;
+            }
             Stop::NoCandidate
         } else {
-            match self.select(false) {
+            // Once the first attempt looks hung, the last resort too (a read sends beside a
+            // breaker's trial rather than wait for it).
+            match self.select(reserve) {
+                None if !reserve && self.plan.has_more() => return Partner::Later,
                 None => Stop::NoCandidate,
                 Some(Choice::Wait(_)) => Stop::NoCandidate,
                 Some(Choice::Send(j)) if !self.withdraw() => {

@@ -325,6 +325,37 @@ async fn a_slow_admitted_endpoint_is_never_hedged_with_a_reserve() {
 }
 
 #[tokio::test]
+async fn an_admitted_attempt_out_long_enough_to_look_hung_is_raced_by_the_reserve() {
+    let (hung, reserve) = (MockServer::start().await, at_block(7).await);
+    Mock::given(any())
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"jsonrpc": "2.0", "id": 1, "result": "0x7"}))
+                .set_delay(Duration::from_secs(30)),
+        )
+        .mount(&hung)
+        .await;
+    let failover =
+        builder([("hung", format!("{}/rpc", hung.uri())), ("reserve", format!("{}/rpc", reserve.uri()))])
+            .no_attempt_timeout()
+            .hedge(failnext::Hedge::after(Duration::from_millis(20)))
+            .monitor(Fake::ruling_out(&["reserve"]))
+            .build()
+            .unwrap();
+    let http = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+    let client = reqwest_middleware::ClientBuilder::new(http).with(failover).build();
+    let started = std::time::Instant::now();
+    let resp = call(&client, "eth_call").await.unwrap();
+    assert_eq!(served_by(&resp), "reserve", "the reserve answers while the admitted one hangs");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "not the hung attempt's 30 s: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(reserve.received_requests().await.unwrap().len(), 1);
+}
+
+#[tokio::test]
 async fn paired_latency_ordering_does_not_explore_unless_asked() {
     let (fast, slow) = (at_block(1).await, MockServer::start().await);
     Mock::given(any())

@@ -268,6 +268,9 @@ pub(super) fn judge(samples: &[Sample], timeline: &Timeline, providers: usize) -
             f.correct_all += 1;
             let took = s.end.saturating_duration_since(s.start);
             latencies.push(took);
+            if took > Duration::from_secs(1) {
+                super::debug_at(Some(s.start), || format!("slow: {} ms: {}", took.as_millis(), sent(s)));
+            }
             if took > Duration::from_millis(100) {
                 let key = format!("first to {first}, {} attempts", s.dispatched.len());
                 *f.slow.entry(key).or_default() += 1;
