@@ -47,6 +47,7 @@ pub struct FailoverBuilder {
     budget: Option<crate::Budget>,
     trace_all: bool,
     hedge: Option<crate::Hedge>,
+    no_hedge: bool,
     ordering: Option<LatencyOrdering>,
     hook: Option<HookFn>,
     source: Option<Arc<dyn HealthSource>>,
@@ -66,6 +67,7 @@ impl FailoverBuilder {
             budget: None,
             trace_all: false,
             hedge: None,
+            no_hedge: false,
             ordering: None,
             hook: None,
             source: None,
@@ -105,6 +107,12 @@ impl FailoverBuilder {
     ///   are failures of their endpoint and ask the source to check it now.
     /// - **Every judged attempt is evidence**: [`HealthSource::observe`] is told how it went,
     ///   and an endpoint the source admitted that failed is asked to be checked now.
+    /// - **Reads are hedged** at the 95th percentile of the first endpoint's recent latency
+    ///   unless [`hedge`](FailoverBuilder::hedge) or [`no_hedge`](FailoverBuilder::no_hedge)
+    ///   says otherwise; an admitted first attempt out four times the hedge's delay (at least
+    ///   250 ms) is raced by the reserve too, so a hung provider holds a read for a fraction of
+    ///   a second, not for the attempt timeout. Writes (requests that may not fail over) are
+    ///   never hedged.
     ///
     /// A later call replaces the source.
     pub fn monitor(mut self, source: impl HealthSource) -> Self {
@@ -195,9 +203,21 @@ impl FailoverBuilder {
     /// reads) and keeps a successful one's latency (two relaxed atomic operations); a fixed one
     /// costs nothing until a request may be hedged.
     ///
-    /// Default: none.
+    /// Default: none; with a [monitor](FailoverBuilder::monitor), after the 95th percentile
+    /// of the first endpoint's recent latencies (no hedge until it has 16 samples), never
+    /// before 10 ms, as the alloy transport's reads (a hung provider is then raced within a
+    /// few hundred milliseconds instead of holding a read for the attempt timeout; the
+    /// monitor's view of heads keeps a faster provider that lags from winning the race).
     pub fn hedge(mut self, hedge: crate::Hedge) -> Self {
         self.hedge = Some(hedge);
+        self.no_hedge = false;
+        self
+    }
+
+    /// No hedge, even with a [monitor](FailoverBuilder::monitor).
+    pub fn no_hedge(mut self) -> Self {
+        self.hedge = None;
+        self.no_hedge = true;
         self
     }
 
@@ -310,10 +330,15 @@ impl FailoverBuilder {
         if self.budget.is_some_and(|b| !b.is_valid()) {
             return Err(ConfigErrorKind::Budget.into());
         }
-        if let Some(hedge) = &self.hedge {
+        let paired = self.source.is_some();
+        let hedge = match self.no_hedge {
+            true => None,
+            false => self.hedge.or(paired.then_some(crate::hedge::PAIRED_HEDGE)),
+        };
+        if let Some(hedge) = &hedge {
             hedge.check()?;
         }
-        let keep = self.hedge.is_some_and(|h| h.keeps_latencies());
+        let keep = hedge.is_some_and(|h| h.keeps_latencies());
         let slots = self
             .endpoints
             .iter()
@@ -332,7 +357,7 @@ impl FailoverBuilder {
             deadline: self.deadline,
             budget: self.budget.map(crate::budget::Tokens::new),
             trace_all: self.trace_all,
-            hedge: self.hedge,
+            hedge,
             ordering: self.ordering.map(|rule| crate::latency::Ordered::new(rule, self.source.is_some())),
             events: Emitter::new(self.hook),
             paired,
@@ -357,5 +382,41 @@ impl fmt::Debug for FailoverBuilder {
             .field("on_event", &self.hook.as_ref().map(|_| "<fn>"))
             .field("monitor", &self.source.as_ref().map(|_| "<source>"))
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A source that admits every endpoint.
+    struct Admits;
+
+    impl HealthSource for Admits {
+        fn eligible(&self, _: &crate::EndpointId) -> bool {
+            true
+        }
+    }
+
+    fn hedge_of(builder: FailoverBuilder) -> Option<crate::Hedge> {
+        builder.build().unwrap().shared().hedge
+    }
+
+    #[test]
+    fn a_paired_failover_hedges_reads_at_the_95th_percentile_unless_told_otherwise() {
+        let endpoints =
+            || [Endpoint::new("a", "http://127.0.0.1:1/"), Endpoint::new("b", "http://127.0.0.1:2/")];
+        let fixed = crate::Hedge::after(Duration::from_millis(20));
+        assert_eq!(hedge_of(Failover::builder(endpoints())), None, "unpaired: the reference rules");
+        assert_eq!(
+            hedge_of(Failover::builder(endpoints()).monitor(Admits)),
+            Some(crate::hedge::PAIRED_HEDGE)
+        );
+        assert_eq!(hedge_of(Failover::builder(endpoints()).monitor(Admits).hedge(fixed)), Some(fixed));
+        assert_eq!(hedge_of(Failover::builder(endpoints()).monitor(Admits).no_hedge()), None);
+        assert_eq!(
+            hedge_of(Failover::builder(endpoints()).no_hedge().hedge(fixed).monitor(Admits)),
+            Some(fixed)
+        );
     }
 }

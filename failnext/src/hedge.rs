@@ -67,6 +67,11 @@ enum Delay {
     },
 }
 
+/// The hedge a paired `Failover` gives reads unless told otherwise: after the 95th
+/// percentile of the first endpoint's recent latencies (no hedge until it has 16 samples),
+/// never before 10 ms.
+pub(crate) const PAIRED_HEDGE: Hedge = Hedge::percentile(0.95).at_least(Duration::from_millis(10));
+
 impl Hedge {
     /// Starts the next candidate when the first attempt has not finished after `delay`.
     pub const fn after(delay: Duration) -> Hedge {

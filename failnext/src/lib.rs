@@ -389,6 +389,9 @@
 //!   endpoint at most. The plain [`FailoverBuilder::eligible`] hook keeps the reference rule:
 //!   an ineligible endpoint is never tried;
 //! - its latencies feed latency-aware ordering (a [`LatencyFeed`] handed over at build);
+//! - reads are hedged at the 95th percentile of recent latency unless told otherwise
+//!   ([`FailoverBuilder::hedge`], [`FailoverBuilder::no_hedge`]), and a first attempt that
+//!   looks hung (out four times the hedge's delay, at least 250 ms) is raced by the reserve;
 //! - **every answer is evidence**: each judged attempt is told to the source
 //!   ([`HealthSource::observe`], an [`Observation`]), and one that contradicts its view (a
 //!   failure, a head behind or implausible) asks it to check that endpoint now

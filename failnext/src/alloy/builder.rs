@@ -19,7 +19,7 @@ use crate::{
 /// The hedge reads get, when a [monitor](FailoverTransportBuilder::monitor) is paired, unless
 /// told otherwise: after the 95th percentile of the first endpoint's recent latencies (no
 /// hedge until it has 16 samples), never before 10 ms.
-pub const DEFAULT_HEDGE: Hedge = Hedge::percentile(0.95).at_least(Duration::from_millis(10));
+pub const DEFAULT_HEDGE: Hedge = crate::hedge::PAIRED_HEDGE;
 
 /// The failover budget unless told otherwise: up to one failover attempt (or hedge) per
 /// request on average, plus 10 a second, at most 1 000 banked.
@@ -433,9 +433,10 @@ impl FailoverTransportBuilder {
         // Unpaired, a hedge takes the first answer whatever its head: a faster provider that
         // lags wins the race (the soak's stale answers rose by two fifths), so the default
         // hedge needs a monitor's view of heads.
-        if let Some(hedge) = self.hedge.or(paired.then_some(DEFAULT_HEDGE)) {
-            failover = failover.hedge(hedge);
-        }
+        failover = match self.hedge.or(paired.then_some(DEFAULT_HEDGE)) {
+            Some(hedge) => failover.hedge(hedge),
+            None => failover.no_hedge(),
+        };
         if let Some(budget) = self.budget.or(Some(DEFAULT_BUDGET)) {
             failover = failover.failover_budget(budget);
         }
