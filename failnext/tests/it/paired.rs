@@ -299,51 +299,43 @@ async fn a_hedge_that_loses_to_the_first_attempt_tells_the_monitor_nothing() {
     );
 }
 
-#[tokio::test]
-async fn a_slow_admitted_endpoint_is_never_hedged_with_a_reserve() {
-    let (slow, reserve) = (MockServer::start().await, at_block(7).await);
+/// An admitted endpoint `admitted` answering block 7 after `delay`, and a reserve (ruled out
+/// by the source) answering at once, hedged after 20 ms, with no attempt timeout: the client
+/// and the two servers (kept alive by the caller: a dropped one would close the attempt).
+async fn admitted_and_reserve(delay: Duration) -> (ClientWithMiddleware, MockServer, MockServer) {
+    let (admitted, reserve) = (MockServer::start().await, at_block(7).await);
     Mock::given(any())
         .respond_with(
             ResponseTemplate::new(200)
                 .set_body_json(json!({"jsonrpc": "2.0", "id": 1, "result": "0x7"}))
-                .set_delay(Duration::from_millis(200)),
+                .set_delay(delay),
         )
-        .mount(&slow)
+        .mount(&admitted)
         .await;
-    let failover =
-        builder([("slow", format!("{}/rpc", slow.uri())), ("reserve", format!("{}/rpc", reserve.uri()))])
-            .no_attempt_timeout()
-            .hedge(failnext::Hedge::after(Duration::from_millis(20)))
-            .monitor(Fake::ruling_out(&["reserve"]))
-            .build()
-            .unwrap();
+    let failover = builder([
+        ("admitted", format!("{}/rpc", admitted.uri())),
+        ("reserve", format!("{}/rpc", reserve.uri())),
+    ])
+    .no_attempt_timeout()
+    .hedge(failnext::Hedge::after(Duration::from_millis(20)))
+    .monitor(Fake::ruling_out(&["reserve"]))
+    .build()
+    .unwrap();
     let http = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
-    let client = reqwest_middleware::ClientBuilder::new(http).with(failover).build();
+    (reqwest_middleware::ClientBuilder::new(http).with(failover).build(), admitted, reserve)
+}
+
+#[tokio::test]
+async fn a_slow_admitted_endpoint_is_never_hedged_with_a_reserve() {
+    let (client, _admitted, reserve) = admitted_and_reserve(Duration::from_millis(200)).await;
     let resp = call(&client, "eth_call").await.unwrap();
-    assert_eq!(served_by(&resp), "slow", "the admitted endpoint answers, late");
+    assert_eq!(served_by(&resp), "admitted", "the admitted endpoint answers, late");
     assert_eq!(reserve.received_requests().await.unwrap().len(), 0, "the reserve was not raced against it");
 }
 
 #[tokio::test]
 async fn an_admitted_attempt_out_long_enough_to_look_hung_is_raced_by_the_reserve() {
-    let (hung, reserve) = (MockServer::start().await, at_block(7).await);
-    Mock::given(any())
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(json!({"jsonrpc": "2.0", "id": 1, "result": "0x7"}))
-                .set_delay(Duration::from_secs(30)),
-        )
-        .mount(&hung)
-        .await;
-    let failover =
-        builder([("hung", format!("{}/rpc", hung.uri())), ("reserve", format!("{}/rpc", reserve.uri()))])
-            .no_attempt_timeout()
-            .hedge(failnext::Hedge::after(Duration::from_millis(20)))
-            .monitor(Fake::ruling_out(&["reserve"]))
-            .build()
-            .unwrap();
-    let http = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
-    let client = reqwest_middleware::ClientBuilder::new(http).with(failover).build();
+    let (client, _admitted, reserve) = admitted_and_reserve(Duration::from_secs(30)).await;
     let started = std::time::Instant::now();
     let resp = call(&client, "eth_call").await.unwrap();
     assert_eq!(served_by(&resp), "reserve", "the reserve answers while the admitted one hangs");
