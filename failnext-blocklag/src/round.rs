@@ -266,8 +266,9 @@ pub(crate) fn amend(
     let plausible_rule = rules.reference == Reference::Plausible;
     let implausible = clock::implausible_entries(&stamps, plausible_rule, wall, learned, max_lag);
     // Traffic is the probe: a provider serving reads is probed seldom, and the head its
-    // latest good answer showed is newer than its probe's.
-    let vouched_of = |j: usize| config.vouched.get(j).copied().flatten();
+    // latest good answer showed is newer than its probe's (not for the provider probed now:
+    // its probe is the news, and a failed one lends its answers nothing).
+    let vouched_of = |j: usize| config.vouched.get(j).copied().flatten().filter(|_| j != i);
     let height_of = |j: usize, e: &SnapshotEntry| match j == i {
         true => outcome.as_ref().ok().copied(),
         false => e.height().map(|h| h.max(vouched_of(j).map_or(0, |(v, _)| v))),
@@ -412,7 +413,7 @@ pub(crate) fn amend(
                 .height()
                 .filter(|h| *h >= highest)
                 .and_then(|_| e.stamped().map(|s| s.first_seen).or_else(|| e.checked()));
-            let vouched = vouched_of(j).filter(|(head, _)| j != i && *head >= highest).map(|(_, seen)| seen);
+            let vouched = vouched_of(j).filter(|(head, _)| *head >= highest).map(|(_, seen)| seen);
             [probed, vouched]
         })
         .flatten()

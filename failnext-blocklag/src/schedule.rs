@@ -334,7 +334,7 @@ const VOUCHED_INTERVALS: u32 = 4;
 /// needed now.
 const LOOK: Duration = Duration::from_millis(200);
 
-pub(crate) use crate::wake::FIRST_RECHECK;
+use crate::wake::FIRST_RECHECK;
 
 /// The sleep after a check: `interval` when the provider was fit (`unfit_streak` 0), else the
 /// backoff [`FIRST_RECHECK`] × 2^(streak − 1), at most `interval`; times a uniform factor in

@@ -46,8 +46,7 @@ pub struct FailoverBuilder {
     deadline: Option<Duration>,
     budget: Option<crate::Budget>,
     trace_all: bool,
-    hedge: Option<crate::Hedge>,
-    no_hedge: bool,
+    pub(crate) hedge: crate::setting::Setting<crate::Hedge>,
     ordering: Option<LatencyOrdering>,
     hook: Option<HookFn>,
     source: Option<Arc<dyn HealthSource>>,
@@ -66,8 +65,7 @@ impl FailoverBuilder {
             deadline: None,
             budget: None,
             trace_all: false,
-            hedge: None,
-            no_hedge: false,
+            hedge: crate::setting::Setting::Default,
             ordering: None,
             hook: None,
             source: None,
@@ -209,15 +207,13 @@ impl FailoverBuilder {
     /// few hundred milliseconds instead of holding a read for the attempt timeout; the
     /// monitor's view of heads keeps a faster provider that lags from winning the race).
     pub fn hedge(mut self, hedge: crate::Hedge) -> Self {
-        self.hedge = Some(hedge);
-        self.no_hedge = false;
+        self.hedge = crate::setting::Setting::Set(hedge);
         self
     }
 
     /// No hedge, even with a [monitor](FailoverBuilder::monitor).
     pub fn no_hedge(mut self) -> Self {
-        self.hedge = None;
-        self.no_hedge = true;
+        self.hedge = crate::setting::Setting::Off;
         self
     }
 
@@ -330,11 +326,10 @@ impl FailoverBuilder {
         if self.budget.is_some_and(|b| !b.is_valid()) {
             return Err(ConfigErrorKind::Budget.into());
         }
-        let paired = self.source.is_some();
-        let hedge = match self.no_hedge {
-            true => None,
-            false => self.hedge.or(paired.then_some(crate::hedge::PAIRED_HEDGE)),
-        };
+        // Unpaired, a hedge takes the first answer whatever its head: a faster provider that
+        // lags wins the race (the soak's stale answers rose by two fifths), so the default
+        // hedge needs a monitor's view of heads.
+        let hedge = self.hedge.or(self.source.is_some().then_some(crate::hedge::PAIRED_HEDGE));
         if let Some(hedge) = &hedge {
             hedge.check()?;
         }

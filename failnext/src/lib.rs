@@ -403,9 +403,9 @@
 //!   than its tolerance ([`Head::tolerance`], at least [`DEFAULT_TOLERANCE`] blocks), or above
 //!   the highest plausible head ([`Head::plausible_limit`]: the blocks its block time allows
 //!   since, plus one, plus the tolerance, and the tolerance again when the best known head is
-//!   one seen in an answer, which may itself have been that far behind), the answer is failed over as a failure of its endpoint
-//!   ([`Unfit::BelowFloor`], [`Unfit::Implausible`]), kept while the next endpoint is tried and
-//!   returned only if nothing better comes.
+//!   one seen in an answer, which may itself have been that far behind), the answer is failed
+//!   over as a failure of its endpoint ([`Unfit::BelowFloor`], [`Unfit::Implausible`]), kept
+//!   while the next endpoint is tried and returned only if nothing better comes.
 //!
 //! Heads are read from `eth_blockNumber` only (the one call whose whole answer is a head);
 //! the request body is scanned for its method only when a source is paired.
@@ -652,6 +652,7 @@ mod run;
 mod scope;
 mod select;
 mod session;
+mod setting;
 mod shared;
 mod skip;
 mod slot;

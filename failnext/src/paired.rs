@@ -41,8 +41,9 @@ impl Paired {
     }
 
     /// Judges the head `head` an answer reported, to an attempt sent at `sent` (now when
-    /// unknown): `Some(why)` when it is below the floor (the higher floor of the source's head and the head seen, projected to
-    /// the attempt's start by the block time, less its tolerance) or above the highest
+    /// unknown): `Some(why)` when it is below the floor (the higher floor of the source's head
+    /// and the head seen, projected to the attempt's start by the block time, less its
+    /// tolerance) or above the highest
     /// plausible head now; otherwise it counts as seen (the highest one seen raises the best
     /// known head).
     ///
@@ -59,7 +60,8 @@ impl Paired {
         // evidence, with a margin that grows with its age, so a head seen in an answer a block
         // ago floors a provider five blocks behind that the monitor's probe, a second older,
         // lets through.
-        let floors = [heads.0, heads.1].into_iter().flatten().map(|h| floor(&h, sent.unwrap_or(now)));
+        let sent = sent.unwrap_or(now);
+        let floors = [heads.0, heads.1].into_iter().flatten().map(|h| floor(&h, sent));
         if let Some(floor) = floors.max() {
             if head < floor {
                 return Some(Unfit::BelowFloor { head: Some(head), floor });

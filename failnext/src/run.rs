@@ -152,14 +152,13 @@ impl Race<'_> {
         let shared = self.shared;
         let (host, turn) = (session.host, turn_of(shared, session, self.first));
         let first = Box::pin(judged_attempt(shared, turn, req, host, ext, sender));
-        let first = match select(first, Box::pin(tokio::time::sleep(self.after))).await {
+        let mut first = match select(first, Box::pin(tokio::time::sleep(self.after))).await {
             Either::Left((out, _)) => return settle(session, turn, out),
             Either::Right(((), first)) => first,
         };
         // The first attempt keeps its trial permit while the hedge is chosen and runs.
         let held = session.hold_trial();
         let mut partner = session.partner(self.first, self.after, false);
-        let mut first = first;
         if let Partner::Later = partner {
             let wait = crate::session::reserve_hedge_after(self.after).saturating_sub(self.after);
             first = match select(first, Box::pin(tokio::time::sleep(wait))).await {

@@ -38,23 +38,7 @@ pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
 /// The latency ordering's margin when a monitor is paired and no ordering is set.
 pub const DEFAULT_LATENCY_MARGIN: Duration = Duration::from_millis(10);
 
-/// A setting with a default: the default, the caller's value, or turned off.
-#[derive(Clone, Debug)]
-enum Setting<T> {
-    Default,
-    Set(T),
-    Off,
-}
-
-impl<T> Setting<T> {
-    fn or(self, default: Option<T>) -> Option<T> {
-        match self {
-            Setting::Default => default,
-            Setting::Set(value) => Some(value),
-            Setting::Off => None,
-        }
-    }
-}
+use crate::setting::Setting;
 
 /// Configures a [`FailoverTransport`]: every [`FailoverBuilder`] setting and the transport's
 /// own, in one builder. Made by [`FailoverTransport::builder`]; nothing is checked until
@@ -428,15 +412,13 @@ impl FailoverTransportBuilder {
             }
         }
         let paired = self.source.is_some();
-        let deadline = self.deadline.clone().or(Some(DEFAULT_DEADLINE));
+        let deadline = self.deadline.or(Some(DEFAULT_DEADLINE));
         let mut failover = self.failover;
-        // Unpaired, a hedge takes the first answer whatever its head: a faster provider that
-        // lags wins the race (the soak's stale answers rose by two fifths), so the default
-        // hedge needs a monitor's view of heads.
-        failover = match self.hedge.or(paired.then_some(DEFAULT_HEDGE)) {
-            Some(hedge) => failover.hedge(hedge),
-            None => failover.no_hedge(),
-        };
+        // The failover builder gives a paired transport its default hedge; a hedge set on a
+        // failover builder given to this one stays unless this one says otherwise.
+        if !matches!(self.hedge, Setting::Default) {
+            failover.hedge = self.hedge;
+        }
         if let Some(budget) = self.budget.or(Some(DEFAULT_BUDGET)) {
             failover = failover.failover_budget(budget);
         }
