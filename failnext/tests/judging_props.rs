@@ -238,7 +238,9 @@ fn reference_worded(status: u16, body: &[u8], sent: &[u8], retry_after: Option<D
         _ => None,
     };
     if let Some(kind) = by_status {
-        if only_broken && said.iter().all(|s| *s == Said::Broken) {
+        // A body that is no JSON-RPC answer (broken, its errors unrecognised) and whose words
+        // named nothing: the status names it.
+        if said.contains(&Said::Broken) && said.iter().all(|s| matches!(s, Said::Broken | Said::Unrecognised)) {
             said.clear();
         }
         said.push(kind);
@@ -1126,4 +1128,18 @@ proptest! {
         let head = Head { sizes: vec![chunk], ..head };
         agree(&head, &bytes)?;
     }
+}
+
+/// Found by `batches_are_judged_as_the_batch_rule_says` (CI, 2026-12-04): a batch with one
+/// element that is no answer and one unrecognised error is no JSON-RPC answer, so the status
+/// names it: HTTP 413 is a limit (neutral), as for a body of junk under 413.
+#[test]
+fn a_broken_batch_under_413_is_a_limit_as_the_status_says() {
+    let head = Head { status: 413, content_type: "application/json", retry_after: RetryAfter::None, sizes: vec![] };
+    let body = br#"[{"error":{"message":null}},{"jsonrpc":"2.0","id":[1,[2],-4.1e299],"error":{"message":null}}]"#;
+    agree(&head, body).unwrap();
+    assert_eq!(
+        classify(&head, body).unwrap(),
+        Judgement::new(Verdict::FailOver { cool_for: None }, Evidence::Neutral, Class::Limit)
+    );
 }
