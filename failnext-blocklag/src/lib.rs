@@ -155,7 +155,10 @@
 //!   ineligible one waits for its own probe to return). A hanging provider delays only its
 //!   own entry. Its next probe comes after `interval` when it is fit (skipped while paired
 //!   traffic shows it answering well with its head: traffic is the probe, though at least
-//!   one probe in four intervals checks its chain), on a backoff
+//!   one probe in four intervals checks its chain, and a provider that answers after 200 ms
+//!   or more in which nothing was heard of it is probed at once, at most once per interval:
+//!   a restart, possibly onto another chain, may have fitted in the silence, and only
+//!   `eth_chainId` shows it; its answers stand in for no probe until one answers), on a backoff
 //!   otherwise (50 ms, doubling while it stays unfit, at most `interval`: an eviction lasts
 //!   about as long as the fault), at once when an answer contradicts the view (a failure, a
 //!   head behind or implausible) or a provider held out for failing answers well (each at

@@ -82,6 +82,14 @@ pub(crate) struct Inner {
     answered_head_at: Vec<AtomicU64>,
     /// Per endpoint: its attempts outrun by a hedge since its latest good answer.
     outrun: Vec<AtomicU32>,
+    /// Per endpoint: 1 + the millisecond time of its latest sign of life (a good answer of
+    /// any kind, a probe answered); 0 for never.
+    contact: Vec<AtomicU64>,
+    /// Per endpoint: it answered after a spell of [`QUIET`] or more without a sign of life
+    /// since its latest probe answered: a restart, possibly onto another chain, may have
+    /// fitted in the spell, and only a probe's `eth_chainId` tells. Traffic does not stand
+    /// in for its probe until one answers.
+    resumed: Vec<AtomicBool>,
     /// Without an expected chain id: per endpoint, the chain id its spawned probe reported
     /// (0: none yet), until the chain is learnt.
     chain_seen: Vec<AtomicU64>,
@@ -114,6 +122,8 @@ impl Monitor {
             answered_head: (0..n).map(|_| AtomicU64::new(0)).collect(),
             answered_head_at: (0..n).map(|_| AtomicU64::new(0)).collect(),
             outrun: (0..n).map(|_| AtomicU32::new(0)).collect(),
+            contact: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            resumed: (0..n).map(|_| AtomicBool::new(false)).collect(),
             chain_seen: (0..n).map(|_| AtomicU64::new(0)).collect(),
             learnt_chain: AtomicU64::new(0),
         };
@@ -412,6 +422,12 @@ pub(crate) const OUTRUN_STREAK: u32 = 3;
 /// ([`Inner::needed`]): the one serving, and one to fail over to.
 pub(crate) const SPARES: usize = 2;
 
+/// How long nothing heard of a provider (no good answer, no probe answered) makes its next
+/// good answer a resumption ([`Inner::resumes`]): long enough for a restart (a node's process,
+/// a listener rebound), which may change its chain. Reads a provider serves in a row come far
+/// closer together; a provider that serves now and then resumes at most once per interval.
+pub(crate) const QUIET: Duration = Duration::from_millis(200);
+
 /// The bad share above which a provider's fed latency is penalised.
 pub(crate) const PENALTY_BAD_SHARE: f64 = 0.1;
 
@@ -589,6 +605,7 @@ impl Inner {
         let now_ms = self.now_ms();
         evidence.record(!observation.is_bad(), now_ms, self.half_life());
         if let Observation::Answered { head } = observation {
+            self.resumes(i, now_ms);
             if let Some(outrun) = self.outrun.get(i) {
                 if outrun.load(Ordering::Relaxed) != 0 {
                     outrun.store(0, Ordering::Relaxed);
@@ -631,6 +648,30 @@ impl Inner {
         // checks it once they do, or an interval after its last check ([`Inner::needed`]).
         self.wake(i, Gap::Recheck);
         true
+    }
+
+    /// Endpoint `i` answered well at `now_ms`: when nothing was heard of it for [`QUIET`] or
+    /// more before (since its latest probe answered), it may have restarted unseen, possibly
+    /// onto another chain, which its answers do not show. Its probe (which asks `eth_chainId`)
+    /// is pulled forward to now, at most once per interval ([`Gap::Interval`]: the probe moves,
+    /// it is not added), and traffic does not stand in for its probe until one answers.
+    fn resumes(&self, i: usize, now_ms: u64) {
+        let (Some(contact), Some(resumed)) = (self.contact.get(i), self.resumed.get(i)) else { return };
+        let before = contact.swap(now_ms.saturating_add(1), Ordering::AcqRel);
+        let quiet_ms = u64::try_from(QUIET.as_millis()).unwrap_or(u64::MAX);
+        if before != 0 && now_ms.saturating_sub(before - 1) >= quiet_ms {
+            resumed.store(true, Ordering::Release);
+            self.wake(i, Gap::Interval);
+        }
+    }
+
+    /// Endpoint `i`'s probe answered (fit or not, on its chain or not: it said so): a sign of
+    /// life, and its chain is known again.
+    fn probe_answered(&self, i: usize) {
+        if let (Some(contact), Some(resumed)) = (self.contact.get(i), self.resumed.get(i)) {
+            contact.fetch_max(self.now_ms().saturating_add(1), Ordering::AcqRel);
+            resumed.store(false, Ordering::Release);
+        }
     }
 
     /// Whether reads need endpoint `i`, held out, back soon: fewer than [`SPARES`] other
@@ -697,6 +738,9 @@ impl Inner {
     /// How long ago endpoint `i` last answered well with its head, as real traffic told
     /// ([`Inner::observe`]); `None` when it never did.
     pub(crate) fn answered_ago(&self, i: usize) -> Option<Duration> {
+        if self.resumed.get(i)?.load(Ordering::Acquire) {
+            return None;
+        }
         let at = self.answered.get(i)?.load(Ordering::Acquire).checked_sub(1)?;
         Some(Duration::from_millis(self.now_ms().saturating_sub(at)))
     }
@@ -725,6 +769,9 @@ impl Inner {
     /// the evidence it adds. Returns `None` when the endpoint is fit afterwards (eligible, not
     /// contradicted), else the kind of its unfitness.
     fn publish_probe(&self, i: usize, report: ProbeReport) -> Option<u32> {
+        if report.result.is_ok() {
+            self.probe_answered(i);
+        }
         if let Some(pending) = self.chain_pending.get(i) {
             if report.result.is_err() {
                 pending.store(true, Ordering::Relaxed);
@@ -900,16 +947,34 @@ mod tests {
         inner.observe(0, Observation::Answered { head: Some(100) });
         let first = tokio::time::Instant::now();
         // A provider that stalled answers the same head for two seconds: no newer for it.
-        for _ in 0..4 {
-            tokio::time::advance(Duration::from_millis(500)).await;
+        for _ in 0..20 {
+            tokio::time::advance(Duration::from_millis(100)).await;
             inner.observe(0, Observation::Answered { head: Some(100) });
         }
         assert_eq!(inner.answered(0), Some((100, first)));
         assert_eq!(inner.answered_ago(0), Some(Duration::ZERO), "it did answer just now");
-        tokio::time::advance(Duration::from_millis(500)).await;
+        tokio::time::advance(Duration::from_millis(100)).await;
         inner.observe(0, Observation::Answered { head: Some(101) });
         assert_eq!(inner.answered(0), Some((101, tokio::time::Instant::now())));
         assert_eq!(inner.answered(1), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn answers_after_a_quiet_spell_stand_in_for_no_probe_until_one_answers() {
+        let monitor = monitor_of(2);
+        let inner = monitor.inner();
+        inner.observe(0, Observation::Answered { head: Some(100) });
+        tokio::time::advance(QUIET - Duration::from_millis(1)).await;
+        inner.observe(0, Observation::Answered { head: Some(100) });
+        assert_eq!(inner.answered_ago(0), Some(Duration::ZERO), "answers closer than QUIET vouch");
+        tokio::time::advance(QUIET).await;
+        inner.observe(0, Observation::Answered { head: Some(100) });
+        assert_eq!(inner.answered_ago(0), None, "it may have restarted in the spell");
+        inner.observe(0, Observation::Answered { head: Some(100) });
+        assert_eq!(inner.answered_ago(0), None, "still, until its probe answers");
+        inner.probe_answered(0);
+        inner.observe(0, Observation::Answered { head: Some(100) });
+        assert_eq!(inner.answered_ago(0), Some(Duration::ZERO));
     }
 
     #[test]

@@ -562,6 +562,43 @@ async fn with_probes_every_five_seconds_a_recovered_provider_serves_again_at_its
     within(handle.stop()).await;
 }
 
+/// Observes `id` answering `head` every 50 ms, `times` times.
+async fn answers_every_50_ms(monitor: &Monitor, id: &str, head: u64, times: usize) {
+    for _ in 0..times {
+        monitor.observe(&EndpointId::from(id), Observation::Answered { head: Some(head) });
+        sleep(MS(50)).await;
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_provider_that_answers_after_a_quiet_spell_has_its_chain_probed_at_once_not_intervals_later() {
+    let (a, b, c) = (
+        Provider::new(100, Mode::Healthy).await,
+        Provider::new(100, Mode::Healthy).await,
+        Provider::new(100, Mode::Healthy).await,
+    );
+    let monitor = builder(&[("a", &a), ("b", &b), ("c", &c)]).build().unwrap();
+    let handle = monitor.spawn(SECS(5));
+    assert!(handle.ready(SECS(1)).await);
+    // c serves reads without a pause for 12 s: traffic is its probe (once in four intervals).
+    let before = c.requests();
+    answers_every_50_ms(&monitor, "c", 100, 240).await;
+    assert!(c.requests() - before <= 1, "probed {} times while it served", c.requests() - before);
+    // The reads go elsewhere for a second, and c restarts onto another chain meanwhile, too
+    // fast for anything to see it down. Its answers show the chain's heights, as before.
+    sleep(MS(500)).await;
+    c.set_chain(5);
+    sleep(MS(500)).await;
+    let resumed = Instant::now();
+    answers_every_50_ms(&monitor, "c", 100, 2).await;
+    // Its first answer after the quiet spell had its probe (with `eth_chainId`) sent at once.
+    assert!(HealthSource::never(&monitor, &id("c")), "{:?}", monitor.snapshot().unwrap().entry("c"));
+    assert!(!monitor.eligible("c"));
+    assert!(checked(&monitor, "c").is_some_and(|at| at >= resumed));
+    assert!(monitor.eligible("a") && monitor.eligible("b"));
+    within(handle.stop()).await;
+}
+
 #[tokio::test]
 async fn a_provider_first_probed_behind_the_others_teaches_no_block_time_and_is_never_served() {
     // Before, the reference's jump from 80 to 100 within a millisecond of the first probes was
