@@ -258,6 +258,16 @@ impl Plan {
         }
     }
 
+    /// Candidate `i`, just returned, was proven unable since the plan was made (the health
+    /// source found it on another chain): ruled out, as if from the start.
+    pub(crate) fn proven_unable(&mut self, i: usize) {
+        if i < self.len {
+            self.taken.clear(i);
+            self.usable.clear(i);
+            self.reserve.clear(i);
+        }
+    }
+
     /// Candidate `i`, just returned, was not sent after all (the budget refused its hedge): it
     /// comes next again.
     pub(crate) fn put_back(&mut self, i: usize) {

@@ -5,7 +5,7 @@ use reqwest::{Request, Response};
 
 use crate::destination::HostRule;
 use crate::error::{Attempt, Error};
-use crate::event::Event;
+use crate::event::{Event, SkipReason};
 use crate::health::{Admit, BreakerState, Permit};
 use crate::options::RequestOptions;
 use crate::permission::{self, Permission, Settled};
@@ -323,6 +323,17 @@ impl<'a> Session<'a> {
         let shared = self.shared;
         while let Some(i) = self.plan.next() {
             let slot = &shared.slots[i];
+            // A turn after the first attempt comes later than the plan: a provider the health
+            // source has since proven unable (on another chain) is never sent to.
+            if self.sent > 0 && shared.advice().is_some_and(|advice| advice.never(slot.id())) {
+                self.plan.proven_unable(i);
+                let endpoint = slot.id();
+                shared.emit(|| Event::Skipped { endpoint, reason: SkipReason::Ineligible, unfit: None });
+                if let Some(tracer) = &mut self.tracer {
+                    tracer.add(i, TraceStep::Ineligible);
+                }
+                continue;
+            }
             match select::admit(slot) {
                 Ok(admit) => return Some(Choice::Send(self.admitted(i, admit))),
                 Err(skip) => {

@@ -245,6 +245,40 @@ async fn an_endpoint_the_monitor_says_can_never_serve_is_not_even_a_reserve() {
     assert_eq!(other_chain.received_requests().await.unwrap().len(), 0);
 }
 
+/// A source that admits every provider and learns, once `a` fails, that `b` is on another
+/// chain (its probe of `b` ended while the read was out at `a`).
+#[derive(Default)]
+struct LearnsWhileReading(Mutex<bool>);
+
+impl HealthSource for LearnsWhileReading {
+    fn eligible(&self, _: &EndpointId) -> bool {
+        true
+    }
+    fn never(&self, id: &EndpointId) -> bool {
+        id.as_str() == "b" && *self.0.lock().unwrap()
+    }
+    fn observe(&self, id: &EndpointId, observation: Observation) {
+        if id.as_str() == "a" && observation.is_bad() {
+            *self.0.lock().unwrap() = true;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_provider_found_on_another_chain_while_a_read_is_out_is_not_its_next_attempt() {
+    let (a, b, c) = (provider(503, json!({})).await, at_block(7).await, at_block(7).await);
+    let failover = builder([("a", &a), ("b", &b), ("c", &c)].map(|(id, s)| (id, format!("{}/rpc", s.uri()))))
+        .classifier(JsonRpcClassifier::new())
+        .no_attempt_timeout()
+        .monitor(Arc::new(LearnsWhileReading::default()))
+        .build()
+        .unwrap();
+    let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new()).with(failover).build();
+    let resp = call(&client, "eth_call").await.unwrap();
+    assert_eq!(served_by(&resp), "c", "b was admitted when the read began, on another chain at its turn");
+    assert_eq!(b.received_requests().await.unwrap().len(), 0);
+}
+
 /// Two servers, in this order, paired with a source that rules none out, every read hedged
 /// after 20 ms.
 fn hedged(servers: [(&str, &MockServer); 2]) -> (Arc<Fake>, reqwest_middleware::ClientWithMiddleware) {
