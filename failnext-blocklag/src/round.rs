@@ -306,9 +306,13 @@ pub(crate) fn amend(
         .of(plausible_heights)
         .or_else(|| rules.reference.of(entries.iter().enumerate().filter_map(|(j, e)| height_of(j, e))));
     let previous_head = previous.and_then(|p| p.head().map(|head| (p.highest(), head)));
-    // Only a provider that was at the reference and moved on measures the chain's block time;
-    // one that was behind it (or not yet probed) and jumps ahead only shows it was behind.
-    let sampled = previous.is_some_and(|p| before.height().is_some_and(|h| h >= p.highest()));
+    // Only a provider that was at the reference and moved on, its probe now the reference,
+    // measures the chain's block time; one that was behind it (or not yet probed) and jumps
+    // ahead only shows it was behind, and one whose probe failed shows nothing of the chain
+    // (the reference moved by another provider's height, which may have sat still while no
+    // one fresher was heard: a sample of that span would count a stall as blocks).
+    let sampled = previous.is_some_and(|p| before.height().is_some_and(|h| h >= p.highest()))
+        && matches!((outcome.as_ref(), highest), (Ok(h), Some(reference)) if *h >= reference);
     let head =
         highest.map(|reference| HeadTiming::after(previous_head, reference, at, rules.stall_after, sampled));
     let block_time = head.and_then(|h| h.block_time);
@@ -838,6 +842,52 @@ mod tests {
         let vouched = [Some((110, shown)), None, Some((130, Instant::now()))];
         let s = probe(Some(&s), 2, failed, &vouched);
         assert_eq!((s.highest(), s.reference_seen()), (110, shown));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_probe_of_the_provider_at_the_reference_measures_no_block_time() {
+        let ids: Vec<EndpointId> = ["a", "b", "c"].into_iter().map(EndpointId::from).collect();
+        let ids: Vec<&EndpointId> = ids.iter().collect();
+        let probe = |prev: Option<&Snapshot>,
+                     i: usize,
+                     outcome: Result<u64, ProbeFailure>,
+                     vouched: &[Option<(u64, Instant)>]| {
+            let probed = Probed {
+                position: i,
+                outcome,
+                measured: Measured::default(),
+                at: Instant::now(),
+                counts: Counts::default(),
+            };
+            let config =
+                Amending { max_lag: 1, rules: Rules::default(), waiting: Fitness::Unchecked, vouched };
+            amend(prev, &ids, probed, config).snapshot.unwrap()
+        };
+        let mut s = probe(None, 1, Ok(99), &[]);
+        s = probe(Some(&s), 0, Ok(100), &[]);
+        // a moves a block a second: the block time is learnt.
+        for height in 101..=103 {
+            tokio::time::advance(std::time::Duration::from_secs(1)).await;
+            s = probe(Some(&s), 0, Ok(height), &[]);
+        }
+        assert_eq!(s.block_time(), Some(std::time::Duration::from_secs(1)));
+        // Twice, the probe of a provider at the reference (a, then c) fails three seconds on,
+        // while b's answers showed one block more than the reference: the reference moved
+        // after three seconds of hearing nothing fresher, which says nothing of how fast the
+        // chain goes.
+        s = probe(Some(&s), 2, Ok(103), &[]);
+        for (at_reference, height) in [(0, 104), (2, 105)] {
+            tokio::time::advance(std::time::Duration::from_secs(3)).await;
+            let failed = Err(ProbeFailure::new(ids[at_reference].clone(), Method::BlockNumber, ProbeError::Timeout));
+            let vouched = [None, Some((height, Instant::now())), None];
+            s = probe(Some(&s), at_reference, failed, &vouched);
+            assert_eq!(s.highest(), height);
+            if at_reference == 0 {
+                // c catches up with the reference b's answers showed.
+                s = probe(Some(&s), 2, Ok(height), &vouched);
+            }
+        }
+        assert_eq!(s.block_time(), Some(std::time::Duration::from_secs(1)));
     }
 
     #[tokio::test(start_paused = true)]
