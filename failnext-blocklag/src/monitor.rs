@@ -653,15 +653,17 @@ impl Inner {
     /// Endpoint `i` answered well at `now_ms`: when nothing was heard of it for [`QUIET`] or
     /// more before (since its latest probe answered), it may have restarted unseen, possibly
     /// onto another chain, which its answers do not show. Its probe (which asks `eth_chainId`)
-    /// is pulled forward to now, at most once per interval ([`Gap::Interval`]: the probe moves,
-    /// it is not added), and traffic does not stand in for its probe until one answers.
+    /// is pulled forward to now: at most once per interval while the view admits it
+    /// ([`Gap::Interval`]: the probe moves, it is not added), as evidence against the view
+    /// while it holds it out (the reads reach it as their reserve: nothing else was left).
+    /// Traffic does not stand in for its probe until one answers.
     fn resumes(&self, i: usize, now_ms: u64) {
         let (Some(contact), Some(resumed)) = (self.contact.get(i), self.resumed.get(i)) else { return };
         let before = contact.swap(now_ms.saturating_add(1), Ordering::AcqRel);
         let quiet_ms = u64::try_from(QUIET.as_millis()).unwrap_or(u64::MAX);
         if before != 0 && now_ms.saturating_sub(before - 1) >= quiet_ms {
             resumed.store(true, Ordering::Release);
-            self.wake(i, Gap::Interval);
+            self.wake(i, if self.held_out(i) { Gap::Recheck } else { Gap::Interval });
         }
     }
 

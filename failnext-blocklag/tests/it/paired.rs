@@ -599,6 +599,34 @@ async fn a_provider_that_answers_after_a_quiet_spell_has_its_chain_probed_at_onc
     within(handle.stop()).await;
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_held_out_provider_answering_a_reserve_read_after_a_quiet_spell_has_its_chain_probed_at_once() {
+    let (a, b, c) = (
+        Provider::new(100, Mode::Healthy).await,
+        Provider::new(100, Mode::Failing).await,
+        Provider::new(100, Mode::Healthy).await,
+    );
+    let monitor = builder(&[("a", &a), ("b", &b), ("c", &c)]).build().unwrap();
+    let handle = monitor.spawn(SECS(5));
+    assert!(handle.ready(SECS(1)).await);
+    // c falls behind; a read fails there, and its probe (at once: with b down, the reads
+    // need it) finds it lagging: held out, not for failing.
+    c.set_height(90);
+    monitor.observe(&id("c"), Observation::Failed);
+    sleep(MS(100)).await;
+    assert!(!monitor.eligible("c") && !HealthSource::never(&monitor, &id("c")));
+    // Its re-checks find it lagging on a backoff (50, 100, 200, 400, 800 ms...). Between two
+    // of them it is back at the head, restarted onto another chain, and answers a read as the
+    // reserve: its probe runs now, not at its next re-check.
+    sleep(MS(1_900)).await;
+    c.set_chain(5);
+    c.set_height(100);
+    monitor.observe(&id("c"), Observation::Answered { head: Some(100) });
+    sleep(MS(20)).await;
+    assert!(HealthSource::never(&monitor, &id("c")), "{:?}", monitor.snapshot().unwrap().entry("c"));
+    within(handle.stop()).await;
+}
+
 #[tokio::test]
 async fn a_provider_first_probed_behind_the_others_teaches_no_block_time_and_is_never_served() {
     // Before, the reference's jump from 80 to 100 within a millisecond of the first probes was
