@@ -496,13 +496,20 @@ enum Client {
 async fn count_probes(monitors: Vec<Monitor>, mut stopped: watch::Receiver<bool>) -> Vec<u64> {
     let mut counts = vec![0u64; monitors.len()];
     let mut last: Vec<Vec<Option<tokio::time::Instant>>> = vec![Vec::new(); monitors.len()];
+    // Per monitor, per provider: for the debug output's breakdown.
+    let mut each: Vec<Vec<u64>> = vec![Vec::new(); monitors.len()];
     while !crate::soak::watch::stopped_or(&mut stopped, Duration::from_millis(5)).await {
-        for ((monitor, count), last) in monitors.iter().zip(&mut counts).zip(&mut last) {
+        for (((monitor, count), last), each) in monitors.iter().zip(&mut counts).zip(&mut last).zip(&mut each) {
             let Some(snapshot) = monitor.snapshot() else { continue };
             let checked: Vec<_> = snapshot.entries().iter().map(|e| e.checked()).collect();
             if last.len() == checked.len() {
-                *count +=
-                    checked.iter().zip(last.iter()).filter(|(now, before)| now != before).count() as u64;
+                each.resize(checked.len(), 0);
+                for (i, (now, before)) in checked.iter().zip(last.iter()).enumerate() {
+                    if now != before {
+                        *count += 1;
+                        each[i] += 1;
+                    }
+                }
             }
             if DEBUGGING.load(std::sync::atomic::Ordering::Relaxed) && *last != checked {
                 let entries: Vec<String> = snapshot
@@ -533,6 +540,9 @@ async fn count_probes(monitors: Vec<Monitor>, mut stopped: watch::Receiver<bool>
             }
             *last = checked;
         }
+    }
+    for (monitor, each) in monitors.iter().zip(&each) {
+        debug(|| format!("probes of monitor {monitor:p}, per provider: {each:?}"));
     }
     counts
 }
