@@ -222,6 +222,10 @@ pub(crate) struct Amended {
     pub(crate) evidence: Option<bool>,
 }
 
+/// The blocks a provider's head, re-judged against another provider's later probe, is
+/// allowed for the phase between the two probes ([`amend`]).
+const PHASE_BLOCKS: u64 = 1;
+
 /// Publishes one provider's probe into the `previous` snapshot (the spawned schedule). Pure.
 ///
 /// The entry of `probed.position` is replaced; the reference height is re-derived from every
@@ -383,10 +387,17 @@ pub(crate) fn amend(
             // (by the learned block time), so that a newer probe of another provider does not
             // make it lag by the time between the two probes.
             // A head its answers showed since counts the same way.
+            // And one block for the phase: the head a probe returned was made up to a block
+            // time (and the probe's latency) before the probe ended, so a provider following
+            // the chain can look one block behind a later probe of another. Its own next probe
+            // judges it exactly.
             let vouched = config.vouched.get(j).copied().flatten();
             let height = clock::newest_head(Some((height, entry.checked())), vouched, at, block_time)
                 .unwrap_or(height);
-            let fitness = Fitness::of_height(height, highest, max_lag);
+            let fitness = match Fitness::of_height(height, highest, max_lag) {
+                Fitness::Lagging { behind } if behind <= max_lag.saturating_add(PHASE_BLOCKS) => entry.fitness(),
+                fitness => fitness,
+            };
             within_seconds(fitness, block_time, rules.max_lag_secs)
         };
         let rejudged = match (entry.fitness(), fresh) {
@@ -686,6 +697,20 @@ mod tests {
         assert_eq!(s4.fitness("a"), Fitness::Lagging { behind: 5 });
         let s5 = amended(Some(&s4), 0, Ok(100), Counts::default()).snapshot.unwrap();
         assert_eq!(s5.fitness("a"), Fitness::Fit { behind: 0 });
+    }
+
+    #[test]
+    fn a_fit_provider_one_block_past_the_threshold_behind_a_later_probe_stays_fit_until_its_own() {
+        // max_lag 1: a probe of c one block past it (2 behind) is the phase between two
+        // probes, not a lag; two blocks past it (3 behind) is.
+        let s1 = amended(None, 0, Ok(100), Counts::default()).snapshot.unwrap();
+        let s2 = amended(Some(&s1), 2, Ok(102), Counts::default()).snapshot.unwrap();
+        assert_eq!(s2.fitness("a"), Fitness::Fit { behind: 0 });
+        let s3 = amended(Some(&s2), 2, Ok(103), Counts::default()).snapshot.unwrap();
+        assert_eq!(s3.fitness("a"), Fitness::Lagging { behind: 3 });
+        // Its own probe judges it exactly.
+        let s4 = amended(Some(&s2), 0, Ok(100), Counts::default()).snapshot.unwrap();
+        assert_eq!(s4.fitness("a"), Fitness::Lagging { behind: 2 });
     }
 
     #[test]
