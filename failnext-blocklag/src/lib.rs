@@ -176,7 +176,8 @@
 //!   [`SnapshotEntry::checked`] says when its own probe ended. Heights probed at different
 //!   times are compared fairly: when a newer probe of another provider raises the reference,
 //!   an entry probed earlier is credited with the blocks the chain made since its own probe
-//!   (by the learned block time), and its own next probe judges it again.
+//!   (by the learned block time) and allowed one block more for the phase between the two
+//!   probes, and its own next probe judges it again.
 //! - **Evidence.** Each provider keeps two lock-free counters of recent good and bad
 //!   outcomes, each halving every quarter interval (1 s before a schedule is spawned), so
 //!   that evidence older than one interval weighs less than 1/16. Good: a probe within the
