@@ -395,7 +395,9 @@ pub(crate) fn amend(
             let height = clock::newest_head(Some((height, entry.checked())), vouched, at, block_time)
                 .unwrap_or(height);
             let fitness = match Fitness::of_height(height, highest, max_lag) {
-                Fitness::Lagging { behind } if behind <= max_lag.saturating_add(PHASE_BLOCKS) => entry.fitness(),
+                Fitness::Lagging { behind } if behind <= max_lag.saturating_add(PHASE_BLOCKS) => {
+                    entry.fitness()
+                }
                 fitness => fitness,
             };
             within_seconds(fitness, block_time, rules.max_lag_secs)
@@ -834,23 +836,30 @@ mod tests {
         assert_eq!(s.fitness("a"), Fitness::Fit { behind: 0 }, "a's own head, credited in full, is current");
     }
 
+    /// The spawned schedule's probe of endpoint `i` of "a", "b", "c", now, with the heads
+    /// traffic showed (`vouched`); the snapshot it publishes.
+    fn probe(
+        prev: Option<&Snapshot>,
+        i: usize,
+        outcome: Result<u64, ProbeFailure>,
+        vouched: &[Option<(u64, Instant)>],
+    ) -> Snapshot {
+        let ids: Vec<EndpointId> = ["a", "b", "c"].into_iter().map(EndpointId::from).collect();
+        let ids: Vec<&EndpointId> = ids.iter().collect();
+        let probed = Probed {
+            position: i,
+            outcome,
+            measured: Measured::default(),
+            at: Instant::now(),
+            counts: Counts::default(),
+        };
+        let config = Amending { max_lag: 1, rules: Rules::default(), waiting: Fitness::Unchecked, vouched };
+        amend(prev, &ids, probed, config).snapshot.unwrap()
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_head_traffic_showed_is_a_reference_from_when_it_was_first_shown_but_not_for_a_provider_whose_probe_failed()
      {
-        let ids: Vec<EndpointId> = ["a", "b", "c"].into_iter().map(EndpointId::from).collect();
-        let ids: Vec<&EndpointId> = ids.iter().collect();
-        let config =
-            |vouched| Amending { max_lag: 1, rules: Rules::default(), waiting: Fitness::Unchecked, vouched };
-        let probe = |prev: Option<&Snapshot>, i: usize, outcome, vouched| {
-            let probed = Probed {
-                position: i,
-                outcome,
-                measured: Measured::default(),
-                at: Instant::now(),
-                counts: Counts::default(),
-            };
-            amend(prev, &ids, probed, config(vouched)).snapshot.unwrap()
-        };
         let s = probe(None, 0, Ok(100), &[]);
         let s = probe(Some(&s), 1, Ok(100), &[]);
         // a serves the reads and is probed no more: its answers showed 110, first 500 ms ago.
@@ -871,23 +880,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_failed_probe_of_the_provider_at_the_reference_measures_no_block_time() {
-        let ids: Vec<EndpointId> = ["a", "b", "c"].into_iter().map(EndpointId::from).collect();
-        let ids: Vec<&EndpointId> = ids.iter().collect();
-        let probe = |prev: Option<&Snapshot>,
-                     i: usize,
-                     outcome: Result<u64, ProbeFailure>,
-                     vouched: &[Option<(u64, Instant)>]| {
-            let probed = Probed {
-                position: i,
-                outcome,
-                measured: Measured::default(),
-                at: Instant::now(),
-                counts: Counts::default(),
-            };
-            let config =
-                Amending { max_lag: 1, rules: Rules::default(), waiting: Fitness::Unchecked, vouched };
-            amend(prev, &ids, probed, config).snapshot.unwrap()
-        };
+        let ids = ["a", "b", "c"];
         let mut s = probe(None, 1, Ok(99), &[]);
         s = probe(Some(&s), 0, Ok(100), &[]);
         // a moves a block a second: the block time is learnt.
@@ -903,7 +896,8 @@ mod tests {
         s = probe(Some(&s), 2, Ok(103), &[]);
         for (at_reference, height) in [(0, 104), (2, 105)] {
             tokio::time::advance(std::time::Duration::from_secs(3)).await;
-            let failed = Err(ProbeFailure::new(ids[at_reference].clone(), Method::BlockNumber, ProbeError::Timeout));
+            let failed =
+                Err(ProbeFailure::new(ids[at_reference].into(), Method::BlockNumber, ProbeError::Timeout));
             let vouched = [None, Some((height, Instant::now())), None];
             s = probe(Some(&s), at_reference, failed, &vouched);
             assert_eq!(s.highest(), height);

@@ -240,7 +240,8 @@ fn reference_worded(status: u16, body: &[u8], sent: &[u8], retry_after: Option<D
     if let Some(kind) = by_status {
         // A body that is no JSON-RPC answer (broken, its errors unrecognised) and whose words
         // named nothing: the status names it.
-        if said.contains(&Said::Broken) && said.iter().all(|s| matches!(s, Said::Broken | Said::Unrecognised)) {
+        if said.contains(&Said::Broken) && said.iter().all(|s| matches!(s, Said::Broken | Said::Unrecognised))
+        {
             said.clear();
         }
         said.push(kind);
@@ -1135,8 +1136,10 @@ proptest! {
 /// names it: HTTP 413 is a limit (neutral), as for a body of junk under 413.
 #[test]
 fn a_broken_batch_under_413_is_a_limit_as_the_status_says() {
-    let head = Head { status: 413, content_type: "application/json", retry_after: RetryAfter::None, sizes: vec![] };
-    let body = br#"[{"error":{"message":null}},{"jsonrpc":"2.0","id":[1,[2],-4.1e299],"error":{"message":null}}]"#;
+    let head =
+        Head { status: 413, content_type: "application/json", retry_after: RetryAfter::None, sizes: vec![] };
+    let body =
+        br#"[{"error":{"message":null}},{"jsonrpc":"2.0","id":[1,[2],-4.1e299],"error":{"message":null}}]"#;
     agree(&head, body).unwrap();
     assert_eq!(
         classify(&head, body).unwrap(),

@@ -125,6 +125,21 @@ fn builder(providers: &[(&str, &Provider)]) -> MonitorBuilder {
     Monitor::builder(providers.iter().map(|(id, p)| Endpoint::new(*id, p.url())))
 }
 
+/// Providers a, b (in `b_mode`) and c at height 100, and their monitor spawned at 5 s, ready.
+async fn three_at_100_spawned(
+    b_mode: Mode,
+) -> (Provider, Provider, Provider, Monitor, failnext_blocklag::MonitorHandle) {
+    let (a, b, c) = (
+        Provider::new(100, Mode::Healthy).await,
+        Provider::new(100, b_mode).await,
+        Provider::new(100, Mode::Healthy).await,
+    );
+    let monitor = builder(&[("a", &a), ("b", &b), ("c", &c)]).build().unwrap();
+    let handle = monitor.spawn(SECS(5));
+    assert!(handle.ready(SECS(1)).await);
+    (a, b, c, monitor, handle)
+}
+
 fn id(name: &str) -> EndpointId {
     EndpointId::from(name)
 }
@@ -135,14 +150,7 @@ fn checked(monitor: &Monitor, id: &str) -> Option<Instant> {
 
 #[tokio::test(start_paused = true)]
 async fn without_a_chain_id_the_spawned_monitor_learns_the_majoritys_and_holds_out_a_provider_on_another() {
-    let (a, b, c) = (
-        Provider::new(100, Mode::Healthy).await,
-        Provider::new(100, Mode::Healthy).await,
-        Provider::new(100, Mode::Healthy).await,
-    );
-    let monitor = builder(&[("a", &a), ("b", &b), ("c", &c)]).build().unwrap();
-    let handle = monitor.spawn(SECS(5));
-    assert!(handle.ready(SECS(1)).await);
+    let (_a, b, c, monitor, handle) = three_at_100_spawned(Mode::Healthy).await;
     // c comes back from a restart on another chain: the failed read of the restart holds it
     // out at once; its re-check (an interval later: a and b serve, so the reads do not need
     // it sooner) finds the other chain.
@@ -572,14 +580,7 @@ async fn answers_every_50_ms(monitor: &Monitor, id: &str, head: u64, times: usiz
 
 #[tokio::test(start_paused = true)]
 async fn a_provider_that_answers_after_a_quiet_spell_has_its_chain_probed_at_once_not_intervals_later() {
-    let (a, b, c) = (
-        Provider::new(100, Mode::Healthy).await,
-        Provider::new(100, Mode::Healthy).await,
-        Provider::new(100, Mode::Healthy).await,
-    );
-    let monitor = builder(&[("a", &a), ("b", &b), ("c", &c)]).build().unwrap();
-    let handle = monitor.spawn(SECS(5));
-    assert!(handle.ready(SECS(1)).await);
+    let (_a, _b, c, monitor, handle) = three_at_100_spawned(Mode::Healthy).await;
     // c serves reads without a pause for 12 s: traffic is its probe (once in four intervals).
     let before = c.requests();
     answers_every_50_ms(&monitor, "c", 100, 240).await;
@@ -601,14 +602,7 @@ async fn a_provider_that_answers_after_a_quiet_spell_has_its_chain_probed_at_onc
 
 #[tokio::test(start_paused = true)]
 async fn a_held_out_provider_answering_a_reserve_read_after_a_quiet_spell_has_its_chain_probed_at_once() {
-    let (a, b, c) = (
-        Provider::new(100, Mode::Healthy).await,
-        Provider::new(100, Mode::Failing).await,
-        Provider::new(100, Mode::Healthy).await,
-    );
-    let monitor = builder(&[("a", &a), ("b", &b), ("c", &c)]).build().unwrap();
-    let handle = monitor.spawn(SECS(5));
-    assert!(handle.ready(SECS(1)).await);
+    let (_a, _b, c, monitor, handle) = three_at_100_spawned(Mode::Failing).await;
     // c falls behind; a read fails there, and its probe (at once: with b down, the reads
     // need it) finds it lagging: held out, not for failing.
     c.set_height(90);

@@ -499,7 +499,8 @@ async fn count_probes(monitors: Vec<Monitor>, mut stopped: watch::Receiver<bool>
     // Per monitor, per provider: for the debug output's breakdown.
     let mut each: Vec<Vec<u64>> = vec![Vec::new(); monitors.len()];
     while !crate::soak::watch::stopped_or(&mut stopped, Duration::from_millis(5)).await {
-        for (((monitor, count), last), each) in monitors.iter().zip(&mut counts).zip(&mut last).zip(&mut each) {
+        for (((monitor, count), last), each) in monitors.iter().zip(&mut counts).zip(&mut last).zip(&mut each)
+        {
             let Some(snapshot) = monitor.snapshot() else { continue };
             let checked: Vec<_> = snapshot.entries().iter().map(|e| e.checked()).collect();
             if last.len() == checked.len() {
