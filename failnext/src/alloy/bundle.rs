@@ -1,6 +1,5 @@
 //! [`Bundle`]: the reads of one decision, pinned to one reference block by its hash.
 
-use std::fmt;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -11,6 +10,7 @@ use serde_json::value::RawValue;
 use super::block::{BlockParam, block_index, by_hash};
 use super::methods::Access;
 use super::reference::{BlockRef, BundleState};
+use super::refused::BundleRefused;
 use super::transport::FailoverTransport;
 use crate::EndpointId;
 
@@ -166,37 +166,6 @@ impl TransportConnect for Bundle {
         Ok(BoxTransport::new(self.clone()))
     }
 }
-
-// ===== errors =====
-
-/// A call a [`Bundle`] does not send: a write (a bundle only reads), or the pending nonce
-/// (`eth_getTransactionCount` at `pending`: it counts transactions no block holds). Nothing was
-/// sent.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BundleRefused {
-    method: String,
-    why: &'static str,
-}
-
-impl BundleRefused {
-    /// The call's method.
-    pub fn method(&self) -> &str {
-        &self.method
-    }
-
-    /// This error inside an alloy `TransportError`, if it is one.
-    pub fn find(err: &TransportError) -> Option<&BundleRefused> {
-        err.as_transport_err()?.as_custom()?.downcast_ref()
-    }
-}
-
-impl fmt::Display for BundleRefused {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} is not sent through a bundle: {}", self.method, self.why)
-    }
-}
-
-impl std::error::Error for BundleRefused {}
 
 #[cfg(test)]
 mod tests {

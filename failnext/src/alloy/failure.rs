@@ -9,7 +9,7 @@ use alloy_transport::HttpError;
 use alloy_transport::{TransportError, TransportErrorKind};
 
 use super::broadcast::{NeverSent, PossiblySubmitted};
-use super::bundle::BundleRefused;
+use super::refused::BundleRefused;
 use super::fanout::Broadcast;
 use super::monotonic::BelowFloor;
 use super::plan::FilterPinned;

@@ -324,6 +324,7 @@ mod methods;
 mod monotonic;
 mod plan;
 mod reference;
+mod refused;
 mod route;
 mod scope;
 mod transport;
@@ -334,7 +335,7 @@ pub use broadcast::{NeverSent, PossiblySubmitted};
 pub use builder::{
     DEFAULT_BUDGET, DEFAULT_DEADLINE, DEFAULT_HEDGE, DEFAULT_LATENCY_MARGIN, FailoverTransportBuilder,
 };
-pub use bundle::{Bundle, BundleRefused};
+pub use bundle::Bundle;
 pub use call::{CallExt, ServedByCell, TraceCell};
 pub use capability::Capability;
 pub use failure::Failure;
@@ -346,4 +347,5 @@ pub use methods::{Access, MethodTable};
 pub use monotonic::BelowFloor;
 pub use plan::FilterPinned;
 pub use reference::{BlockRef, ReferenceUnknown};
+pub use refused::BundleRefused;
 pub use transport::FailoverTransport;

@@ -2,8 +2,11 @@
 
 use std::time::Duration;
 
-use crate::soak::record::{Entry, ErrorKind};
+use crate::soak::record::{AttemptEnd, Entry, ErrorKind};
 use crate::soak::schedule::RequestSpec;
+
+/// One attempt as its event reported it: endpoint, number, how it ended.
+pub(super) type AttemptSeen = (Option<usize>, u32, AttemptEnd);
 
 /// What `send()` returned, reduced.
 #[derive(Debug)]

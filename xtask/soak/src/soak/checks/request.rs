@@ -3,13 +3,10 @@
 
 use failnext_examples::oracle::{self, Plan, Selection};
 
-use super::finished::describe;
+use super::finished::{AttemptSeen, describe};
 use super::{BodyEnd, Check, Finished, Limits, Outcome, Tally, TypedError, Violations, rules};
 use crate::soak::record::{AttemptEnd, Entry, ResultEnd};
 use crate::soak::schedule::{Cancel, Kind};
-
-/// One attempt as its event reported it: endpoint, number, how it ended.
-pub(super) type AttemptSeen = (Option<usize>, u32, AttemptEnd);
 
 /// Judges one finished request over the configured endpoint `ids` against every per-request
 /// rule, and counts what it did.

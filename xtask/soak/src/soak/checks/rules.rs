@@ -3,8 +3,7 @@
 
 use failnext_examples::oracle::{self, Attempted, Expected, Plan, Step, Triggers, Walk};
 
-use super::finished::describe;
-use super::request::AttemptSeen;
+use super::finished::{AttemptSeen, describe};
 use super::{Check, Finished, Outcome, Tally, TypedError, Violations};
 use crate::soak::config::ADDITIONAL_TRIGGER;
 use crate::soak::record::Entry;
