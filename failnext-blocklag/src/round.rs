@@ -254,8 +254,6 @@ pub(crate) fn amend(
         })
         .collect();
     let Some(before) = entries.get(i).cloned() else { return Amended { snapshot: None, evidence: None } };
-    let held_out = !before.is_waiting() && !before.is_eligible();
-    let judged = (!before.is_waiting()).then_some(&before);
     // Heads by the clock: the probed entry's stamp (the others keep theirs), which heads are
     // implausible (under `Reference::Plausible`), then the reference of the plausible ones.
     let wall = SystemTime::now();
@@ -268,47 +266,21 @@ pub(crate) fn amend(
         entries.iter().enumerate().map(|(j, e)| if j == i { stamp } else { e.stamped() }).collect();
     let learned = previous.and_then(Snapshot::block_time);
     let plausible_rule = rules.reference == Reference::Plausible;
-    let implausible = clock::implausible_entries(&stamps, plausible_rule, wall, learned, max_lag);
-    // Traffic is the probe: a provider serving reads is probed seldom, and the head its
-    // latest good answer showed is newer than its probe's (not for the provider probed now:
-    // its probe is the news, and a failed one lends its answers nothing).
-    let vouched_of = |j: usize| config.vouched.get(j).copied().flatten().filter(|_| j != i);
-    let height_of = |j: usize, e: &SnapshotEntry| match j == i {
-        true => outcome.as_ref().ok().copied(),
-        false => e.height().map(|h| h.max(vouched_of(j).map_or(0, |(v, _)| v))),
+    let mut judging = Judging {
+        i,
+        at,
+        max_lag,
+        rules,
+        vouched: config.vouched,
+        implausible: clock::implausible_entries(&stamps, plausible_rule, wall, learned, max_lag),
+        block_time: None,
+        max_head_age: None,
     };
-    // The chain as the other fit providers showed it, credited with the blocks made since
-    // (conservatively: less an eighth and the tolerance, as failnext's floor). A provider
-    // probed now below it is behind, however high its head is among those probed: it is not
-    // the reference. Otherwise one that stalled, probed after the others, is the highest head
-    // probed and looks current, and the others' honest heads look implausible against it.
-    let credited = entries
-        .iter()
-        .enumerate()
-        .filter(|(j, e)| *j != i && !implausible[*j] && e.is_eligible())
-        .filter_map(|(j, e)| {
-            let seen = e.stamped().map(|s| s.first_seen).or_else(|| e.checked())?;
-            let probed = clock::credited_floor(e.height()?, seen, at, learned);
-            let vouched =
-                vouched_of(j).and_then(|(head, seen)| clock::credited_floor(head, seen, at, learned));
-            probed.max(vouched)
-        })
-        .max();
-    let behind_credited = match (&outcome, credited) {
+    let behind_credited = match (&outcome, judging.credited_chain(&entries, learned)) {
         (Ok(height), Some(credited)) if *height < credited => Some(credited),
         _ => None,
     };
-    // The probed provider, when it is behind: not the reference, nor when it was seen.
-    let behind_now = |j: usize| j == i && behind_credited.is_some();
-    let plausible_heights = entries
-        .iter()
-        .enumerate()
-        .filter(|(j, _)| !implausible[*j] && !behind_now(*j))
-        .filter_map(|(j, e)| height_of(j, e));
-    let highest = rules
-        .reference
-        .of(plausible_heights)
-        .or_else(|| rules.reference.of(entries.iter().enumerate().filter_map(|(j, e)| height_of(j, e))));
+    let highest = judging.reference(&entries, outcome.as_ref().ok().copied(), behind_credited.is_some());
     let previous_head = previous.and_then(|p| p.head().map(|head| (p.highest(), head)));
     // Only a provider that was at the reference and moved on, its probe now the reference,
     // measures the chain's block time; one that was behind it (or not yet probed) and jumps
@@ -319,127 +291,251 @@ pub(crate) fn amend(
         && matches!((outcome.as_ref(), highest), (Ok(h), Some(reference)) if *h >= reference);
     let head =
         highest.map(|reference| HeadTiming::after(previous_head, reference, at, rules.stall_after, sampled));
-    let block_time = head.and_then(|h| h.block_time);
-    let max_head_age = (plausible_rule || rules.max_head_age.is_some())
-        .then(|| clock::max_head_age(rules.max_head_age, block_time.or(learned)));
-    let stale_at = |stamp: Option<Stamped>| {
-        stamp.map(|s| s.age(at)).filter(|age| max_head_age.is_some_and(|max| *age > max))
-    };
+    judging.block_time = head.and_then(|h| h.block_time);
+    judging.max_head_age = (plausible_rule || rules.max_head_age.is_some())
+        .then(|| clock::max_head_age(rules.max_head_age, judging.block_time.or(learned)));
 
-    let last_good = match outcome {
-        Ok(_) => Some(at),
-        Err(_) => before.last_good(),
-    };
-    let failed_now = outcome.as_ref().err().map(|f| (f.call(), f.error().kind()));
-    let (entry, good) = match outcome {
-        Ok(height) => {
-            let fitness = if implausible[i] {
-                Fitness::Implausible
-            } else if let Some(age) = stale_at(stamp) {
-                Fitness::Stale { age }
-            } else {
-                let reference = highest.unwrap_or(height).max(behind_credited.unwrap_or(0));
-                let fitness = Fitness::of_height(height, reference, max_lag);
-                within_seconds(fitness, block_time, rules.max_lag_secs)
-            };
-            let within = matches!(fitness, Fitness::Fit { .. });
-            let (fitness, good) = readmission(fitness, judged, rules.readmit_after);
-            let entry = SnapshotEntry::probed(before.endpoint().clone(), height, fitness)
-                .with_good_checks(good)
-                .with_head_hash(measured.hash)
-                .with_stamped(stamp);
-            (entry, within)
-        }
-        Err(failure) => (SnapshotEntry::failed(before.endpoint().clone(), failure.shared_error()), false),
-    };
-    // A held-out provider is re-checked on a backoff, many times a fault: its probes add no
-    // evidence (good ones would dilute what traffic found, bad ones repeat it); this one
-    // still counts towards its re-admission.
-    let evidence = (!held_out).then_some(good);
-    let counts = match (held_out, good) {
-        (_, true) => Counts { good: counts.good + 1.0, ..counts },
-        (false, false) => Counts { bad: counts.bad + 1.0, ..counts },
-        (true, false) => counts,
-    };
-    let share = counts.bad_share();
-    let entry = match entry.fitness() {
-        Fitness::Fit { behind } if held_out && share > READMIT_BAD_SHARE => {
-            entry.with_fitness(Fitness::Doubted { behind })
-        }
-        _ => entry,
-    };
-    let entry = carry_probe_health(entry, judged, measured.latency, failed_now)
-        .last_good_at(last_good)
-        .checked_at(at)
-        .with_bad_share(Some(share));
+    let probe = Probe { outcome, measured, counts, stamp, reference: highest, behind_credited };
+    let (entry, evidence) = judging.probed_entry(&before, probe);
     entries[i] = entry;
 
     let Some(highest) = highest else { return Amended { snapshot: None, evidence } };
-    for (j, entry) in entries.iter_mut().enumerate().filter(|(j, _)| *j != i) {
-        let Some(height) = entry.height() else { continue };
-        // A head that turned implausible or stale since its probe is demoted at once.
-        let fresh = if implausible[j] {
-            Fitness::Implausible
-        } else if let Some(age) = stale_at(entry.stamped()) {
-            Fitness::Stale { age }
-        } else {
-            // Its height is as old as its probe: credited with the blocks the chain made since
-            // (by the learned block time), so that a newer probe of another provider does not
-            // make it lag by the time between the two probes.
-            // A head its answers showed since counts the same way.
-            // And one block for the phase: the head a probe returned was made up to a block
-            // time (and the probe's latency) before the probe ended, so a provider following
-            // the chain can look one block behind a later probe of another. Its own next probe
-            // judges it exactly.
-            let vouched = config.vouched.get(j).copied().flatten();
-            let height = clock::newest_head(Some((height, entry.checked())), vouched, at, block_time)
-                .unwrap_or(height);
-            let fitness = match Fitness::of_height(height, highest, max_lag) {
-                Fitness::Lagging { behind } if behind <= max_lag.saturating_add(PHASE_BLOCKS) => {
-                    entry.fitness()
-                }
-                fitness => fitness,
-            };
-            within_seconds(fitness, block_time, rules.max_lag_secs)
-        };
-        let rejudged = match (entry.fitness(), fresh) {
-            (Fitness::Fit { .. }, fresh) => fresh,
-            (Fitness::Readmitting { .. } | Fitness::Doubted { .. }, Fitness::Lagging { behind }) => {
-                Fitness::Lagging { behind }
-            }
-            (
-                Fitness::Readmitting { .. } | Fitness::Doubted { .. },
-                demoted @ (Fitness::Stale { .. } | Fitness::Implausible),
-            ) => demoted,
-            (current, _) => current,
-        };
-        *entry = entry.clone().with_fitness(rejudged);
-    }
-    // When the chain was first seen at the reference: a provider that shows the same head
-    // again (same number, same block) says nothing newer, so its head counts from when it
-    // first showed it, not from its latest probe; and another that reaches it later (one that
-    // lags, probed after the others) is later news of a head the chain already had. A stalled
-    // or lagging provider would otherwise make an old head look current, and honest higher
-    // heads implausible against it.
-    let seen = entries
-        .iter()
-        .enumerate()
-        .filter(|(j, _)| !behind_now(*j))
-        .flat_map(|(j, e)| {
-            let probed = e
-                .height()
-                .filter(|h| *h >= highest)
-                .and_then(|_| e.stamped().map(|s| s.first_seen).or_else(|| e.checked()));
-            let vouched = vouched_of(j).filter(|(head, _)| *head >= highest).map(|(_, seen)| seen);
-            [probed, vouched]
-        })
-        .flatten()
-        .min()
-        .unwrap_or(at);
+    judging.rejudge_others(&mut entries, highest);
+    let seen = judging.reference_seen(&entries, highest, behind_credited.is_some());
     let checked_at = previous.map_or(at, |p| p.checked().max(at));
-    // Providers probed at different instants often report different heads: the agreed head
-    // is carried until a newer one is agreed, while the providers that reported it are still
-    // eligible at or above it (they still have that block).
+    let agreed = agreed_after(previous, &entries, rules);
+    let snapshot = Snapshot::new(entries, highest, max_lag, SystemTime::now())
+        .with_head(head)
+        .with_agreed(agreed)
+        .checked_at(checked_at)
+        .with_reference_seen(seen);
+    Amended { snapshot: Some(snapshot), evidence }
+}
+
+/// What one probe brings to [`Judging::probed_entry`]: its outcome and measures, the
+/// provider's evidence before it, its head's stamp, and the heads it is judged against.
+struct Probe {
+    outcome: Result<u64, ProbeFailure>,
+    measured: Measured,
+    counts: Counts,
+    stamp: Option<Stamped>,
+    /// The reference height, when any entry has a height.
+    reference: Option<u64>,
+    /// The others' heads credited with the blocks made since, when the probe is below them.
+    behind_credited: Option<u64>,
+}
+
+/// What [`amend`] knows while it judges one probe against the others: whose probe, when, the
+/// rules, which heads are implausible, the block time, and the heads traffic showed.
+struct Judging<'a> {
+    /// The probed provider's place.
+    i: usize,
+    /// When its probe ended.
+    at: Instant,
+    max_lag: u64,
+    rules: Rules,
+    /// Per provider: the head its latest good answer showed, and when.
+    vouched: &'a [Option<(u64, Instant)>],
+    /// Per provider: its head is implausible by the clock.
+    implausible: Vec<bool>,
+    /// The block time after this probe.
+    block_time: Option<Duration>,
+    /// How old a head may be before it is stale, when a rule says.
+    max_head_age: Option<Duration>,
+}
+
+impl Judging<'_> {
+    /// Traffic is the probe: a provider serving reads is probed seldom, and the head its
+    /// latest good answer showed is newer than its probe's (not for the provider probed now:
+    /// its probe is the news, and a failed one lends its answers nothing).
+    fn vouched_of(&self, j: usize) -> Option<(u64, Instant)> {
+        self.vouched.get(j).copied().flatten().filter(|_| j != self.i)
+    }
+
+    /// Whether provider `j` is the probed one, `behind` the others' credited heads: then it
+    /// is not the reference, nor when it was seen.
+    fn behind_now(&self, j: usize, behind: bool) -> bool {
+        j == self.i && behind
+    }
+
+    /// How old a head of `stamp` is, when that is older than the rule allows.
+    fn stale_at(&self, stamp: Option<Stamped>) -> Option<Duration> {
+        stamp.map(|s| s.age(self.at)).filter(|age| self.max_head_age.is_some_and(|max| *age > max))
+    }
+
+    /// The chain as the other fit providers showed it, credited with the blocks made since
+    /// (conservatively: less an eighth and the tolerance, as failnext's floor). A provider
+    /// probed now below it is behind, however high its head is among those probed: it is not
+    /// the reference. Otherwise one that stalled, probed after the others, is the highest head
+    /// probed and looks current, and the others' honest heads look implausible against it.
+    fn credited_chain(&self, entries: &[SnapshotEntry], learned: Option<Duration>) -> Option<u64> {
+        entries
+            .iter()
+            .enumerate()
+            .filter(|(j, e)| *j != self.i && !self.implausible[*j] && e.is_eligible())
+            .filter_map(|(j, e)| {
+                let seen = e.stamped().map(|s| s.first_seen).or_else(|| e.checked())?;
+                let probed = clock::credited_floor(e.height()?, seen, self.at, learned);
+                let vouched = self
+                    .vouched_of(j)
+                    .and_then(|(head, seen)| clock::credited_floor(head, seen, self.at, learned));
+                probed.max(vouched)
+            })
+            .max()
+    }
+
+    /// The reference height: of the plausible heads (the probed provider's `probed`, not
+    /// when it is `behind`; the others' with what traffic showed), else of every head.
+    fn reference(&self, entries: &[SnapshotEntry], probed: Option<u64>, behind: bool) -> Option<u64> {
+        let height_of = |j: usize, e: &SnapshotEntry| match j == self.i {
+            true => probed,
+            false => e.height().map(|h| h.max(self.vouched_of(j).map_or(0, |(v, _)| v))),
+        };
+        let plausible = entries
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| !self.implausible[*j] && !self.behind_now(*j, behind))
+            .filter_map(|(j, e)| height_of(j, e));
+        self.rules.reference.of(plausible).or_else(|| {
+            self.rules.reference.of(entries.iter().enumerate().filter_map(|(j, e)| height_of(j, e)))
+        })
+    }
+
+    /// The probed provider's new entry, judged as in [`assemble`] (lag in blocks, then in
+    /// seconds, then [`readmission`], then doubt), and the evidence its probe adds.
+    fn probed_entry(&self, before: &SnapshotEntry, probe: Probe) -> (SnapshotEntry, Option<bool>) {
+        let Probe { outcome, measured, counts, stamp, reference, behind_credited } = probe;
+        let held_out = !before.is_waiting() && !before.is_eligible();
+        let judged = (!before.is_waiting()).then_some(before);
+        let last_good = match outcome {
+            Ok(_) => Some(self.at),
+            Err(_) => before.last_good(),
+        };
+        let failed_now = outcome.as_ref().err().map(|f| (f.call(), f.error().kind()));
+        let (entry, good) = match outcome {
+            Ok(height) => {
+                let fitness = if self.implausible[self.i] {
+                    Fitness::Implausible
+                } else if let Some(age) = self.stale_at(stamp) {
+                    Fitness::Stale { age }
+                } else {
+                    let reference = reference.unwrap_or(height).max(behind_credited.unwrap_or(0));
+                    let fitness = Fitness::of_height(height, reference, self.max_lag);
+                    within_seconds(fitness, self.block_time, self.rules.max_lag_secs)
+                };
+                let within = matches!(fitness, Fitness::Fit { .. });
+                let (fitness, good) = readmission(fitness, judged, self.rules.readmit_after);
+                let entry = SnapshotEntry::probed(before.endpoint().clone(), height, fitness)
+                    .with_good_checks(good)
+                    .with_head_hash(measured.hash)
+                    .with_stamped(stamp);
+                (entry, within)
+            }
+            Err(failure) => (SnapshotEntry::failed(before.endpoint().clone(), failure.shared_error()), false),
+        };
+        // A held-out provider is re-checked on a backoff, many times a fault: its probes add
+        // no evidence (good ones would dilute what traffic found, bad ones repeat it); this
+        // one still counts towards its re-admission.
+        let evidence = (!held_out).then_some(good);
+        let counts = match (held_out, good) {
+            (_, true) => Counts { good: counts.good + 1.0, ..counts },
+            (false, false) => Counts { bad: counts.bad + 1.0, ..counts },
+            (true, false) => counts,
+        };
+        let share = counts.bad_share();
+        let entry = match entry.fitness() {
+            Fitness::Fit { behind } if held_out && share > READMIT_BAD_SHARE => {
+                entry.with_fitness(Fitness::Doubted { behind })
+            }
+            _ => entry,
+        };
+        let entry = carry_probe_health(entry, judged, measured.latency, failed_now)
+            .last_good_at(last_good)
+            .checked_at(self.at)
+            .with_bad_share(Some(share));
+        (entry, evidence)
+    }
+
+    /// Every entry but the probed one, re-judged against the reference `highest`: demoted at
+    /// once when its head turned implausible, stale or lagging, never promoted (that takes
+    /// its own probe).
+    fn rejudge_others(&self, entries: &mut [SnapshotEntry], highest: u64) {
+        for (j, entry) in entries.iter_mut().enumerate().filter(|(j, _)| *j != self.i) {
+            let Some(height) = entry.height() else { continue };
+            let fresh = if self.implausible[j] {
+                Fitness::Implausible
+            } else if let Some(age) = self.stale_at(entry.stamped()) {
+                Fitness::Stale { age }
+            } else {
+                // Its height is as old as its probe: credited with the blocks the chain made
+                // since (by the learned block time), so that a newer probe of another provider
+                // does not make it lag by the time between the two probes. A head its answers
+                // showed since counts the same way. And one block for the phase: the head a
+                // probe returned was made up to a block time (and the probe's latency) before
+                // the probe ended, so a provider following the chain can look one block behind
+                // a later probe of another. Its own next probe judges it exactly.
+                let vouched = self.vouched.get(j).copied().flatten();
+                let height =
+                    clock::newest_head(Some((height, entry.checked())), vouched, self.at, self.block_time)
+                        .unwrap_or(height);
+                let fitness = match Fitness::of_height(height, highest, self.max_lag) {
+                    Fitness::Lagging { behind } if behind <= self.max_lag.saturating_add(PHASE_BLOCKS) => {
+                        entry.fitness()
+                    }
+                    fitness => fitness,
+                };
+                within_seconds(fitness, self.block_time, self.rules.max_lag_secs)
+            };
+            let rejudged = match (entry.fitness(), fresh) {
+                (Fitness::Fit { .. }, fresh) => fresh,
+                (Fitness::Readmitting { .. } | Fitness::Doubted { .. }, Fitness::Lagging { behind }) => {
+                    Fitness::Lagging { behind }
+                }
+                (
+                    Fitness::Readmitting { .. } | Fitness::Doubted { .. },
+                    demoted @ (Fitness::Stale { .. } | Fitness::Implausible),
+                ) => demoted,
+                (current, _) => current,
+            };
+            *entry = entry.clone().with_fitness(rejudged);
+        }
+    }
+
+    /// When the chain was first seen at the reference `highest`: a provider that shows the
+    /// same head again (same number, same block) says nothing newer, so its head counts from
+    /// when it first showed it, not from its latest probe; and another that reaches it later
+    /// (one that lags, probed after the others) is later news of a head the chain already
+    /// had. A stalled or lagging provider would otherwise make an old head look current, and
+    /// honest higher heads implausible against it. The probed provider counts not when it
+    /// is `behind` the others' credited heads.
+    fn reference_seen(&self, entries: &[SnapshotEntry], highest: u64, behind: bool) -> Instant {
+        entries
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| !self.behind_now(*j, behind))
+            .flat_map(|(j, e)| {
+                let probed = e
+                    .height()
+                    .filter(|h| *h >= highest)
+                    .and_then(|_| e.stamped().map(|s| s.first_seen).or_else(|| e.checked()));
+                let vouched = self.vouched_of(j).filter(|(head, _)| *head >= highest).map(|(_, seen)| seen);
+                [probed, vouched]
+            })
+            .flatten()
+            .min()
+            .unwrap_or(self.at)
+    }
+}
+
+/// The agreed head after `entries`: providers probed at different instants often report
+/// different heads, so the `previous` agreed head is carried until a newer one is agreed,
+/// while the providers that reported it are still eligible at or above it (they still have
+/// that block).
+fn agreed_after(
+    previous: Option<&Snapshot>,
+    entries: &[SnapshotEntry],
+    rules: Rules,
+) -> Option<crate::agreed::AgreedHead> {
     let carried = previous.and_then(Snapshot::agreed).filter(|agreed| {
         let still = |id: &EndpointId| {
             entries.iter().any(|e| {
@@ -448,17 +544,11 @@ pub(crate) fn amend(
         };
         agreed.providers().iter().all(still)
     });
-    let agreed = match (agreement::agree(&entries, rules.agreement), carried) {
+    match (agreement::agree(entries, rules.agreement), carried) {
         (Some(new), Some(old)) if old.number() > new.number() => Some(old.clone()),
         (Some(new), _) => Some(new),
         (None, old) => old.cloned(),
-    };
-    let snapshot = Snapshot::new(entries, highest, max_lag, SystemTime::now())
-        .with_head(head)
-        .with_agreed(agreed)
-        .checked_at(checked_at)
-        .with_reference_seen(seen);
-    Amended { snapshot: Some(snapshot), evidence }
+    }
 }
 
 /// Hysteresis: a good check (`fitness` is [`Fitness::Fit`]) of an endpoint that was

@@ -9,11 +9,11 @@ use alloy_transport::HttpError;
 use alloy_transport::{TransportError, TransportErrorKind};
 
 use super::broadcast::{NeverSent, PossiblySubmitted};
-use super::refused::BundleRefused;
 use super::fanout::Broadcast;
 use super::monotonic::BelowFloor;
 use super::plan::FilterPinned;
 use super::reference::{BlockRef, ReferenceUnknown};
+use super::refused::BundleRefused;
 use crate::{Attempt, EndpointId, Error};
 
 /// Why a call through a [`FailoverTransport`](super::FailoverTransport) (or one of its
