@@ -1,0 +1,211 @@
+//! Reads and batches: the head, blocks and logs read through the transport, each answer
+//! settled (who served it, which providers to avoid).
+
+use alloy_primitives::B256;
+use alloy_rpc_types_eth::{Filter, Log};
+use alloy_transport::TransportResult;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+use super::{FollowedBlock, Follower, by_number};
+use crate::EndpointId;
+
+/// The fields of a block header the follower (and a bundle at the head) reads.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Header {
+    pub(super) number: alloy_primitives::U64,
+    pub(super) hash: B256,
+    parent_hash: B256,
+    timestamp: alloy_primitives::U64,
+}
+
+impl Header {
+    pub(crate) fn block(&self) -> FollowedBlock {
+        FollowedBlock {
+            number: self.number.to::<u64>(),
+            hash: self.hash,
+            parent_hash: self.parent_hash,
+            timestamp: self.timestamp.to::<u64>(),
+        }
+    }
+}
+
+impl Follower {
+    /// The logs of `run`'s blocks, a list per block (empty lists without a filter), read in
+    /// one request; when that batch is not answered, the first block's alone (`run` cut to
+    /// it). `None` when they could not be read, or when a provider answered with logs of
+    /// another block (that provider is then put off the chain).
+    pub(super) async fn logs_for(&mut self, run: &mut Vec<FollowedBlock>) -> Option<Vec<Vec<Log>>> {
+        let Some(filter) = self.filter.clone() else { return Some(vec![Vec::new(); run.len()]) };
+        let logs = match self.logs_of(filter.clone(), run).await {
+            None if run.len() > 1 => {
+                run.truncate(1);
+                self.logs_of(filter, run).await?
+            }
+            logs => logs?,
+        };
+        let foreign = run.iter().zip(&logs).any(|(block, logs)| {
+            logs.iter().any(|log| log.block_hash.is_some_and(|hash| hash != block.hash))
+        });
+        if foreign {
+            if let Some(by) = self.served.clone().filter(|_| self.has_others()) {
+                self.avoid_off_chain(by);
+            }
+            return None;
+        }
+        Some(logs)
+    }
+
+    /// The head to follow up to, and, when it shows no new block, the block now at the height
+    /// of the last one yielded if that is another block (a reorg at the same height).
+    /// Unpaired, both are read in one batch (one provider's view of both); paired, the head
+    /// is the agreed one and the last block is read alone, when needed.
+    pub(super) async fn poll_head(&mut self) -> (Option<u64>, Option<FollowedBlock>) {
+        let last = self.ring.back().map(|(b, _)| *b);
+        if let Some(last) = last.filter(|_| self.transport.agreed_head().is_none()) {
+            let (avoid, forgive) = self.asking(&[]);
+            let head = ("eth_blockNumber", ());
+            let tip = ("eth_getBlockByNumber", by_number(last.number));
+            let answer =
+                self.transport.call_pair::<alloy_primitives::U64, Option<Header>>(head, tip, &avoid).await;
+            match self.settled(answer, forgive) {
+                Some((Some(head), tip)) => {
+                    let head = head.to::<u64>();
+                    let tip = tip.flatten().map(|h| h.block());
+                    return (Some(head), tip.filter(|t| t.hash != last.hash && head < self.next));
+                }
+                // The batch was not answered as one (a provider that refuses batches): the
+                // calls one by one, below.
+                Some(_) => {}
+                None => return (None, None),
+            }
+        }
+        let head = self.read_head().await;
+        let tip = match head {
+            Some(head) if head < self.next => self.tip_replaced().await,
+            _ => None,
+        };
+        (head, tip)
+    }
+
+    /// The head to follow up to: with a monitor paired, the highest block every admitted
+    /// provider has; else `eth_blockNumber`. `None` when no provider answered.
+    pub(super) async fn read_head(&mut self) -> Option<u64> {
+        if let Some(agreed) = self.transport.agreed_head() {
+            return Some(agreed);
+        }
+        let head: alloy_primitives::U64 = self.read("eth_blockNumber", (), &[]).await?;
+        Some(head.to::<u64>())
+    }
+
+    /// Block `number`, read from none of `avoid`.
+    pub(super) async fn block_by_number(&mut self, number: u64, avoid: &[EndpointId]) -> Option<Header> {
+        self.read::<Option<Header>>("eth_getBlockByNumber", by_number(number), avoid).await.flatten()
+    }
+
+    /// Blocks `from` to `from + count - 1`, in one request (a batch when more than one);
+    /// `None` for a block the provider does not have, and all `None` when no provider
+    /// answered.
+    pub(super) async fn blocks_from(&mut self, from: u64, count: u64) -> Vec<Option<Header>> {
+        if count <= 1 {
+            return vec![self.block_by_number(from, &[]).await];
+        }
+        let params = (from..from + count).map(by_number).collect();
+        self.read_batch::<Option<Header>, _>("eth_getBlockByNumber", params)
+            .await
+            .into_iter()
+            .map(Option::flatten)
+            .collect()
+    }
+
+    /// The logs matching `filter` of each block of `blocks`, each read by the block's hash, in
+    /// one request; `None` unless every block's answer came.
+    pub(super) async fn logs_of(
+        &mut self,
+        filter: Filter,
+        blocks: &[FollowedBlock],
+    ) -> Option<Vec<Vec<Log>>> {
+        if let [block] = blocks {
+            let logs = self.read("eth_getLogs", [filter.at_block_hash(block.hash)], &[]).await?;
+            return Some(vec![logs]);
+        }
+        let params = blocks.iter().map(|b| [filter.clone().at_block_hash(b.hash)]).collect();
+        self.read_batch::<Vec<Log>, _>("eth_getLogs", params).await.into_iter().collect()
+    }
+
+    /// One batch of `method` calls through the transport, one per entry of `params`, to no
+    /// provider found off the chain: each call's result, `None` where it failed (every one
+    /// when no provider answered).
+    pub(super) async fn read_batch<R: DeserializeOwned, P: alloy_json_rpc::RpcSend>(
+        &mut self,
+        method: &'static str,
+        params: Vec<P>,
+    ) -> Vec<Option<R>> {
+        let n = params.len();
+        let (avoid, forgive) = self.asking(&[]);
+        let answer = self.transport.call_batch(method, params, &avoid).await;
+        self.settled(answer, forgive).unwrap_or_else(|| (0..n).map(|_| None).collect())
+    }
+
+    /// One read through the transport, to none of `avoid` (nor a provider found off the
+    /// chain); `None` (counted) when no provider answered it.
+    pub(super) async fn read<R: DeserializeOwned>(
+        &mut self,
+        method: &'static str,
+        params: impl alloy_json_rpc::RpcSend,
+        avoid: &[EndpointId],
+    ) -> Option<R> {
+        let (avoid, forgive) = self.asking(avoid);
+        let answer = self.transport.call_served(method, params, &avoid).await;
+        self.settled(answer, forgive)
+    }
+
+    /// Before a request (counted): the endpoints it avoids (`avoid` and those off the chain),
+    /// and whether its failure forgives those off the chain, which it does when they were
+    /// all it avoided (a second opinion, asked of the others, failing says nothing of them).
+    pub(super) fn asking(&mut self, avoid: &[EndpointId]) -> (Vec<EndpointId>, bool) {
+        self.stats.requests += 1;
+        let all = self.avoiding(avoid);
+        let forgive = avoid.is_empty() && !all.is_empty();
+        (all, forgive)
+    }
+
+    /// After a request: its answer, the endpoint that gave it kept in `served`; `None` when
+    /// no provider answered (see [`failed`](Follower::failed)).
+    pub(super) fn settled<T>(
+        &mut self,
+        answer: TransportResult<(T, Option<EndpointId>)>,
+        forgive: bool,
+    ) -> Option<T> {
+        match answer {
+            Ok((value, served)) => {
+                self.served = served;
+                Some(value)
+            }
+            Err(_) => {
+                self.failed(forgive);
+                None
+            }
+        }
+    }
+
+    /// `avoid`, and the providers still avoided for being off the chain.
+    pub(super) fn avoiding(&mut self, avoid: &[EndpointId]) -> Vec<EndpointId> {
+        let now = tokio::time::Instant::now();
+        self.off_chain.retain(|(_, until)| *until > now);
+        let mut all = avoid.to_vec();
+        all.extend(self.off_chain.iter().map(|(id, _)| id.clone()).filter(|id| !avoid.contains(id)));
+        all
+    }
+
+    /// A read no provider answered: counted, and when it avoided providers only for being
+    /// off the chain (`forgive`), they are heard again (each of their blocks is still checked
+    /// against the chain).
+    pub(super) fn failed(&mut self, forgive: bool) {
+        self.stats.retried += 1;
+        if forgive {
+            self.off_chain.clear();
+        }
+    }
+}
