@@ -522,7 +522,7 @@ impl FailoverTransport {
         Ok(answer)
     }
 
-    /// The packet through the loop on the transport's own client.
+    /// The packet through the loop on the transport's own client, its options handed over.
     async fn direct(
         &self,
         client: &reqwest::Client,
@@ -533,39 +533,28 @@ impl FailoverTransport {
         only: Option<&EndpointId>,
     ) -> TransportResult<(ResponsePacket, Option<EndpointId>)> {
         let failover = &self.failover;
-        let permission = if plan.may_fail_over { Permission::Allow } else { Permission::Deny };
-        let (excluded, preferred) = self.aimed(plan, only);
+        let aim = self.aim(plan, only);
         // Addressed to the first endpoint: its attempt needs no other URL.
         let request = match failover.first_url().cloned().or_else(address) {
             Some(url) => client.post(url),
             None => client.post(ADDRESS),
         };
-        let request = request
-            .headers(packet.headers())
-            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
-            .body(body)
+        let request = posting!(request, packet, body)
             .build()
             .map_err(|e| TransportErrorKind::custom(e.without_url()))?;
         let opts = RequestOptions {
-            permission: Some(permission),
-            excluded: &excluded,
-            preferred,
+            permission: Some(aim.permission),
+            excluded: &aim.excluded,
+            preferred: aim.preferred,
             deadline: None,
-            trace: !plan.traces.is_empty(),
+            trace: aim.trace,
         };
-        match failover.execute_on(client, request, &opts, scope).await {
-            Ok((response, i)) => {
-                plan.record_trace(response.extensions().get::<crate::Trace>());
-                self.answer(plan, response, Some(failover.endpoint_id(i).clone())).await
-            }
-            Err(err) => {
-                plan.record_trace(Error::from_middleware(&err).and_then(Error::trace));
-                Err(plan.send_failed(err))
-            }
-        }
+        let sent = failover.execute_on(client, request, &opts, scope).await;
+        self.answered(plan, sent.map(|(response, i)| (response, Some(failover.endpoint_id(i).clone())))).await
     }
 
-    /// The packet down the caller's chain, which carries the `Failover`.
+    /// The packet down the caller's chain, which carries the `Failover`: its options, and the
+    /// scope, ride in the request's extensions.
     async fn chain(
         &self,
         client: &ClientWithMiddleware,
@@ -575,32 +564,45 @@ impl FailoverTransport {
         scope: &Arc<PacketScope<Arc<RequestPacket>>>,
         only: Option<&EndpointId>,
     ) -> TransportResult<(ResponsePacket, Option<EndpointId>)> {
-        let permission = if plan.may_fail_over { Permission::Allow } else { Permission::Deny };
-        let (excluded, preferred) = self.aimed(plan, only);
+        let aim = self.aim(plan, only);
         let request = match address() {
             Some(url) => client.post(url),
             None => client.post(ADDRESS),
         };
         let scope: Arc<dyn crate::Scope> = Arc::clone(scope) as Arc<dyn crate::Scope>;
-        let mut request = request
-            .headers(packet.headers())
-            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
-            .body(body)
-            .with_extension(permission)
+        let mut request = posting!(request, packet, body)
+            .with_extension(aim.permission)
             .with_extension(RequestScope(scope));
-        if !excluded.is_empty() {
-            request = request.with_extension(ExcludedEndpoints(excluded.into_owned()));
+        if !aim.excluded.is_empty() {
+            request = request.with_extension(ExcludedEndpoints(aim.excluded.into_owned()));
         }
-        if let Some(id) = preferred {
+        if let Some(id) = aim.preferred {
             request = request.with_extension(PreferredEndpoint(id.clone()));
         }
-        if !plan.traces.is_empty() {
+        if aim.trace {
             request = request.trace();
         }
-        match request.send().await {
-            Ok(response) => {
-                plan.record_trace(response.extensions().get::<crate::Trace>());
+        let sent = request.send().await;
+        self.answered(
+            plan,
+            sent.map(|response| {
                 let served = response.served_by().cloned();
+                (response, served)
+            }),
+        )
+        .await
+    }
+
+    /// The answer of a send of `plan`'s packet (who served it), or its failure; the loop's
+    /// trace recorded either way.
+    async fn answered(
+        &self,
+        plan: &Plan<'_>,
+        sent: Result<(reqwest::Response, Option<EndpointId>), reqwest_middleware::Error>,
+    ) -> TransportResult<(ResponsePacket, Option<EndpointId>)> {
+        match sent {
+            Ok((response, served)) => {
+                plan.record_trace(response.extensions().get::<crate::Trace>());
                 self.answer(plan, response, served).await
             }
             Err(err) => {
@@ -610,20 +612,19 @@ impl FailoverTransport {
         }
     }
 
-    /// The endpoints a send of `plan`'s packet leaves out, and the one it prefers: the plan's,
-    /// or, for one endpoint of a fan-out (`only`), every other.
-    fn aimed<'s>(
-        &'s self,
-        plan: &'s Plan<'_>,
-        only: Option<&'s EndpointId>,
-    ) -> (std::borrow::Cow<'s, [EndpointId]>, Option<&'s EndpointId>) {
-        match only {
-            None => (std::borrow::Cow::Borrowed(&plan.excluded), plan.preferred.as_ref()),
+    /// Where a send of `plan`'s packet is aimed: the plan's exclusions and preference, or, for
+    /// one endpoint of a fan-out (`only`), every other endpoint left out; whether it may fail
+    /// over, and whether it is traced.
+    fn aim<'s>(&'s self, plan: &'s Plan<'_>, only: Option<&'s EndpointId>) -> Aim<'s> {
+        let permission = if plan.may_fail_over { Permission::Allow } else { Permission::Deny };
+        let (excluded, preferred) = match only {
+            None => (std::borrow::Cow::Borrowed(&plan.excluded[..]), plan.preferred.as_ref()),
             Some(only) => {
                 let others = self.endpoints.iter().filter(|id| *id != only).cloned().collect();
                 (std::borrow::Cow::Owned(others), None)
             }
-        }
+        };
+        Aim { permission, excluded, preferred, trace: !plan.traces.is_empty() }
     }
 
     /// Sends a raw transaction to each of `targets` at once (the same bytes; each send may
@@ -764,6 +765,26 @@ impl TransportConnect for FailoverTransport {
     async fn get_transport(&self) -> Result<BoxTransport, TransportError> {
         Ok(BoxTransport::new(self.clone()))
     }
+}
+
+/// A packet's request, on a reqwest or a middleware chain's builder: its headers, JSON, and
+/// its body.
+macro_rules! posting {
+    ($builder:expr, $packet:expr, $body:expr) => {
+        $builder
+            .headers($packet.headers())
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+            .body($body)
+    };
+}
+use posting;
+
+/// Where one send is aimed ([`FailoverTransport::aim`]).
+struct Aim<'s> {
+    permission: Permission,
+    excluded: std::borrow::Cow<'s, [EndpointId]>,
+    preferred: Option<&'s EndpointId>,
+    trace: bool,
 }
 
 /// How the transport reaches `Failover`.
