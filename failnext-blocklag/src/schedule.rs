@@ -219,7 +219,7 @@ impl fmt::Debug for MonitorHandle {
 /// While the view admits the provider, its idle probe is skipped while real traffic vouches
 /// for it ([`View::answered_ago`] within `interval`: the sleep is extended to `interval`
 /// after that answer), for up to [`VOUCHED_INTERVALS`]; answers after a silence of
-/// [`QUIET`](crate::monitor::QUIET) or more vouch for nothing until a probe answers. After a check that found it unfit,
+/// [`QUIET`](crate::monitor::traffic::QUIET) or more vouch for nothing until a probe answers. After a check that found it unfit,
 /// the sleep is a backoff ([`pace`]): short at first, doubling while it stays unfit, never
 /// beyond `interval`. A provider the view holds out is checked at the end of its sleep (or
 /// when woken) only while the reads need it ([`View::needed`]); otherwise it looks again
