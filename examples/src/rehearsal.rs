@@ -27,8 +27,8 @@ use std::time::{Duration, Instant};
 
 use alloy::primitives::B256;
 use alloy::rpc::client::RpcClient;
+use failnext::Endpoint;
 use failnext::alloy::{BlockRef, Bundle, Capability, FailoverTransport, ReferenceUnknown};
-use failnext::{Endpoint, Failover};
 use failnext_blocklag::{Monitor, MonitorHandle};
 use serde_json::{Value, json};
 
@@ -235,12 +235,15 @@ pub async fn rehearse(plan: Plan) -> Result<Rehearsal, DemoError> {
         .map_err(DemoError::new)?;
     let _ = monitor.check().await;
     let polling: MonitorHandle = monitor.spawn(plan.check_every);
-    let failover = Failover::builder(cast.endpoints()).eligible(monitor.clone());
     let heads = monitor.clone();
-    let transport = FailoverTransport::from_builder(failover)
-        .map_err(DemoError::new)?
+    let transport = FailoverTransport::builder(cast.endpoints())
+        .eligible(monitor.clone())
+        .no_deadline()
+        .no_failover_budget()
         .archive_depth(STATE_KEPT)
-        .monotonic_reads(move |id| heads.snapshot()?.height(id));
+        .monotonic_reads(move |id| heads.snapshot()?.height(id))
+        .build()
+        .map_err(DemoError::new)?;
 
     let mut out = Rehearsal::default();
     let mut used: Vec<BlockRef> = Vec::new();

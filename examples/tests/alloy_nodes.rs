@@ -19,7 +19,7 @@ use failnext::alloy::{
     BlockRef, CallExt, ChainEvent, Delivery, FailoverTransport, Failure, NeverSent, PossiblySubmitted,
     ServedByCell, Start,
 };
-use failnext::{Cooldown, Endpoint, Event, Failover};
+use failnext::{Cooldown, Endpoint, Event};
 use failnext_blocklag::Monitor;
 use failnext_loopback::anvil::{DEFAULT_CHAIN_ID, DEV_ADDRESSES, DEV_PRIVATE_KEYS};
 use failnext_loopback::{Anvil, AnvilOptions, AttemptLog};
@@ -39,19 +39,18 @@ fn endpoints(nodes: &[(&str, &Anvil)]) -> Vec<Endpoint> {
 /// A transport over `nodes` (cooldown off, so each call shows the rule under test), with a
 /// per-attempt log of the endpoints reached.
 fn transport(nodes: &[(&str, &Anvil)], eligible: Option<Monitor>) -> (FailoverTransport, AttemptLog) {
-    let mut builder = Failover::builder(endpoints(nodes))
+    let log = AttemptLog::default();
+    let mut builder = FailoverTransport::builder(endpoints(nodes))
+        .client(reqwest::Client::builder().no_proxy().build().unwrap())
         .cooldown(Cooldown::disabled())
         .attempt_timeout(Duration::from_secs(1))
-        .classifier(failnext::jsonrpc::JsonRpcClassifier::new());
+        .no_deadline()
+        .no_failover_budget()
+        .attempt_middleware(log.clone());
     if let Some(monitor) = eligible {
         builder = builder.eligible(monitor);
     }
-    let failover = builder.build().unwrap();
-    let log = AttemptLog::default();
-    let http = reqwest::Client::builder().no_proxy().build().unwrap();
-    let client =
-        reqwest_middleware::ClientBuilder::new(http).with(failover.clone()).with(log.clone()).build();
-    (FailoverTransport::with_client(client, &failover), log)
+    (builder.build().unwrap(), log)
 }
 
 async fn within<F: std::future::IntoFuture>(f: F) -> F::Output {

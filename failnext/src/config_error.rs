@@ -10,7 +10,7 @@ use crate::url_rules::UrlRule;
 ///
 /// Returned by [`FailoverBuilder::build`](crate::FailoverBuilder::build), by
 /// [`validate_endpoints`](crate::validate_endpoints), and (feature `alloy`) by
-/// `FailoverTransport::lacks` for an id no endpoint has. The message never contains a URL's path,
+/// `FailoverTransportBuilder::lacks` for an id no endpoint has. The message never contains a URL's path,
 /// query or userinfo.
 ///
 /// ```

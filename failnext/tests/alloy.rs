@@ -8,22 +8,48 @@ use std::time::Duration;
 use alloy_json_rpc::{Id, Request, RequestPacket, ResponsePacket, ResponsePayload, SerializedRequest};
 use alloy_primitives::{B256, keccak256};
 use failnext::alloy::{
-    BelowFloor, BlockRef, Bundle, BundleRefused, CallExt, Capability, FailoverTransport, FilterPinned,
-    NeverSent, PossiblySubmitted, ReferenceUnknown, ServedByCell, TraceCell,
+    BelowFloor, BlockRef, Bundle, BundleRefused, CallExt, Capability, FailoverTransport,
+    FailoverTransportBuilder, FilterPinned, NeverSent, PossiblySubmitted, ReferenceUnknown, ServedByCell,
+    TraceCell,
 };
-use failnext::{Class, Endpoint, Event, Failover, FailoverBuilder, SkipReason, Trace, TraceStep, Unfit};
+use failnext::{Class, Endpoint, Event, SkipReason, Trace, TraceStep, Unfit};
 use failnext_loopback::{Action, End, Received, Reply, Server, refused_url};
 use serde_json::{Value, json};
 use tower_service::Service;
+
+/// A middleware that only passes the request on: it puts the transport on a client chain.
+struct PassThrough;
+
+#[async_trait::async_trait]
+impl reqwest_middleware::Middleware for PassThrough {
+    async fn handle(
+        &self,
+        req: reqwest::Request,
+        ext: &mut http::Extensions,
+        next: reqwest_middleware::Next<'_>,
+    ) -> reqwest_middleware::Result<reqwest::Response> {
+        next.run(req, ext).await
+    }
+}
 
 #[path = "shared/stubs.rs"]
 mod stubs;
 use stubs::{Answer, node, ok, status};
 
-fn transport(urls: &[(&str, String)]) -> FailoverTransport {
+/// A transport over `urls`, each attempt bounded by 2 s, with no request deadline or failover
+/// budget (each test shows one rule).
+fn configured(urls: &[(&str, String)]) -> FailoverTransportBuilder {
     let endpoints = urls.iter().map(|(id, url)| Endpoint::new(*id, url.clone()));
-    FailoverTransport::from_builder(Failover::builder(endpoints).attempt_timeout(Duration::from_secs(2)))
-        .unwrap()
+    plain(endpoints).attempt_timeout(Duration::from_secs(2))
+}
+
+fn transport(urls: &[(&str, String)]) -> FailoverTransport {
+    configured(urls).build().unwrap()
+}
+
+/// The builder with no request deadline or failover budget.
+fn plain(endpoints: impl IntoIterator<Item = Endpoint>) -> FailoverTransportBuilder {
+    FailoverTransport::builder(endpoints).no_deadline().no_failover_budget()
 }
 
 fn call(method: &'static str, params: Value, id: u64) -> SerializedRequest {
@@ -486,11 +512,8 @@ async fn a_bundle_through_a_client_chain_skips_the_provider_that_missed() {
     let primary = not_knowing("header for hash not found", json!("0x1")).await;
     let backup = node(|_, _| ok(json!("0x2"))).await;
     let endpoints = [Endpoint::new("primary", primary.url("/")), Endpoint::new("backup", backup.url("/"))];
-    let failover =
-        Failover::builder(endpoints).classifier(failnext::jsonrpc::JsonRpcClassifier::new()).build().unwrap();
-    let client =
-        reqwest_middleware::ClientBuilder::new(reqwest::Client::new()).with(failover.clone()).build();
-    let bundle = FailoverTransport::with_client(client, &failover).bundle(reference());
+    let t = plain(endpoints).call_middleware(PassThrough).attempt_middleware(PassThrough).build().unwrap();
+    let bundle = t.bundle(reference());
     for _ in 0..2 {
         assert_eq!(
             result(&send(&bundle, single("eth_getBalance", json!([ADDR]))).await.unwrap()),
@@ -515,8 +538,9 @@ async fn archive_and_full(message: &'static str) -> (Server, Server) {
 #[tokio::test]
 async fn a_provider_declared_without_archive_state_serves_current_reads_and_is_skipped_for_old_ones() {
     let (full, archive) = archive_and_full("missing trie node").await;
-    let t = transport(&[("full", full.url("/")), ("archive", archive.url("/"))])
+    let t = configured(&[("full", full.url("/")), ("archive", archive.url("/"))])
         .lacks("full", Capability::Archive)
+        .build()
         .unwrap();
     t.observe_head(1000);
     let old = || single("eth_getBalance", json!([ADDR, "0x10"]));
@@ -535,8 +559,10 @@ async fn a_provider_declared_without_archive_state_serves_current_reads_and_is_s
 #[tokio::test(start_paused = true)]
 async fn a_missing_trie_node_answer_to_an_old_read_is_found_and_forgotten_after_a_while() {
     let (full, archive) = archive_and_full("missing trie node 0xabc (path )").await;
-    let t = transport(&[("full", full.url("/")), ("archive", archive.url("/"))])
-        .lack_found_for(Duration::from_secs(60));
+    let t = configured(&[("full", full.url("/")), ("archive", archive.url("/"))])
+        .lack_found_for(Duration::from_secs(60))
+        .build()
+        .unwrap();
     assert_eq!(result(&send(&t, single("eth_blockNumber", json!([]))).await.unwrap()), json!("0xf"));
     t.observe_head(1000);
     let old = || single("eth_getBalance", json!([ADDR, "0x10"]));
@@ -582,8 +608,9 @@ async fn method_not_found_excludes_the_provider_from_that_method_only() {
 async fn a_declared_namespace_lack_skips_every_method_of_it() {
     let primary = node(|_, _| ok(json!("0x1"))).await;
     let backup = node(|_, _| ok(json!("0x2"))).await;
-    let t = transport(&[("primary", primary.url("/")), ("backup", backup.url("/"))])
+    let t = configured(&[("primary", primary.url("/")), ("backup", backup.url("/"))])
         .lacks("primary", Capability::namespace("debug"))
+        .build()
         .unwrap();
     let trace = single("debug_traceTransaction", json!([B256::repeat_byte(3)]));
     assert_eq!(result(&send(&t, trace).await.unwrap()), json!("0x2"));
@@ -593,7 +620,7 @@ async fn a_declared_namespace_lack_skips_every_method_of_it() {
 #[tokio::test]
 async fn every_provider_lacking_a_capability_does_not_block_the_read() {
     let primary = node(|_, _| ok(json!("0x1"))).await;
-    let t = transport(&[("primary", primary.url("/"))]).lacks("primary", Capability::Proof).unwrap();
+    let t = configured(&[("primary", primary.url("/"))]).lacks("primary", Capability::Proof).build().unwrap();
     let proof = single("eth_getProof", json!([ADDR, [], "latest"]));
     assert_eq!(result(&send(&t, proof).await.unwrap()), json!("0x1"), "sent as if none lacked it");
 }
@@ -605,11 +632,13 @@ async fn monotonic_reads_skip_a_provider_whose_head_is_below_the_highest_observe
     let backup = node(|m, _| ok(if m == "eth_blockNumber" { json!("0x5") } else { json!("0x2") })).await;
     let heads = Arc::new(std::sync::Mutex::new([Some(5_u64), Some(5)]));
     let seen = heads.clone();
-    let t =
-        transport(&[("primary", primary.url("/")), ("backup", backup.url("/"))]).monotonic_reads(move |id| {
+    let t = configured(&[("primary", primary.url("/")), ("backup", backup.url("/"))])
+        .monotonic_reads(move |id| {
             let heads = seen.lock().unwrap();
             if id == "primary" { heads[0] } else { heads[1] }
-        });
+        })
+        .build()
+        .unwrap();
     t.observe_head(5);
     assert_eq!(t.head(), Some(5));
     assert_eq!(
@@ -637,11 +666,13 @@ async fn monotonic_reads_go_ahead_when_a_monitors_heads_trail_the_floor_by_the_t
     let backup = node(|m, _| ok(if m == "eth_blockNumber" { json!("0x64") } else { json!("0x2") })).await;
     let heads = Arc::new(std::sync::Mutex::new([Some(98_u64), Some(99)]));
     let seen = heads.clone();
-    let t =
-        transport(&[("primary", primary.url("/")), ("backup", backup.url("/"))]).monotonic_reads(move |id| {
+    let t = configured(&[("primary", primary.url("/")), ("backup", backup.url("/"))])
+        .monotonic_reads(move |id| {
             let heads = seen.lock().unwrap();
             if id == "primary" { heads[0] } else { heads[1] }
-        });
+        })
+        .build()
+        .unwrap();
     t.observe_head(100);
     let balance = || single("eth_getBalance", json!([ADDR, "latest"]));
     assert_eq!(result(&send(&t, balance()).await.unwrap()), json!("0x1"), "within the tolerance");
@@ -655,8 +686,10 @@ async fn monotonic_reads_go_ahead_when_a_monitors_heads_trail_the_floor_by_the_t
 async fn an_eth_block_number_answer_below_the_floor_fails_over_instead_of_being_returned() {
     let primary = node(|_, _| ok(json!("0x0"))).await;
     let backup = node(|_, _| ok(json!("0x5"))).await;
-    let t =
-        transport(&[("primary", primary.url("/")), ("backup", backup.url("/"))]).monotonic_reads(|_| None);
+    let t = configured(&[("primary", primary.url("/")), ("backup", backup.url("/"))])
+        .monotonic_reads(|_| None)
+        .build()
+        .unwrap();
     assert_eq!(
         result(&send(&t, single("eth_blockNumber", json!([]))).await.unwrap()),
         json!("0x0"),
@@ -677,8 +710,10 @@ async fn an_eth_block_number_answer_below_the_floor_fails_over_instead_of_being_
 async fn an_eth_block_number_answer_a_block_or_two_below_the_floor_answers_the_floor_without_failing_over() {
     let primary = node(|_, _| ok(json!("0x5"))).await;
     let backup = node(|_, _| ok(json!("0x8"))).await;
-    let t =
-        transport(&[("primary", primary.url("/")), ("backup", backup.url("/"))]).monotonic_reads(|_| None);
+    let t = configured(&[("primary", primary.url("/")), ("backup", backup.url("/"))])
+        .monotonic_reads(|_| None)
+        .build()
+        .unwrap();
     // Another provider answered block 8 a moment ago; the primary, three blocks behind it, is
     // within the tolerance: the read answers 8, which the chain has, and never goes back.
     t.observe_head(8);
@@ -703,8 +738,10 @@ async fn without_monotonic_reads_a_lower_head_is_returned_as_before() {
 async fn a_monotonic_bundle_skips_providers_below_its_reference_without_asking() {
     let primary = node(|_, _| ok(json!("0x1"))).await;
     let backup = node(|_, _| ok(json!("0x2"))).await;
-    let t = transport(&[("primary", primary.url("/")), ("backup", backup.url("/"))])
-        .monotonic_reads(|id| Some(if id == "primary" { 99 } else { 100 }));
+    let t = configured(&[("primary", primary.url("/")), ("backup", backup.url("/"))])
+        .monotonic_reads(|id| Some(if id == "primary" { 99 } else { 100 }))
+        .build()
+        .unwrap();
     let bundle: Bundle = t.bundle(reference());
     assert_eq!(result(&send(&bundle, single("eth_getBalance", json!([ADDR]))).await.unwrap()), json!("0x2"));
     assert!(calls(&primary).is_empty());
@@ -725,7 +762,7 @@ async fn a_miss_its_classifier_returned_is_still_not_a_bundles_answer() {
     let primary = not_knowing("header for hash not found", json!("0x1")).await;
     let backup = node(|_, _| ok(json!("0x2"))).await;
     let endpoints = [Endpoint::new("primary", primary.url("/")), Endpoint::new("backup", backup.url("/"))];
-    let t = FailoverTransport::from_builder(Failover::builder(endpoints).classifier(StatusOnly)).unwrap();
+    let t = plain(endpoints).classifier(StatusOnly).build().unwrap();
     let bundle = t.bundle(reference());
     assert_eq!(result(&send(&bundle, single("eth_getBalance", json!([ADDR]))).await.unwrap()), json!("0x2"));
     assert_eq!(bundle.missed(), [id("primary")], "judged with the request in view, sent again without it");
@@ -735,8 +772,9 @@ async fn a_miss_its_classifier_returned_is_still_not_a_bundles_answer() {
 async fn a_provider_declared_without_block_hash_selection_is_skipped_by_bundle_reads_only() {
     let primary = node(|_, _| ok(json!("0x1"))).await;
     let backup = node(|_, _| ok(json!("0x2"))).await;
-    let t = transport(&[("primary", primary.url("/")), ("backup", backup.url("/"))])
+    let t = configured(&[("primary", primary.url("/")), ("backup", backup.url("/"))])
         .lacks("primary", Capability::BlockHash)
+        .build()
         .unwrap();
     let bundle = t.bundle(reference());
     assert_eq!(result(&send(&bundle, single("eth_getBalance", json!([ADDR]))).await.unwrap()), json!("0x2"));
@@ -786,8 +824,9 @@ async fn an_http_413_to_a_large_read_excludes_the_provider_from_requests_that_la
 #[tokio::test]
 async fn a_declared_request_size_limit_skips_larger_requests_without_asking() {
     let (limited, unlimited) = limited_and_unlimited().await;
-    let t = transport(&[("limited", limited.url("/")), ("unlimited", unlimited.url("/"))])
+    let t = configured(&[("limited", limited.url("/")), ("unlimited", unlimited.url("/"))])
         .lacks("limited", Capability::RequestSize(200))
+        .build()
         .unwrap();
     assert_eq!(result(&send(&t, call_with_data(400)).await.unwrap()), json!("0x2"));
     assert!(limited.take_log().is_empty(), "declared: not asked");
@@ -806,8 +845,8 @@ async fn a_413_to_a_write_is_returned_and_the_write_goes_nowhere_else() {
 
 #[tokio::test]
 async fn declaring_a_lack_for_an_unknown_endpoint_is_a_typed_error_naming_it() {
-    let t = transport(&[("primary", "http://127.0.0.1:9/".to_owned())]);
-    let err = t.lacks("primray", Capability::Archive).unwrap_err();
+    let builder = configured(&[("primary", "http://127.0.0.1:9/".to_owned())]);
+    let err = builder.lacks("primray", Capability::Archive).build().unwrap_err();
     assert_eq!(err.endpoint_id().map(|id| id.as_str()), Some("primray"));
     assert!(err.to_string().contains("primray"), "{err}");
 }
@@ -822,7 +861,7 @@ enum Decided {
 }
 
 /// `builder` with a hook that keeps the scope's decisions.
-fn deciding(builder: FailoverBuilder) -> (FailoverBuilder, Arc<Mutex<Vec<Decided>>>) {
+fn deciding(builder: FailoverTransportBuilder) -> (FailoverTransportBuilder, Arc<Mutex<Vec<Decided>>>) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = seen.clone();
     let builder = builder.on_event(move |ev: &Event<'_>| {
@@ -857,8 +896,8 @@ async fn a_bundle_read_skipping_a_provider_that_did_not_know_its_hash_shows_it_i
     let primary = not_knowing("header for hash not found", json!("0x1")).await;
     let backup = node(|_, _| ok(json!("0x2"))).await;
     let endpoints = [Endpoint::new("primary", primary.url("/")), Endpoint::new("backup", backup.url("/"))];
-    let (builder, seen) = deciding(Failover::builder(endpoints));
-    let t = FailoverTransport::from_builder(builder).unwrap();
+    let (builder, seen) = deciding(plain(endpoints));
+    let t = builder.build().unwrap();
     let bundle = t.bundle(reference());
     assert_eq!(result(&send(&bundle, single("eth_getBalance", json!([ADDR]))).await.unwrap()), json!("0x2"));
     let (packet, cell) = traced("eth_getBalance", json!([ADDR, "latest"]));
@@ -876,8 +915,8 @@ async fn a_read_answered_below_the_floor_is_overruled_in_the_trace_and_its_judge
     let primary = node(|_, _| ok(json!("0x0"))).await;
     let backup = node(|_, _| ok(json!("0x5"))).await;
     let endpoints = [Endpoint::new("primary", primary.url("/")), Endpoint::new("backup", backup.url("/"))];
-    let (builder, seen) = deciding(Failover::builder(endpoints));
-    let t = FailoverTransport::from_builder(builder).unwrap().monotonic_reads(|_| None);
+    let (builder, seen) = deciding(plain(endpoints));
+    let t = builder.monotonic_reads(|_| None).build().unwrap();
     t.observe_head(5);
     let (packet, cell) = traced("eth_blockNumber", json!([]));
     assert_eq!(result(&send(&t, packet).await.unwrap()), json!("0x5"));
@@ -898,8 +937,8 @@ async fn a_read_answered_below_the_floor_is_overruled_in_the_trace_and_its_judge
 async fn a_read_skipping_a_provider_that_lacks_a_capability_shows_it_in_the_trace_and_an_event() {
     let (full, archive) = archive_and_full("missing trie node").await;
     let endpoints = [Endpoint::new("full", full.url("/")), Endpoint::new("archive", archive.url("/"))];
-    let (builder, seen) = deciding(Failover::builder(endpoints));
-    let t = FailoverTransport::from_builder(builder).unwrap().lacks("full", Capability::Archive).unwrap();
+    let (builder, seen) = deciding(plain(endpoints));
+    let t = builder.lacks("full", Capability::Archive).build().unwrap();
     t.observe_head(1000);
     let (packet, cell) = traced("eth_getBalance", json!([ADDR, "0x10"]));
     assert_eq!(result(&send(&t, packet).await.unwrap()), json!("0xa"));
@@ -922,8 +961,10 @@ async fn behind_and_current(
     };
     let behind = node(answer(behind_has)).await;
     let current = node(answer(current_has)).await;
-    let t = transport(&[("behind", behind.url("/")), ("current", current.url("/"))])
-        .monotonic_reads(|id| if id == "behind" { Some(100) } else { Some(105) });
+    let t = configured(&[("behind", behind.url("/")), ("current", current.url("/"))])
+        .monotonic_reads(|id| if id == "behind" { Some(100) } else { Some(105) })
+        .build()
+        .unwrap();
     (t, behind, current)
 }
 
@@ -955,8 +996,10 @@ async fn a_null_is_returned_when_every_provider_that_has_the_block_says_so() {
 async fn empty_logs_from_a_provider_below_the_range_go_to_one_that_has_it() {
     let behind = node(|_, _| ok(json!([]))).await;
     let current = node(|_, _| ok(json!([{"blockNumber": "0x68", "logIndex": "0x0"}]))).await;
-    let t = transport(&[("behind", behind.url("/")), ("current", current.url("/"))])
-        .monotonic_reads(|id| if id == "behind" { Some(100) } else { Some(105) });
+    let t = configured(&[("behind", behind.url("/")), ("current", current.url("/"))])
+        .monotonic_reads(|id| if id == "behind" { Some(100) } else { Some(105) })
+        .build()
+        .unwrap();
     let logs =
         send(&t, single("eth_getLogs", json!([{"fromBlock": "0x60", "toBlock": "0x68"}]))).await.unwrap();
     assert_eq!(result(&logs).as_array().map(Vec::len), Some(1));

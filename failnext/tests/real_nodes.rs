@@ -102,10 +102,11 @@ mod bundles {
 
     use alloy_json_rpc::{Id, Request, RequestPacket, ResponsePacket, ResponsePayload};
     use alloy_primitives::B256;
-    use failnext::alloy::{BlockRef, Capability, FailoverTransport, ReferenceUnknown};
-    use failnext::jsonrpc::JsonRpcClassifier;
+    use failnext::alloy::{
+        BlockRef, Capability, FailoverTransport, FailoverTransportBuilder, ReferenceUnknown,
+    };
     use failnext_loopback::{Anvil, AnvilOptions, anvil::DEV_ADDRESSES};
-    use reqwest_middleware::{ClientBuilder, Middleware, Next};
+    use reqwest_middleware::{Middleware, Next};
     use serde_json::{Value, json};
     use tower_service::Service;
 
@@ -140,11 +141,19 @@ mod bundles {
     }
 
     /// A transport over `nodes` on a client chain that records every attempt's body.
-    fn recorded(nodes: &[(&str, &Anvil)]) -> (FailoverTransport, Bodies) {
-        let failover = failover(nodes).classifier(JsonRpcClassifier::new()).build().unwrap();
+    fn recorded(nodes: &[(&str, &Anvil)]) -> (FailoverTransportBuilder, Bodies) {
         let bodies = Bodies::default();
-        let client = ClientBuilder::new(http()).with(failover.clone()).with(bodies.clone()).build();
-        (FailoverTransport::with_client(client, &failover), bodies)
+        (transport(nodes).attempt_middleware(bodies.clone()), bodies)
+    }
+
+    /// The transport over `nodes` with the settings of [`failover`]: no request deadline or
+    /// failover budget, cooldown off.
+    fn transport(nodes: &[(&str, &Anvil)]) -> FailoverTransportBuilder {
+        FailoverTransport::builder(endpoints(nodes))
+            .client(http())
+            .cooldown(failnext::Cooldown::disabled())
+            .no_deadline()
+            .no_failover_budget()
     }
 
     fn single(method: &'static str, params: Value) -> RequestPacket {
@@ -192,14 +201,15 @@ mod bundles {
     /// A transport over `nodes`, attempts bounded by 500 ms and cooldown off (so a recovered
     /// node is used again at once), reading heads from `heads` when monotonic.
     fn recovering(nodes: &[(&str, &Anvil)], heads: Option<Heads>) -> FailoverTransport {
-        let builder = failover(nodes).attempt_timeout(std::time::Duration::from_millis(500));
-        let t = FailoverTransport::from_builder(builder).unwrap();
+        let t = transport(nodes).attempt_timeout(std::time::Duration::from_millis(500));
         match heads {
             Some(heads) => t.monotonic_reads(move |id| {
                 heads.lock().unwrap().iter().find(|(i, _)| i == id).map(|(_, h)| *h)
             }),
             None => t,
         }
+        .build()
+        .unwrap()
     }
 
     #[tokio::test]
@@ -235,6 +245,8 @@ mod bundles {
         let known = {
             let heads = heads.clone();
             t.monotonic_reads(move |id| heads.lock().unwrap().iter().find(|(i, _)| i == id).map(|(_, h)| *h))
+                .build()
+                .unwrap()
         };
         known.observe_head(5);
         for _ in 0..3 {
@@ -262,6 +274,7 @@ mod bundles {
         primary.mine(2).await.unwrap();
         backup.mine(7).await.unwrap();
         let (t, bodies) = recorded(&[("primary", &primary), ("backup", &backup)]);
+        let t = t.build().unwrap();
         let reference = block(&backup, "latest").await;
         assert_eq!(reference.number, 7);
         let bundle = t.bundle(reference);
@@ -299,6 +312,7 @@ mod bundles {
         let common = block(&primary, "0x3").await;
         assert_eq!(block(&backup, "0x3").await, common, "the same block 3, hash for hash");
         let (t, bodies) = recorded(&[("primary", &primary), ("backup", &backup)]);
+        let t = t.build().unwrap();
         let shared = t.bundle(common);
         let balance = || single("eth_getBalance", json!([DEV_ADDRESSES[0]]));
         send(&shared, balance()).await.unwrap();
@@ -326,7 +340,7 @@ mod bundles {
             let failnext_loopback::AnvilError::Rpc { error, .. } = err else { panic!("{err}") };
             assert_eq!(error, json!({"code": -32001, "message": "Resource not found"}), "{method}");
         }
-        let (t, _) = recorded(&[("only", &only)]);
+        let t = transport(&[("only", &only)]).build().unwrap();
         let bundle = t.bundle(BlockRef::new(1, B256::repeat_byte(0x11)));
         let err = send(&bundle, single("eth_getBalance", json!([DEV_ADDRESSES[0]]))).await.unwrap_err();
         let typed = ReferenceUnknown::find(&err).unwrap_or_else(|| panic!("not ReferenceUnknown: {err}"));
@@ -339,7 +353,7 @@ mod bundles {
         mine_at(&pruned, 1, 16).await;
         mine_at(&archive, 1, 16).await;
         let (t, bodies) = recorded(&[("pruned", &pruned), ("archive", &archive)]);
-        let t = t.archive_depth(4);
+        let t = t.archive_depth(4).build().unwrap();
         assert_eq!(send(&t, single("eth_blockNumber", json!([]))).await.unwrap(), json!("0x10"));
         let old = || single("eth_getBalance", json!([DEV_ADDRESSES[0], "0x2"]));
         send(&t, old()).await.unwrap();

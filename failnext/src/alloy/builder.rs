@@ -10,11 +10,12 @@ use http::StatusCode;
 use super::capability::Capability;
 use super::methods::MethodTable;
 use super::monotonic::Heads;
-use super::transport::{FailoverTransport, REMEMBER_BROADCASTS};
+use super::transport::{FailoverTransport, REMEMBER_BROADCASTS, Route, Settings};
 use crate::{
     Budget, Classifier, ConfigError, Cooldown, Eligibility, Endpoint, EndpointId, Event, Failover,
     FailoverBuilder, HealthSource, Hedge, LatencyOrdering,
 };
+use reqwest_middleware::Middleware;
 
 /// The hedge reads get, when a [monitor](FailoverTransportBuilder::monitor) is paired, unless
 /// told otherwise: after the 95th percentile of the first endpoint's recent latencies (no
@@ -81,6 +82,8 @@ pub struct FailoverTransportBuilder {
     ids: Vec<EndpointId>,
     failover: FailoverBuilder,
     client: Option<reqwest::Client>,
+    per_call: Vec<Arc<dyn Middleware>>,
+    per_attempt: Vec<Arc<dyn Middleware>>,
     hedge: Setting<Hedge>,
     budget: Setting<Budget>,
     deadline: Setting<Duration>,
@@ -106,6 +109,8 @@ impl FailoverTransport {
             ids: endpoints.iter().map(|e| e.id().clone()).collect(),
             failover: Failover::builder(endpoints),
             client: None,
+            per_call: Vec::new(),
+            per_attempt: Vec::new(),
             hedge: Setting::Default,
             budget: Setting::Default,
             deadline: Setting::Default,
@@ -235,10 +240,71 @@ impl FailoverTransportBuilder {
         self
     }
 
-    /// Sends on this `reqwest::Client` (its pool, TLS, proxy and timeouts). Default:
-    /// `reqwest::Client::new()`.
+    /// Sends on this `reqwest::Client` (its pool, TLS, proxy and timeouts), directly, as
+    /// alloy's `Http::with_client` does. Default: `reqwest::Client::new()` (system proxies,
+    /// reqwest's defaults).
+    ///
+    /// ```
+    /// use failnext::Endpoint;
+    /// use failnext::alloy::FailoverTransport;
+    ///
+    /// let client = reqwest::Client::builder().no_proxy().build()?;
+    /// let transport = FailoverTransport::builder([
+    ///     Endpoint::new("primary", "http://127.0.0.1:8545"),
+    ///     Endpoint::new("backup", "http://127.0.0.1:8546"),
+    /// ])
+    /// .client(client)
+    /// .build()?;
+    /// # drop(transport);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn client(mut self, client: reqwest::Client) -> Self {
         self.client = Some(client);
+        self
+    }
+
+    /// Runs `middleware` once per call, before failover (a request log, a metrics layer, a
+    /// header every call needs), in the order added. With any middleware the transport sends
+    /// through a `reqwest-middleware` chain on its [client](Self::client): the added
+    /// middlewares, then failnext's, then the [per-attempt](Self::attempt_middleware) ones.
+    pub fn call_middleware(mut self, middleware: impl Middleware) -> Self {
+        self.per_call.push(Arc::new(middleware));
+        self
+    }
+
+    /// Runs `middleware` once per attempt, after failover chose the endpoint (it sees the
+    /// request addressed to that endpoint, and its answer before it is judged), in the order
+    /// added.
+    ///
+    /// ```
+    /// use failnext::Endpoint;
+    /// use failnext::alloy::FailoverTransport;
+    /// use reqwest_middleware::{Middleware, Next, Result};
+    ///
+    /// /// Counts the attempts the transport sends.
+    /// struct CountAttempts(std::sync::atomic::AtomicUsize);
+    ///
+    /// #[async_trait::async_trait]
+    /// impl Middleware for CountAttempts {
+    ///     async fn handle(
+    ///         &self,
+    ///         req: reqwest::Request,
+    ///         ext: &mut http::Extensions,
+    ///         next: Next<'_>,
+    ///     ) -> Result<reqwest::Response> {
+    ///         self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    ///         next.run(req, ext).await
+    ///     }
+    /// }
+    ///
+    /// let transport = FailoverTransport::builder([Endpoint::new("primary", "http://127.0.0.1:8545")])
+    ///     .attempt_middleware(CountAttempts(Default::default()))
+    ///     .build()?;
+    /// # drop(transport);
+    /// # Ok::<(), failnext::ConfigError>(())
+    /// ```
+    pub fn attempt_middleware(mut self, middleware: impl Middleware) -> Self {
+        self.per_attempt.push(Arc::new(middleware));
         self
     }
 
@@ -295,9 +361,19 @@ impl FailoverTransportBuilder {
         self
     }
 
-    /// Monotonic reads with `heads` as each provider's current head (see
-    /// [`FailoverTransport::monotonic_reads`]). Default: with a [monitor](Self::monitor), its
-    /// heads; without one, off.
+    /// Monotonic reads: no read is answered by a provider below the highest head this
+    /// transport has observed (see [`FailoverTransport::head`]). `heads` gives a provider's
+    /// current head by endpoint id (a block-height monitor's snapshot), `None` when unknown: a
+    /// provider known to be more than [`DEFAULT_TOLERANCE`](crate::DEFAULT_TOLERANCE) blocks
+    /// below the floor is skipped for reads (a monitor's view trails the chain by the age of
+    /// its probe, so a provider known a block or two below is asked), and when that would
+    /// leave no provider the read goes ahead, its answers judged. An `eth_blockNumber` answer
+    /// below the floor fails over instead of being returned, and when no provider answers at
+    /// or above it the read fails with [`FailureKind::BelowFloor`](super::FailureKind) (a
+    /// bundle's reads, pinned to its reference, fail with it at once when every provider is
+    /// known below). Writes and filter calls are not affected.
+    ///
+    /// Default: with a [monitor](Self::monitor), its heads; without one, off.
     pub fn monotonic_reads(mut self, heads: impl Fn(&str) -> Option<u64> + Send + Sync + 'static) -> Self {
         self.monotonic = Setting::Set(Heads::of_fn(heads));
         self
@@ -359,32 +435,39 @@ impl FailoverTransportBuilder {
         self
     }
 
-    /// See [`FailoverTransport::method_table`].
+    /// Uses `table` to decide which methods may fail over (default: [`MethodTable::new`]).
     pub fn method_table(mut self, table: MethodTable) -> Self {
         self.table = table;
         self
     }
 
-    /// See [`FailoverTransport::remember_broadcasts_for`]. Default: 2 minutes.
+    /// How long lookups of a broadcast (`eth_getTransactionReceipt`,
+    /// `eth_getTransactionByHash` of its hash, `eth_getTransactionCount(sender, "pending")`)
+    /// prefer the endpoint that accepted it. Default: 2 minutes.
     pub fn remember_broadcasts_for(mut self, duration: Duration) -> Self {
         self.remember = duration;
         self
     }
 
-    /// See [`FailoverTransport::archive_depth`]. Default: 128 blocks.
+    /// A state read more than `blocks` blocks behind the head needs
+    /// [`Capability::Archive`]. Default: 128 blocks (geth keeps the state of its last 128).
     pub fn archive_depth(mut self, blocks: u64) -> Self {
         self.archive_depth = Some(blocks);
         self
     }
 
-    /// See [`FailoverTransport::lack_found_for`]. Default: 10 minutes.
+    /// How long an endpoint found to lack a capability (its answer said "missing trie node"
+    /// to a historical read, or "method not found") is skipped by the requests that need it;
+    /// then it is asked again. Declared lacks stay for good. Default: 10 minutes.
     pub fn lack_found_for(mut self, duration: Duration) -> Self {
         self.lack_for = Some(duration);
         self
     }
 
-    /// Declares that endpoint `endpoint` lacks `capability` (see [`FailoverTransport::lacks`];
-    /// an unknown id fails [`build`](Self::build)).
+    /// Declares that endpoint `endpoint` lacks `capability`, for good: requests that need it
+    /// skip that endpoint, the others still use it (see [the module docs](super#capabilities)).
+    /// An id that names no endpoint fails [`build`](Self::build) (a typo would otherwise
+    /// declare nothing, silently).
     pub fn lacks(mut self, endpoint: impl Into<EndpointId>, capability: Capability) -> Self {
         self.lacks.push((endpoint.into(), capability));
         self
@@ -414,8 +497,7 @@ impl FailoverTransportBuilder {
         let paired = self.source.is_some();
         let deadline = self.deadline.or(Some(DEFAULT_DEADLINE));
         let mut failover = self.failover;
-        // The failover builder gives a paired transport its default hedge; a hedge set on a
-        // failover builder given to this one stays unless this one says otherwise.
+        // A paired failover builder has the paired default hedge; this one's setting wins.
         if !matches!(self.hedge, Setting::Default) {
             failover.hedge = self.hedge;
         }
@@ -432,22 +514,33 @@ impl FailoverTransportBuilder {
         if let Some(source) = &self.source {
             failover = failover.monitor(Arc::clone(source));
         }
+        let failover = failover.judging_packets().build()?;
         let client = self.client.unwrap_or_default();
-        let mut transport =
-            FailoverTransport::from_builder_on(failover, client)?.remember_broadcasts_for(self.remember);
-        transport = transport.method_table(self.table);
-        if let Some(depth) = self.archive_depth {
-            transport = transport.archive_depth(depth);
-        }
-        if let Some(duration) = self.lack_for {
-            transport = transport.lack_found_for(duration);
-        }
-        for (id, capability) in self.lacks {
-            transport = transport.lacks(id, capability)?;
-        }
-        transport = transport.split_logs(self.split_logs, deadline);
+        let route = if self.per_call.is_empty() && self.per_attempt.is_empty() {
+            Route::Direct { client }
+        } else {
+            let chain = self
+                .per_call
+                .into_iter()
+                .fold(reqwest_middleware::ClientBuilder::new(client), |c, m| c.with_arc(m));
+            let chain = self.per_attempt.into_iter().fold(chain.with(failover.clone()), |c, m| c.with_arc(m));
+            Route::Chain(chain.build())
+        };
         let heads = self.monotonic.or(self.source.clone().map(Heads::of_source));
-        Ok(transport.routed(heads, self.source, self.writes, self.broadcast))
+        let settings = Settings {
+            table: self.table,
+            remember: self.remember,
+            archive_depth: self.archive_depth,
+            lack_for: self.lack_for,
+            lacks: self.lacks,
+            split_logs: self.split_logs,
+            deadline,
+            heads,
+            source: self.source,
+            writes: self.writes,
+            fanout: self.broadcast,
+        };
+        Ok(FailoverTransport::assemble(route, failover, settings))
     }
 }
 

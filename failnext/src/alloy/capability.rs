@@ -11,14 +11,14 @@ use tokio::time::Instant;
 use crate::EndpointId;
 
 /// What an endpoint may lack, so that the requests that need it skip that endpoint while the
-/// others still use it. Declared with [`FailoverTransport::lacks`], or found by the transport
+/// others still use it. Declared with [`FailoverTransportBuilder::lacks`], or found by the transport
 /// from an endpoint's answers (see [the module docs](super#capabilities)).
 ///
-/// [`FailoverTransport::lacks`]: super::FailoverTransport::lacks
+/// [`FailoverTransportBuilder::lacks`]: super::FailoverTransportBuilder::lacks
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Capability {
-    /// State more than [`archive_depth`](super::FailoverTransport::archive_depth) blocks
+    /// State more than [`archive_depth`](super::FailoverTransportBuilder::archive_depth) blocks
     /// behind the head (a full node prunes it; an archive node keeps it). Needed by a state
     /// read at an explicit block number (or a bundle's reference) that far back.
     Archive,

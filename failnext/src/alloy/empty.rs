@@ -3,7 +3,7 @@
 //! tip that is the common case (a provider a block behind another is asked for the newest
 //! block's receipt), so such an answer counts only from a provider whose known head (the
 //! paired monitor's, projected; or the application's, from
-//! [`monotonic_reads`](super::FailoverTransport::monotonic_reads)) has reached the block in
+//! [`monotonic_reads`](super::FailoverTransportBuilder::monotonic_reads)) has reached the block in
 //! question. From one behind it, the read fails over to the others; it returns `null`/`[]` only
 //! when every provider that has the block says so (the loop returns the last empty answer when
 //! nothing else is left).

@@ -31,8 +31,7 @@
 //!   caller's id. Each log is passed on as the provider wrote it.
 //! - **Bounds.** At most [`MAX_PARTS`] parts (a cut that would need more is not made), and no
 //!   new part after the transport's [deadline](super::FailoverTransportBuilder::deadline)
-//!   (counted from the query's start; each part has its own too), for a transport made by the
-//!   builder (`from_builder` keeps only the parts' own). Past either, the first refusal is
+//!   (counted from the query's start; each part has its own too). Past either, the first refusal is
 //!   returned.
 //!
 //! # What is learnt

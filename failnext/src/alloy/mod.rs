@@ -121,7 +121,7 @@
 //! # Read-your-writes
 //!
 //! After a broadcast (`eth_sendRawTransaction`, `eth_sendTransaction` and their variants)
-//! accepted by endpoint E, for 2 minutes ([`FailoverTransport::remember_broadcasts_for`]):
+//! accepted by endpoint E, for 2 minutes ([`FailoverTransportBuilder::remember_broadcasts_for`]):
 //! `eth_getTransactionReceipt` and `eth_getTransactionByHash` of its hash prefer E, and
 //! `eth_getTransactionCount(sender, "pending")` prefers the endpoint of that sender's latest
 //! broadcast. A preference is not a pin: if E is down the lookup fails over. The sender of a
@@ -147,7 +147,7 @@
 //!
 //! # Judging
 //!
-//! [`FailoverTransport::new`], [`FailoverTransport::builder`] and [`FailoverTransport::from_builder`] judge with the
+//! [`FailoverTransport::new`] and [`FailoverTransport::builder`] judge with the
 //! [`JsonRpcClassifier`](crate::jsonrpc::JsonRpcClassifier): an HTTP 200 carrying a rate
 //! limit or an internal error, a malformed or truncated body fail over (a read), a revert is
 //! returned at once.
@@ -195,7 +195,7 @@
 //!   provider, never to that provider's own latest state, and the bundle skips that provider
 //!   for its later reads ([`Bundle::missed`] lists them). When no provider is left that may
 //!   know it, the read fails with [`ReferenceUnknown`]: restart the decision at a new
-//!   reference. A provider [declared](FailoverTransport::lacks) to lack
+//!   reference. A provider [declared](FailoverTransportBuilder::lacks) to lack
 //!   [`Capability::BlockHash`] is skipped by bundle reads (a node that ignores the hash
 //!   would answer at its own head, which no answer shows).
 //! - A bundle shares everything with its transport: breakers, memory, capabilities, and the
@@ -207,13 +207,13 @@
 //!
 //! A provider that answers the current state may lack state for an older block, a method, a
 //! namespace: it cannot replace every other, yet it should keep serving what it can. A
-//! [`Capability`] it lacks is [declared](FailoverTransport::lacks) (for good) or found (for
-//! [10 minutes](FailoverTransport::lack_found_for), then it is asked again), and only the
+//! [`Capability`] it lacks is [declared](FailoverTransportBuilder::lacks) (for good) or found (for
+//! [10 minutes](FailoverTransportBuilder::lack_found_for), then it is asked again), and only the
 //! requests that need it skip that provider:
 //!
 //! | capability | needed by | found from |
 //! | --- | --- | --- |
-//! | [`Archive`](Capability::Archive) | a state read at a block number (or a bundle's reference) more than [`archive_depth`](FailoverTransport::archive_depth) (128) blocks behind the [head](FailoverTransport::head) | "missing trie node", "historical state ..", "state not available", anvil's "BlockOutOfRangeError" below its head, answered to a read that names a block |
+//! | [`Archive`](Capability::Archive) | a state read at a block number (or a bundle's reference) more than [`archive_depth`](FailoverTransportBuilder::archive_depth) (128) blocks behind the [head](FailoverTransport::head) | "missing trie node", "historical state ..", "state not available", anvil's "BlockOutOfRangeError" below its head, answered to a read that names a block |
 //! | [`Method(m)`](Capability::Method) | calls of `m` | `-32601` / "method not found" answered to a packet of `m` calls |
 //! | [`Proof`](Capability::Proof) | `eth_getProof` | "method not found" for `eth_getProof` |
 //! | [`Namespace(ns)`](Capability::Namespace) | every `ns_*` method (`trace`, `debug`) | declared only |
@@ -258,7 +258,7 @@
 //!   next provider as for any flagged answer (a write still stops at its first).
 //! - An empty answer (`null` for a block, a transaction or a receipt, `[]` for logs) from a
 //!   provider whose known head (the paired monitor's, projected; or
-//!   [`monotonic_reads`](FailoverTransport::monotonic_reads)'s) is below the block in question
+//!   [`monotonic_reads`](FailoverTransportBuilder::monotonic_reads)'s) is below the block in question
 //!   is overruled the same way ([`Unfit::BelowFloor`](crate::Unfit::BelowFloor) with that
 //!   head and block): the block a call names (`eth_getBlockByNumber`, `eth_getBlockReceipts`,
 //!   `eth_getLogs`'s `toBlock`), or, for a lookup by hash (`eth_getTransactionReceipt`,
@@ -268,18 +268,16 @@
 //!   and the follower read through the same loop, under the same rule.
 //! - Later attempts are made again from the packet, so nothing is copied before the first.
 //!
-//! With a classifier of your own ([`FailoverTransport::from_builder`]), the JSON-RPC
+//! With a classifier of your own ([`FailoverTransportBuilder::classifier`]), the JSON-RPC
 //! classifier still reads each body first, for its [`Findings`](crate::Findings); the verdict
-//! is yours. Down a client chain of your own ([`FailoverTransport::with_client`]) the
-//! findings come only from a [`JsonRpcClassifier`](crate::jsonrpc::JsonRpcClassifier) in
-//! that chain's `Failover`; without one, a bundle read that a provider did not know comes
-//! back as that provider's error answer.
+//! is yours. Middlewares of your own ([`FailoverTransportBuilder::call_middleware`],
+//! [`attempt_middleware`](FailoverTransportBuilder::attempt_middleware)) do not change it.
 //!
 //! # Monotonic reads
 //!
 //! When a cooled primary recovers, reads return to it, and the head a client sees can go
 //! backwards (a primary restarted at height 0 while the backup was at 5).
-//! [`FailoverTransport::monotonic_reads`]`(heads)` takes each provider's current head (a
+//! [`FailoverTransportBuilder::monotonic_reads`]`(heads)` takes each provider's current head (a
 //! block-height monitor's snapshot, say `failnext-blocklag`'s; failnext does not depend on
 //! it) and then:
 //!

@@ -55,7 +55,7 @@ impl fmt::Debug for Heads {
 }
 
 /// A read that no provider could answer at or above the floor of
-/// [monotonic reads](super::FailoverTransport::monotonic_reads): every provider's known head
+/// [monotonic reads](super::FailoverTransportBuilder::monotonic_reads): every provider's known head
 /// is below the highest head this transport has already returned (or a bundle's reference),
 /// or the ones that were asked answered `eth_blockNumber` below it. Wait for the providers to
 /// catch up and read again; nothing stale was returned.

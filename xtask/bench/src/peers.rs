@@ -28,7 +28,7 @@ use alloy::transports::http::Http;
 use alloy::transports::layers::{FallbackService, RetryBackoffLayer};
 use alloy::transports::{TransportError, TransportFut};
 use failnext::alloy::FailoverTransport;
-use failnext::{Endpoint, Event, Failover, Hedge};
+use failnext::{Endpoint, Event, Hedge};
 use failnext_blocklag::Monitor;
 use failnext_loopback::{Action, Later, LaterHandler, Received, Refused, Reply};
 use serde_json::Value;
@@ -389,8 +389,14 @@ async fn contender(
             (RpcClient::new(transport, true), None)
         }
         Peer::FailnextHedge => {
-            let builder = Failover::builder(endpoints).hedge(Hedge::after(HEDGE_DELAY)).on_event(counting);
-            (RpcClient::new(FailoverTransport::from_builder_on(builder, reqwest_client()?)?, true), None)
+            let transport = FailoverTransport::builder(endpoints)
+                .client(reqwest_client()?)
+                .hedge(Hedge::after(HEDGE_DELAY))
+                .no_failover_budget()
+                .no_deadline()
+                .on_event(counting)
+                .build()?;
+            (RpcClient::new(transport, true), None)
         }
         Peer::FailnextPaired | Peer::FailnextPaired5s => {
             let probe_client = reqwest::Client::builder().no_proxy().user_agent(PROBE_AGENT).build()?;

@@ -122,30 +122,32 @@ pub(crate) fn build(name: &str, servers: &Servers) -> Result<Scenario, BoxError>
         "alloy-healthy" => {
             let (primary, backup) = (servers.spawn(Behavior::EchoId)?, servers.spawn(Behavior::EchoId)?);
             let eps = endpoints(&[&primary, &backup]);
-            // As in healthy-*: no attempt timeout, since alloy's `Http` has none.
-            // On the same client as alloy's `Http` (reqwest's defaults without proxies): with
-            // `from_builder`'s `reqwest::Client::new()`, reqwest's proxy matcher alone would cost
-            // ~1300 instructions per request that the baseline does not pay.
-            let jsonrpc = FailoverTransport::from_builder_on(
-                Failover::builder(eps.clone()).no_attempt_timeout(),
-                crate::variants::reqwest_client()?,
-            )?;
-            let status_only = Failover::builder(eps).no_attempt_timeout().build()?;
-            let chain = reqwest_middleware::ClientBuilder::new(crate::variants::reqwest_client()?)
-                .with(status_only.clone());
-            let status_only = FailoverTransport::with_client(chain.build(), &status_only);
+            // As in healthy-*: no attempt timeout, since alloy's `Http` has none, and no request
+            // deadline or failover budget. On the same client as alloy's `Http` (reqwest's
+            // defaults without proxies): with the default `reqwest::Client::new()`, reqwest's
+            // proxy matcher alone would cost ~1300 instructions per request that the baseline
+            // does not pay.
+            let builder = || -> Result<_, BoxError> {
+                Ok(FailoverTransport::builder(eps.clone())
+                    .client(crate::variants::reqwest_client()?)
+                    .no_attempt_timeout()
+                    .no_deadline()
+                    .no_failover_budget())
+            };
+            let jsonrpc = builder()?.build()?;
+            let chain = builder()?.call_middleware(crate::variants::PassThrough).build()?;
             let url = primary.url.as_str();
             Ok(Scenario {
                 name: "alloy-healthy",
                 about: "primary answers eth_blockNumber (echoing the id); an alloy RpcClient calls it over \
-                        alloy's Http (reqwest, no TLS), over FailoverTransport::from_builder (JSON-RPC \
-                        classifier, the default), over with_client on a status-only Failover, and (for \
-                        scale) over Http's healthy path rewritten on a ClientWithMiddleware with a \
+                        alloy's Http (reqwest, no TLS), over FailoverTransport::builder (JSON-RPC \
+                        classifier, the default; no deadline, no budget), the same on a client chain \
+                        with a pass-through middleware, and (for scale) over Http's healthy path rewritten on a ClientWithMiddleware with a \
                         do-nothing middleware",
                 variants: arcs(vec![
                     Variant::alloy_http("alloy-http", url)?,
                     Variant::alloy_failover("failnext-transport", url, jsonrpc)?,
-                    Variant::alloy_failover("failnext-transport-status", url, status_only)?,
+                    Variant::alloy_failover("failnext-transport-chain", url, chain)?,
                     Variant::alloy_chain("alloy-chain-pass-through", url)?,
                 ]),
                 servers: vec![primary, backup],

@@ -176,7 +176,7 @@ async fn app_loop(client: &reqwest::Client, primary: &Url, backup: &Url, body: &
 
 /// The do-nothing middleware of reqwest-middleware's own documentation.
 #[derive(Debug)]
-struct PassThrough;
+pub(crate) struct PassThrough;
 
 #[async_trait::async_trait]
 impl reqwest_middleware::Middleware for PassThrough {

@@ -13,7 +13,7 @@ use super::coherence::{Coherence, Rules};
 use super::memory::Memory;
 use super::methods::{Access, MethodTable};
 use super::monotonic::Heads;
-use crate::{ConfigError, Endpoint, EndpointId, Failover, FailoverBuilder};
+use crate::{ConfigError, Endpoint, EndpointId, Failover};
 
 mod calls;
 mod send;
@@ -76,97 +76,48 @@ impl std::fmt::Debug for Source {
 }
 
 impl FailoverTransport {
-    /// A transport over `endpoints` with failnext's defaults and the
-    /// [`JsonRpcClassifier`](crate::jsonrpc::JsonRpcClassifier) as the judge, on a plain `reqwest::Client` (no TLS unless your
+    /// A transport over `endpoints` with the defaults a bot should get: the same as
+    /// `FailoverTransport::builder(endpoints).build()` (see [`FailoverTransportBuilder`](super::FailoverTransportBuilder)
+    /// for every setting and its default), on a plain `reqwest::Client` (no TLS unless your
     /// reqwest features add it).
     ///
     /// # Errors
     ///
-    /// When the endpoints are invalid (see [`FailoverBuilder::build`]).
+    /// When the endpoints are invalid (see [`FailoverBuilder::build`](crate::FailoverBuilder::build)).
     pub fn new(endpoints: impl IntoIterator<Item = Endpoint>) -> Result<FailoverTransport, ConfigError> {
-        FailoverTransport::from_builder(Failover::builder(endpoints))
+        FailoverTransport::builder(endpoints).build()
     }
 
-    /// A transport over the `Failover` that `builder` builds, on a default `reqwest::Client`
-    /// (`reqwest::Client::new()`: system proxies, reqwest's defaults); the
-    /// [`JsonRpcClassifier`](crate::jsonrpc::JsonRpcClassifier) judges unless the builder has a classifier of its own.
-    ///
-    /// # Errors
-    ///
-    /// When the builder's configuration is invalid (see [`FailoverBuilder::build`]).
-    pub fn from_builder(builder: FailoverBuilder) -> Result<FailoverTransport, ConfigError> {
-        FailoverTransport::from_builder_on(builder, reqwest::Client::new())
-    }
-
-    /// [`from_builder`](FailoverTransport::from_builder) on your own `reqwest::Client` (its
-    /// pool, TLS, proxy and timeout settings), sent to directly: no middleware chain, as
-    /// alloy's `Http::with_client` does.
-    ///
-    /// ```
-    /// use failnext::{Endpoint, Failover};
-    /// use failnext::alloy::FailoverTransport;
-    ///
-    /// let client = reqwest::Client::builder().no_proxy().build()?;
-    /// let builder = Failover::builder([
-    ///     Endpoint::new("primary", "http://127.0.0.1:8545"),
-    ///     Endpoint::new("backup", "http://127.0.0.1:8546"),
-    /// ]);
-    /// let transport = FailoverTransport::from_builder_on(builder, client)?;
-    /// # drop(transport);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// When the builder's configuration is invalid (see [`FailoverBuilder::build`]).
-    pub fn from_builder_on(
-        builder: FailoverBuilder,
-        client: reqwest::Client,
-    ) -> Result<FailoverTransport, ConfigError> {
-        let failover = builder.judging_packets().build()?;
-        Ok(FailoverTransport::on(Route::Direct { client }, &failover))
-    }
-
-    /// A transport over your own client chain, which must carry `failover` (middlewares
-    /// before it run once per call, after it once per attempt). Judging is `failover`'s: give
-    /// it a [`JsonRpcClassifier`](crate::jsonrpc::JsonRpcClassifier) so that HTTP-200 rate limits and truncated bodies fail over.
-    pub fn with_client(client: ClientWithMiddleware, failover: &Failover) -> FailoverTransport {
-        FailoverTransport::on(Route::Chain(client), failover)
-    }
-
-    fn on(route: Route, failover: &Failover) -> FailoverTransport {
+    /// The transport the builder assembled: `failover` reached by `route`, with the
+    /// transport's own settings (ids in them checked by the builder).
+    pub(super) fn assemble(route: Route, failover: Failover, settings: Settings) -> FailoverTransport {
         let endpoints: Arc<[EndpointId]> = failover.endpoints().iter().map(|e| e.id().clone()).collect();
         let local = failover.endpoints().iter().all(|e| is_loopback(e.url()));
+        let coherence = Arc::new(Coherence::default());
+        for (id, capability) in settings.lacks {
+            coherence.capabilities.declare(id, capability);
+        }
+        let mut rules = Rules { heads: settings.heads, ..Rules::default() };
+        if let Some(depth) = settings.archive_depth {
+            rules.archive_depth = depth;
+        }
+        if let Some(duration) = settings.lack_for {
+            rules.lack_for = duration;
+        }
         FailoverTransport {
             route,
-            failover: failover.clone(),
+            failover,
             endpoints,
-            table: MethodTable::new(),
-            memory: Arc::new(Memory::new(REMEMBER_BROADCASTS)),
+            table: settings.table,
+            memory: Arc::new(Memory::new(settings.remember)),
             local,
-            coherence: Arc::new(Coherence::default()),
-            rules: Rules::default(),
-            source: None,
-            writes: None,
-            fanout: None,
-            logs: Some(Arc::default()),
+            coherence,
+            rules,
+            source: settings.source.map(Source),
+            writes: settings.writes.map(Into::into),
+            fanout: settings.fanout.map(Into::into),
+            logs: settings.split_logs.then(|| Arc::new(super::logs::Limits::until(settings.deadline))),
         }
-    }
-
-    /// What the builder adds once the rest is set: the heads of monotonic reads, the paired
-    /// source, the write endpoints and the fan-out (ids checked by the builder).
-    pub(crate) fn routed(
-        mut self,
-        heads: Option<Heads>,
-        source: Option<Arc<dyn crate::HealthSource>>,
-        writes: Option<Vec<EndpointId>>,
-        fanout: Option<Vec<EndpointId>>,
-    ) -> FailoverTransport {
-        self.rules.heads = heads;
-        self.source = source.map(Source);
-        self.writes = writes.map(Into::into);
-        self.fanout = fanout.map(Into::into);
-        self
     }
 
     /// The `Failover` under the transport: endpoint health ([`Failover::health`]), breaker
@@ -193,91 +144,15 @@ impl FailoverTransport {
         self.endpoints.iter().filter(|id| source.eligible(id)).filter_map(|id| source.head_of(id)).min()
     }
 
-    /// Uses `table` to decide which methods may fail over.
-    #[must_use]
-    pub fn method_table(mut self, table: MethodTable) -> FailoverTransport {
-        self.table = table;
-        self
-    }
-
-    /// How long lookups of a broadcast (`eth_getTransactionReceipt`,
-    /// `eth_getTransactionByHash` of its hash, `eth_getTransactionCount(sender, "pending")`)
-    /// prefer the endpoint that accepted it (default 2 minutes). Set it before the transport
-    /// is used: it starts a fresh memory.
-    #[must_use]
-    pub fn remember_broadcasts_for(mut self, duration: Duration) -> FailoverTransport {
-        self.memory = Arc::new(Memory::new(duration));
-        self
-    }
-
     /// Whether every endpoint is on this machine (loopback), as alloy's `is_local` means it:
     /// the value to give `RpcClient::new`.
     pub fn is_local(&self) -> bool {
         self.local
     }
 
-    /// Declares that endpoint `endpoint` lacks `capability`, for good: requests that need it
-    /// skip that endpoint, the others still use it (see [the module docs](super#capabilities)).
-    /// Clones share it.
-    ///
-    /// # Errors
-    ///
-    /// When `endpoint` names no endpoint of this transport (a typo would otherwise declare
-    /// nothing, silently); [`ConfigError::endpoint_id`] names it.
-    pub fn lacks(
-        self,
-        endpoint: impl Into<EndpointId>,
-        capability: Capability,
-    ) -> Result<FailoverTransport, ConfigError> {
-        let endpoint = endpoint.into();
-        if !self.endpoints.contains(&endpoint) {
-            return Err(ConfigError::unknown_endpoint(endpoint));
-        }
-        self.coherence.capabilities.declare(endpoint, capability);
-        Ok(self)
-    }
-
     /// What endpoint `endpoint` lacks now: declared, or found and not yet forgotten.
     pub fn lacking(&self, endpoint: &str) -> Vec<Capability> {
         self.coherence.capabilities.lacking(endpoint)
-    }
-
-    /// A state read more than `blocks` blocks behind the head needs
-    /// [`Capability::Archive`]. Default is 128 (geth keeps the state of its last 128 blocks).
-    #[must_use]
-    pub fn archive_depth(mut self, blocks: u64) -> FailoverTransport {
-        self.rules.archive_depth = blocks;
-        self
-    }
-
-    /// How long an endpoint found to lack a capability (its answer said "missing trie node"
-    /// to a historical read, or "method not found") is skipped by the requests that need it;
-    /// then it is asked again. Declared lacks stay for good. Default is 10 minutes.
-    #[must_use]
-    pub fn lack_found_for(mut self, duration: Duration) -> FailoverTransport {
-        self.rules.lack_for = duration;
-        self
-    }
-
-    /// Monotonic reads: no read is answered by a provider below the highest head this
-    /// transport has observed (see [`head`](FailoverTransport::head)). `heads` gives a
-    /// provider's current head by endpoint id (a block-height monitor's snapshot), `None` when
-    /// unknown: a provider known to be more than [`DEFAULT_TOLERANCE`](crate::DEFAULT_TOLERANCE)
-    /// blocks below the floor is skipped for reads (a monitor's view trails the chain by the
-    /// age of its probe, so a provider known a block or two below is asked), and when that
-    /// would leave no provider the read goes ahead, its answers judged. An `eth_blockNumber`
-    /// answer below the floor fails over instead of being returned, and when no provider
-    /// answers at or above it the read fails with [`BelowFloor`](super::BelowFloor) (a
-    /// bundle's reads, pinned to its reference, fail with it at once when every provider is
-    /// known below). Writes and
-    /// filter calls are not affected. Default is off.
-    #[must_use]
-    pub fn monotonic_reads(
-        mut self,
-        heads: impl Fn(&str) -> Option<u64> + Send + Sync + 'static,
-    ) -> FailoverTransport {
-        self.rules.heads = Some(Heads::of_fn(heads));
-        self
     }
 
     /// Counts `number` as an observed head (a head the application learnt elsewhere): it
@@ -295,13 +170,6 @@ impl FailoverTransport {
     /// How `method` is sent, as the table says.
     pub(crate) fn access(&self, method: &str) -> Access {
         self.table.access(method)
-    }
-
-    /// Splits logs queries every provider refuses, starting no part after `deadline`, or
-    /// none (see [`FailoverTransportBuilder::split_logs`](super::FailoverTransportBuilder::split_logs)).
-    pub(crate) fn split_logs(mut self, on: bool, deadline: Option<Duration>) -> FailoverTransport {
-        self.logs = on.then(|| Arc::new(super::logs::Limits::until(deadline)));
-        self
     }
 }
 
@@ -346,9 +214,27 @@ impl TransportConnect for FailoverTransport {
     }
 }
 
+/// The transport's own settings, as [`FailoverTransportBuilder`](super::FailoverTransportBuilder)
+/// gathered them.
+pub(super) struct Settings {
+    pub(super) table: MethodTable,
+    pub(super) remember: Duration,
+    pub(super) archive_depth: Option<u64>,
+    pub(super) lack_for: Option<Duration>,
+    pub(super) lacks: Vec<(EndpointId, Capability)>,
+    /// Logs queries every provider refuses are split, starting no part after `deadline`.
+    pub(super) split_logs: bool,
+    pub(super) deadline: Option<Duration>,
+    /// The heads of monotonic reads.
+    pub(super) heads: Option<Heads>,
+    pub(super) source: Option<Arc<dyn crate::HealthSource>>,
+    pub(super) writes: Option<Vec<EndpointId>>,
+    pub(super) fanout: Option<Vec<EndpointId>>,
+}
+
 /// How the transport reaches `Failover`.
 #[derive(Clone, Debug)]
-enum Route {
+pub(super) enum Route {
     /// It owns its client: failnext's attempt loop runs on it directly, without a middleware
     /// chain or options in extensions (the healthy path costs less).
     Direct { client: reqwest::Client },
