@@ -86,8 +86,8 @@ async fn main() -> Result<(), Box<dyn Error>> {
     let elapsed = started.elapsed();
     match &hung {
         Ok(block) => println!("read 5: block {block} in {elapsed:.0?}"),
-        Err(err) => match Failure::find(err) {
-            Some(Failure::Read(e)) => println!(
+        Err(err) => match Failure::find(err).filter(Failure::is_read).and_then(|f| f.error()) {
+            Some(e) => println!(
                 "read 5: failed after {elapsed:.0?}: deadline passed: {}, budget spent: {}",
                 e.is_deadline(),
                 e.is_budget_spent()

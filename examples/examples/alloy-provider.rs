@@ -22,7 +22,7 @@ use std::error::Error;
 
 use alloy::providers::{Provider, ProviderBuilder};
 use alloy::rpc::client::RpcClient;
-use failnext::alloy::{CallExt, FailoverTransport, NeverSent, PossiblySubmitted, ServedByCell};
+use failnext::alloy::{CallExt, FailoverTransport, Failure, FailureKind, ServedByCell};
 // Unpublished helpers (simulator, ensure): see "Copying an example" in examples/README.md.
 use failnext_examples::sim::Behaviour;
 use failnext_examples::{Network, ensure};
@@ -59,23 +59,23 @@ async fn main() -> Result<(), Box<dyn Error>> {
     let sent = provider.send_raw_transaction(&raw).await;
     match &sent {
         Ok(pending) => println!("write: accepted, transaction {}", pending.tx_hash()),
-        Err(err) => match (PossiblySubmitted::find(err), NeverSent::find(err)) {
+        Err(err) => match Failure::find(err).map(|f| (f.kind(), f)) {
             // The answer was lost (here a 503 that a gateway may have sent after forwarding
             // the transaction): reconcile by this hash, do not sign again.
-            (Some(lost), _) => println!(
+            Some((FailureKind::PossiblySubmitted, lost)) => println!(
                 "write: possibly submitted to {}, reconcile by hash {}",
                 lost.endpoint().map_or("?", |id| id.as_str()),
                 lost.hash().map(|h| h.to_string()).unwrap_or_default()
             ),
             // Provably never left (connection refused): safe to send again.
-            (None, Some(never)) => println!("write: never sent ({never})"),
+            Some((FailureKind::NeverSent, never)) => println!("write: never sent ({never})"),
             // The node answered with a JSON-RPC error: it refused the transaction.
-            (None, None) => println!("write: refused by the node: {err}"),
+            _ => println!("write: refused by the node: {err}"),
         },
     }
     // Simulator only: checks what happened.
     if let Some(sim) = net.sim() {
-        let lost = sent.as_ref().err().and_then(PossiblySubmitted::find);
+        let lost = sent.as_ref().err().and_then(Failure::find).filter(Failure::is_possibly_submitted);
         ensure(
             lost.is_some_and(|l| l.hash().is_some()),
             "the lost write is PossiblySubmitted, with its hash",

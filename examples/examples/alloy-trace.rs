@@ -8,7 +8,7 @@
 //! - `CallExt::record_trace(&cell)` on the call's metadata asks for the request's `Trace` and
 //!   has the transport write it into a `TraceCell` when the call ends, answered or not;
 //! - `Failure::find(&err)` finds failnext's error in alloy's `TransportError`: a failed read is
-//!   `Failure::Read(e)`, and `e.attempts()` lists each attempt, its endpoint and its error.
+//!   `FailureKind::Read`, and `failure.attempts()` lists each attempt, its endpoint and its error.
 //!
 //! Run it with `cargo run -p failnext-examples --features alloy --example alloy-trace`.
 #![allow(clippy::print_stdout, reason = "an example shows what happened on stdout")]
@@ -51,9 +51,9 @@ async fn main() -> Result<(), Box<dyn Error>> {
     match &read {
         Ok(block) => println!("block number: {block}"),
         Err(err) => match Failure::find(err) {
-            Some(Failure::Read(e)) => {
-                println!("read failed: {e}");
-                for attempt in e.attempts() {
+            Some(failure) if failure.is_read() => {
+                println!("read failed: {failure}");
+                for attempt in failure.attempts() {
                     println!("  attempt: {attempt}");
                     attempts.push(attempt.endpoint().to_string());
                 }

@@ -33,7 +33,7 @@ use std::error::Error;
 use alloy::primitives::B256;
 use alloy::providers::{Provider, ProviderBuilder};
 use alloy::rpc::client::RpcClient;
-use failnext::alloy::{FailoverTransport, NeverSent, PossiblySubmitted};
+use failnext::alloy::{FailoverTransport, Failure};
 // Unpublished helpers (simulator, ensure): see "Copying an example" in examples/README.md.
 use failnext_examples::sim::Behaviour;
 use failnext_examples::{Network, ensure};
@@ -62,7 +62,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
             println!("broadcast: accepted, transaction {}", pending.tx_hash());
             None
         }
-        Err(err) => match PossiblySubmitted::find(err) {
+        Err(err) => match Failure::find(err).filter(Failure::is_possibly_submitted) {
             Some(lost) => {
                 println!("broadcast: PossiblySubmitted: {lost}");
                 lost.hash()
@@ -92,7 +92,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     let other = [0xc0, 0xff, 0xee];
     match provider.send_raw_transaction(&other).await {
         Ok(pending) => println!("broadcast: accepted, transaction {}", pending.tx_hash()),
-        Err(err) => match NeverSent::find(&err) {
+        Err(err) => match Failure::find(&err).filter(Failure::is_never_sent) {
             Some(never) => {
                 println!("broadcast: NeverSent: {never}");
                 // Simulator only: the primary is back.

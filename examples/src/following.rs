@@ -4,7 +4,7 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use failnext::alloy::{ChainEvent, FailoverTransport, FollowError, Start};
+use failnext::alloy::{ChainEvent, FailoverTransport, Start};
 
 use crate::SIM_CHAIN_ID;
 use crate::sim::{Behaviour, Chain};
@@ -81,7 +81,7 @@ pub async fn follow(blocks: u64) -> Result<Followed, Box<dyn std::error::Error>>
         let event = tokio::time::timeout(Duration::from_secs(10), follower.next())
             .await
             .map_err(|_| "the follower yielded nothing for 10 s")?
-            .map_err(|e: FollowError| e.to_string())?;
+            .map_err(|e: alloy::transports::TransportError| e.to_string())?;
         if let ChainEvent::Block { block, .. } = event {
             in_order &= block.number == first + yielded && parent.is_none_or(|p| p == block.parent_hash);
             parent = Some(block.hash);

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use alloy::primitives::B256;
 use alloy::rpc::client::RpcClient;
 use failnext::Endpoint;
-use failnext::alloy::{BlockRef, Bundle, Capability, FailoverTransport, ReferenceUnknown};
+use failnext::alloy::{BlockRef, Bundle, Capability, FailoverTransport, Failure};
 use failnext_blocklag::{Monitor, MonitorHandle};
 use serde_json::{Value, json};
 
@@ -313,7 +313,7 @@ async fn quote(bundle: &Bundle, out: &mut Rehearsal) -> Result<(), Restart> {
         out.reads += 1;
         match reserves(&client, pool).await {
             Ok(answer) => answers.push(answer),
-            Err(e) if ReferenceUnknown::find(&e).is_some() => return Err(Restart),
+            Err(e) if Failure::find(&e).is_some_and(|f| f.is_reference_unknown()) => return Err(Restart),
             Err(_) => {
                 out.failed += 1;
                 return Ok(());

@@ -16,8 +16,7 @@ use alloy::rpc::client::RpcClient;
 use alloy::rpc::types::TransactionRequest;
 use alloy::signers::local::PrivateKeySigner;
 use failnext::alloy::{
-    BlockRef, CallExt, ChainEvent, Delivery, FailoverTransport, Failure, NeverSent, PossiblySubmitted,
-    ServedByCell, Start,
+    BlockRef, CallExt, ChainEvent, Delivery, FailoverTransport, Failure, ServedByCell, Start,
 };
 use failnext::{Cooldown, Endpoint, Event};
 use failnext_blocklag::Monitor;
@@ -120,9 +119,9 @@ async fn a_signed_transfer_lands_on_one_node_only_with_the_primary_alive_and_kil
     primary.kill().unwrap();
     let (raw, hash) = transfer(0, 1).await;
     let err = within(provider.send_raw_transaction(&raw)).await.unwrap_err();
-    let typed = NeverSent::find(&err)
-        .map(|e| e.hash())
-        .or_else(|| PossiblySubmitted::find(&err).map(|e| e.hash()))
+    let typed = Failure::find(&err)
+        .filter(|f| f.is_never_sent() || f.is_possibly_submitted())
+        .map(|f| f.hash())
         .unwrap_or_else(|| panic!("not a typed lost broadcast: {err}"));
     assert_eq!(typed, Some(hash), "the hash, computed locally");
     assert_eq!(nonces(&[&backup], 0).await, [0], "the backup never saw it");
@@ -137,7 +136,8 @@ async fn a_killed_primarys_broadcast_is_never_sent_once_its_connections_are_gone
     let provider = ProviderBuilder::new().connect_client(RpcClient::new(t, true));
     let (raw, hash) = transfer(1, 0).await;
     let err = within(provider.send_raw_transaction(&raw)).await.unwrap_err();
-    let never = NeverSent::find(&err).unwrap_or_else(|| panic!("not NeverSent: {err}"));
+    let never =
+        Failure::find(&err).filter(Failure::is_never_sent).unwrap_or_else(|| panic!("not NeverSent: {err}"));
     assert_eq!(never.hash(), Some(hash));
     assert_eq!(nonces(&[&backup], 1).await, [0]);
 }
@@ -154,7 +154,9 @@ async fn a_hung_primary_is_bounded_by_the_attempt_timeout_and_a_read_fails_over(
     // A raw transaction to the hung primary: possibly submitted (it was written), never resent.
     let (raw, hash) = transfer(2, 0).await;
     let err = within(provider.send_raw_transaction(&raw)).await.unwrap_err();
-    let lost = PossiblySubmitted::find(&err).unwrap_or_else(|| panic!("not PossiblySubmitted: {err}"));
+    let lost = Failure::find(&err)
+        .filter(Failure::is_possibly_submitted)
+        .unwrap_or_else(|| panic!("not PossiblySubmitted: {err}"));
     assert_eq!(lost.hash(), Some(hash));
     assert_eq!(log.take(), [primary.url()]);
     primary.resume().unwrap();
@@ -440,7 +442,9 @@ async fn a_transfer_routed_to_the_primary_is_never_sent_to_the_backup_while_the_
     let (hash, sent) = transfer_while_the_primary_is_down(&t, &mut primary, &backup).await;
     let err = sent.expect_err("no write endpoint is usable");
     match Failure::find(&err) {
-        Some(Failure::NeverSent(never)) => assert_eq!(never.hash(), Some(hash), "the hash, computed locally"),
+        Some(never) if never.is_never_sent() => {
+            assert_eq!(never.hash(), Some(hash), "the hash, computed locally")
+        }
         other => panic!("not NeverSent: {other:?} ({err})"),
     }
     assert!(!knows(&backup, hash).await, "the backup never heard of it");

@@ -15,7 +15,7 @@
 //! use alloy::providers::{Provider, ProviderBuilder};
 //! use alloy::rpc::client::RpcClient;
 //! use failnext::Endpoint;
-//! use failnext::alloy::{FailoverTransport, NeverSent, PossiblySubmitted};
+//! use failnext::alloy::{FailoverTransport, Failure};
 //!
 //! let transport = FailoverTransport::new([
 //!     Endpoint::new("primary", "https://provider-a.example/rpc?key=..."),
@@ -28,10 +28,11 @@
 //!
 //! // A raw transaction never reaches a second provider.
 //! if let Err(err) = provider.send_raw_transaction(&signed).await {
-//!     if let Some(lost) = PossiblySubmitted::find(&err) {
+//!     let failure = Failure::find(&err);
+//!     if let Some(lost) = failure.filter(Failure::is_possibly_submitted) {
 //!         // Sent, but the answer was lost (timeout, reset, gateway 5xx): reconcile by
 //!         // `lost.hash()`, computed from the raw bytes; do not sign again.
-//!     } else if NeverSent::find(&err).is_some() {
+//!     } else if failure.is_some_and(|f| f.is_never_sent()) {
 //!         // Provably never left (connection refused): safe to send again.
 //!     }
 //! }

@@ -8,9 +8,8 @@ use std::time::Duration;
 use alloy_json_rpc::{Id, Request, RequestPacket, ResponsePacket, ResponsePayload, SerializedRequest};
 use alloy_primitives::{B256, keccak256};
 use failnext::alloy::{
-    BelowFloor, BlockRef, Bundle, BundleRefused, CallExt, Capability, FailoverTransport,
-    FailoverTransportBuilder, FilterPinned, NeverSent, PossiblySubmitted, ReferenceUnknown, ServedByCell,
-    TraceCell,
+    BlockRef, Bundle, CallExt, Capability, FailoverTransport, FailoverTransportBuilder, Failure,
+    ServedByCell, TraceCell,
 };
 use failnext::{Class, Endpoint, Event, SkipReason, Trace, TraceStep, Unfit};
 use failnext_loopback::{Action, End, Received, Reply, Server, refused_url};
@@ -115,7 +114,9 @@ async fn a_raw_transaction_never_reaches_a_second_provider() {
     let backup = node(|_, _| ok(json!("0x01"))).await;
     let t = transport(&[("primary", primary.url("/")), ("backup", backup.url("/"))]);
     let err = send(&t, single("eth_sendRawTransaction", json!([RAW]))).await.unwrap_err();
-    let lost = PossiblySubmitted::find(&err).unwrap_or_else(|| panic!("not PossiblySubmitted: {err}"));
+    let lost = Failure::find(&err)
+        .filter(Failure::is_possibly_submitted)
+        .unwrap_or_else(|| panic!("not PossiblySubmitted: {err}"));
     assert_eq!(lost.hash(), Some(raw_hash()), "the hash computed locally from the raw bytes");
     assert_eq!(lost.endpoint().map(|e| e.as_str()), Some("primary"));
     assert_eq!(backup.requests(), 0, "a 503 from a gateway may have forwarded it: never sent elsewhere");
@@ -126,9 +127,10 @@ async fn a_refused_broadcast_is_never_sent_and_safe_to_resend() {
     let backup = node(|_, _| ok(json!("0x01"))).await;
     let t = transport(&[("primary", refused_url("/")), ("backup", backup.url("/"))]);
     let err = send(&t, single("eth_sendRawTransaction", json!([RAW]))).await.unwrap_err();
-    let never = NeverSent::find(&err).unwrap_or_else(|| panic!("not NeverSent: {err}"));
+    let never =
+        Failure::find(&err).filter(Failure::is_never_sent).unwrap_or_else(|| panic!("not NeverSent: {err}"));
     assert_eq!(never.hash(), Some(raw_hash()));
-    assert!(PossiblySubmitted::find(&err).is_none());
+    assert!(Failure::find(&err).filter(Failure::is_possibly_submitted).is_none());
     assert_eq!(backup.requests(), 0);
 }
 
@@ -145,7 +147,9 @@ async fn a_broadcast_whose_answer_breaks_off_is_possibly_submitted() {
         let backup = node(|_, _| ok(json!("0x01"))).await;
         let t = transport(&[("primary", primary.url("/")), ("backup", backup.url("/"))]);
         let err = send(&t, single("eth_sendRawTransaction", json!([RAW]))).await.unwrap_err();
-        let lost = PossiblySubmitted::find(&err).unwrap_or_else(|| panic!("not PossiblySubmitted: {err}"));
+        let lost = Failure::find(&err)
+            .filter(Failure::is_possibly_submitted)
+            .unwrap_or_else(|| panic!("not PossiblySubmitted: {err}"));
         assert_eq!(lost.hash(), Some(raw_hash()));
         assert_eq!(backup.requests(), 0);
     }
@@ -157,7 +161,7 @@ async fn a_hung_broadcast_is_possibly_submitted_after_the_attempt_timeout() {
     let backup = node(|_, _| ok(json!("0x01"))).await;
     let t = transport(&[("primary", primary.url("/")), ("backup", backup.url("/"))]);
     let err = send(&t, single("eth_sendRawTransaction", json!([RAW]))).await.unwrap_err();
-    assert!(PossiblySubmitted::find(&err).is_some(), "{err}");
+    assert!(Failure::find(&err).filter(Failure::is_possibly_submitted).is_some(), "{err}");
     assert_eq!(backup.requests(), 0);
 }
 
@@ -213,8 +217,10 @@ async fn filter_calls_stay_on_the_provider_that_created_the_filter() {
     let mut req = call("eth_getFilterChanges", json!(["0xF1"]), 7);
     *req.meta_mut() = req.meta().clone().exclude_endpoints(["backup"]);
     let err = send(&t, RequestPacket::Single(req)).await.unwrap_err();
-    let pinned = FilterPinned::find(&err).unwrap_or_else(|| panic!("not FilterPinned: {err}"));
-    assert_eq!(pinned.endpoint().as_str(), "backup");
+    let pinned = Failure::find(&err)
+        .filter(Failure::is_filter_pinned)
+        .unwrap_or_else(|| panic!("not FilterPinned: {err}"));
+    assert_eq!(pinned.endpoint().map(|e| e.as_str()), Some("backup"));
     assert!(err.to_string().contains("create a new filter"), "{err}");
 }
 
@@ -255,7 +261,7 @@ async fn a_batch_with_a_write_does_not_fail_over_and_a_batch_of_reads_does() {
         call("eth_sendRawTransaction", json!([RAW]), 2),
     ]);
     let err = send(&t, mixed).await.unwrap_err();
-    assert!(PossiblySubmitted::find(&err).is_some(), "{err}");
+    assert!(Failure::find(&err).filter(Failure::is_possibly_submitted).is_some(), "{err}");
     assert_eq!(backup.take_log().len(), 0);
 }
 
@@ -428,10 +434,12 @@ async fn a_bundle_leaves_explicit_blocks_alone_pins_pending_and_refuses_the_pend
     assert_eq!(calls(&server), [("eth_call".to_owned(), json!([to, pinned()]))]);
 
     let err = send(&bundle, single("eth_getTransactionCount", json!([ADDR, "pending"]))).await.unwrap_err();
-    let refused = BundleRefused::find(&err).unwrap_or_else(|| panic!("not BundleRefused: {err}"));
-    assert_eq!(refused.method(), "eth_getTransactionCount");
+    let refused = Failure::find(&err)
+        .filter(Failure::is_bundle_refused)
+        .unwrap_or_else(|| panic!("not BundleRefused: {err}"));
+    assert_eq!(refused.method(), Some("eth_getTransactionCount"));
     let err = send(&bundle, single("eth_sendRawTransaction", json!([RAW]))).await.unwrap_err();
-    assert!(BundleRefused::find(&err).is_some(), "{err}");
+    assert!(Failure::find(&err).filter(Failure::is_bundle_refused).is_some(), "{err}");
     assert!(calls(&server).is_empty(), "nothing refused was sent");
 }
 
@@ -482,14 +490,16 @@ async fn no_provider_knowing_the_reference_is_a_typed_error_that_says_restart() 
     let t = transport(&[("primary", primary.url("/")), ("backup", backup.url("/"))]);
     let bundle = t.bundle(reference());
     let err = send(&bundle, single("eth_getBalance", json!([ADDR]))).await.unwrap_err();
-    let unknown = ReferenceUnknown::find(&err).unwrap_or_else(|| panic!("not ReferenceUnknown: {err}"));
-    assert_eq!(unknown.reference(), reference());
+    let unknown = Failure::find(&err)
+        .filter(Failure::is_reference_unknown)
+        .unwrap_or_else(|| panic!("not ReferenceUnknown: {err}"));
+    assert_eq!(unknown.reference(), Some(reference()));
     assert_eq!(unknown.missed(), [id("primary"), id("backup")]);
     assert!(err.to_string().contains("restart the decision at a new reference"), "{err}");
     primary.take_log();
     backup.take_log();
     let err = send(&bundle, single("eth_getBalance", json!([ADDR]))).await.unwrap_err();
-    assert!(ReferenceUnknown::find(&err).is_some(), "{err}");
+    assert!(Failure::find(&err).filter(Failure::is_reference_unknown).is_some(), "{err}");
     assert_eq!(primary.requests() + backup.requests(), 2, "one each for the first read, none for the second");
     assert!(calls(&primary).is_empty() && calls(&backup).is_empty());
 }
@@ -701,8 +711,10 @@ async fn an_eth_block_number_answer_below_the_floor_fails_over_instead_of_being_
     // Nobody at the floor: a typed error, nothing stale returned.
     t.observe_head(9);
     let err = send(&t, single("eth_blockNumber", json!([]))).await.unwrap_err();
-    let below = BelowFloor::find(&err).unwrap_or_else(|| panic!("not BelowFloor: {err}"));
-    assert_eq!(below.floor(), 9);
+    let below = Failure::find(&err)
+        .filter(Failure::is_below_floor)
+        .unwrap_or_else(|| panic!("not BelowFloor: {err}"));
+    assert_eq!(below.floor(), Some(9));
     assert_eq!(below.behind(), [(id("primary"), Some(0)), (id("backup"), Some(5))]);
 }
 

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use alloy_primitives::{Address, B256, keccak256};
 use alloy_rpc_types_eth::Filter;
+use alloy_transport::TransportError;
 use failnext::Endpoint;
-use failnext::alloy::{BlockRef, ChainEvent, FailoverTransport, FollowError, Follower, Start};
+use failnext::alloy::{BlockRef, ChainEvent, FailoverTransport, Failure, FailureKind, Follower, Start};
 use failnext_loopback::{Action, Received, Reply, Server};
 use serde_json::{Value, json};
 
@@ -177,8 +178,13 @@ fn filter() -> Filter {
 }
 
 /// The next event, within 5 s.
-async fn next(follower: &mut Follower) -> Result<ChainEvent, FollowError> {
+async fn next(follower: &mut Follower) -> Result<ChainEvent, TransportError> {
     tokio::time::timeout(Duration::from_secs(5), follower.next()).await.expect("an event within 5 s")
+}
+
+/// Where a too-deep reorg says to follow again from.
+fn restart_from(err: &TransportError) -> Option<u64> {
+    Failure::find(err).filter(Failure::is_reorg_too_deep)?.restart_from()
 }
 
 /// Events until block `last` and its logs are out.
@@ -274,10 +280,8 @@ async fn a_reorg_deeper_than_the_blocks_remembered_is_a_typed_error_naming_where
     }
     chain.lock().unwrap().reorg(5);
     chain.lock().unwrap().extend(11);
-    match next(&mut follower).await {
-        Err(FollowError::TooDeep { restart_from }) => assert_eq!(restart_from, 9),
-        other => panic!("too deep: {other:?}"),
-    }
+    let err = next(&mut follower).await.unwrap_err();
+    assert_eq!(restart_from(&err), Some(9), "too deep: {err}");
 }
 
 #[tokio::test]
@@ -324,7 +328,8 @@ async fn a_follower_started_at_a_hash_or_the_head_begins_there() {
     let mut at_head = t.follow(Start::Head).poll_every(Duration::from_millis(10));
     assert!(matches!(next(&mut at_head).await.unwrap(), ChainEvent::Block { block: b, .. } if b.number == 7));
     let unknown = t.follow(Start::Hash(B256::repeat_byte(9))).next().await;
-    assert!(matches!(unknown, Err(FollowError::Start(_))), "{unknown:?}");
+    let kind = unknown.as_ref().err().and_then(Failure::find).map(|f| f.kind());
+    assert_eq!(kind, Some(FailureKind::StartUnknown), "{unknown:?}");
 }
 
 #[tokio::test]
@@ -647,7 +652,8 @@ async fn a_follower_as_a_stream_yields_its_events_and_ends_after_an_error() {
     assert_eq!(numbers, [1, 2, 3, 4]);
     chain.lock().unwrap().reorg(3);
     let err = tokio::time::timeout(Duration::from_secs(5), stream.next()).await.unwrap();
-    assert!(matches!(err, Some(Err(FollowError::TooDeep { restart_from: 3 }))), "{err:?}");
+    let Some(Err(err)) = err else { panic!("an error: {err:?}") };
+    assert_eq!(restart_from(&err), Some(3), "{err}");
     assert!(stream.next().await.is_none(), "the stream ends after its error");
 }
 
@@ -659,7 +665,8 @@ async fn a_follower_started_at_the_hash_of_a_replaced_block_says_it_is_not_on_th
     let old_five = chain.lock().unwrap().hash_of(5).unwrap();
     chain.lock().unwrap().reorg(2);
     let err = t.follow(Start::Hash(old_five)).next().await;
-    let Err(FollowError::Start(err)) = err else { panic!("a start error: {err:?}") };
+    let Err(err) = err else { panic!("a start error: {err:?}") };
+    assert!(Failure::find(&err).is_some_and(|f| f.is_start_unknown()), "{err}");
     assert!(err.to_string().contains("not on the chain"), "{err}");
 }
 
@@ -676,7 +683,8 @@ async fn a_follower_started_after_a_block_yields_the_next_one_or_says_where_to_r
 
     chain.lock().unwrap().reorg(4);
     let err = t.follow(Start::After(five)).next().await;
-    assert!(matches!(err, Err(FollowError::TooDeep { restart_from: 5 })), "{err:?}");
+    let Err(err) = err else { panic!("an error: {err:?}") };
+    assert_eq!(restart_from(&err), Some(5), "{err}");
 }
 
 #[cfg(feature = "ws")]

@@ -13,7 +13,7 @@ use alloy_json_rpc::{
 use alloy_primitives::{B256, keccak256};
 use alloy_transport::TransportError;
 use failnext::alloy::{
-    CallExt, Delivery, FailoverTransport, FailoverTransportBuilder, Failure, ServedByCell,
+    CallExt, Delivery, FailoverTransport, FailoverTransportBuilder, Failure, FailureKind, ServedByCell, Start,
 };
 use failnext::{Endpoint, EndpointId};
 use failnext_loopback::{Action, Handler, Later, Received, Reply, Server, refused_url};
@@ -116,7 +116,7 @@ async fn a_write_routed_to_the_relay_never_reaches_another_endpoint_while_the_re
     for _ in 0..5 {
         let err = rpc(&t, raw_tx()).await.unwrap_err();
         match Failure::find(&err) {
-            Some(Failure::NeverSent(never)) => assert_eq!(never.hash(), Some(raw_hash())),
+            Some(never) if never.is_never_sent() => assert_eq!(never.hash(), Some(raw_hash())),
             other => panic!("not NeverSent: {other:?}"),
         }
     }
@@ -145,8 +145,8 @@ async fn a_write_routed_to_the_relay_is_never_sent_elsewhere_while_its_breaker_i
     assert_eq!(count(&public, "eth_sendRawTransaction"), 0, "never sent elsewhere: {err}");
     // At most the relay, as its breaker's trial; the error says which.
     match (count(&relay, "eth_sendRawTransaction"), Failure::find(&err)) {
-        (0, Some(Failure::NeverSent(never))) => assert_eq!(never.hash(), Some(raw_hash())),
-        (1, Some(Failure::PossiblySubmitted(lost))) => {
+        (0, Some(never)) if never.is_never_sent() => assert_eq!(never.hash(), Some(raw_hash())),
+        (1, Some(lost)) if lost.is_possibly_submitted() => {
             assert_eq!(lost.hash(), Some(raw_hash()));
             assert_eq!(lost.endpoint().map(|e| e.as_str()), Some("relay"));
         }
@@ -168,7 +168,7 @@ async fn a_per_call_preference_or_permission_does_not_move_a_write_off_its_endpo
     // Excluding the relay leaves the write nowhere to go: never sent, not sent to public.
     let exclude_relay = with_meta("eth_sendRawTransaction", json!([RAW]), |m| m.exclude_endpoints(["relay"]));
     let err = rpc(&t, exclude_relay).await.unwrap_err();
-    assert!(matches!(Failure::find(&err), Some(Failure::NeverSent(_))), "{err}");
+    assert!(Failure::find(&err).is_some_and(|f| f.is_never_sent()), "{err}");
     assert_eq!((taken(&relay), taken(&public)), (0, 0));
     // Allowed to fail over, a write whose relay answers 503 still does not reach public.
     let unavailable: Handler = Arc::new(|_: &Received| Action::Reply(Reply::new(503).text("unavailable")));
@@ -176,7 +176,7 @@ async fn a_per_call_preference_or_permission_does_not_move_a_write_off_its_endpo
     let allowed =
         with_meta("eth_sendRawTransaction", json!([RAW]), |m| m.allow_failover().prefer_endpoint("public"));
     let err = rpc(&t, allowed).await.unwrap_err();
-    assert!(matches!(Failure::find(&err), Some(Failure::PossiblySubmitted(_))), "{err}");
+    assert!(Failure::find(&err).is_some_and(|f| f.is_possibly_submitted()), "{err}");
     assert_eq!((taken(&relay), taken(&public)), (1, 0));
 }
 
@@ -214,8 +214,8 @@ async fn a_write_naming_an_unknown_endpoint_per_call_is_never_sent() {
     for typo in typos {
         let err = rpc(&t, with_meta("eth_sendRawTransaction", json!([RAW]), typo)).await.unwrap_err();
         match Failure::find(&err) {
-            Some(failure @ Failure::NeverSent(never)) => {
-                assert_eq!(never.hash(), Some(raw_hash()));
+            Some(failure) if failure.is_never_sent() => {
+                assert_eq!(failure.hash(), Some(raw_hash()));
                 assert!(failure.is_safe_to_resend());
                 let unknown = failure.error().and_then(|e| e.unknown_endpoint()).map(|id| id.as_str());
                 assert_eq!(unknown, Some("rleay"), "{err}");
@@ -257,8 +257,8 @@ async fn a_write_whose_deadline_passes_while_another_request_holds_the_trial_is_
     assert!(started.elapsed() >= Duration::from_secs(1), "{:?}", started.elapsed());
     assert_eq!(relay.requests(), 4, "the write never reached the relay");
     match Failure::find(&err) {
-        Some(failure @ Failure::NeverSent(never)) => {
-            assert_eq!(never.hash(), Some(raw_hash()));
+        Some(failure) if failure.is_never_sent() => {
+            assert_eq!(failure.hash(), Some(raw_hash()));
             assert!(failure.is_safe_to_resend());
             assert!(failure.error().is_some_and(|e| e.is_deadline() && e.attempts().is_empty()), "{err}");
         }
@@ -349,7 +349,7 @@ async fn a_fanout_none_accepted_that_may_be_out_fails_typed_and_is_not_safe_to_r
         .unwrap();
     let err = rpc(&t, raw_tx()).await.unwrap_err();
     let failure = Failure::find(&err);
-    let Some(Failure::Broadcast(outcome)) = failure else { panic!("not Broadcast: {failure:?}") };
+    let Some(outcome) = failure.and_then(|f| f.broadcast()) else { panic!("not Broadcast: {failure:?}") };
     assert!(outcome.possibly_submitted(), "{outcome}");
     assert_eq!(outcome.hash(), raw_hash());
     assert!(matches!(outcome.delivery("down"), Some(Delivery::NeverSent { .. })), "{outcome}");
@@ -369,7 +369,7 @@ async fn a_fanout_that_reached_no_endpoint_fails_typed_and_is_safe_to_resend() {
         .unwrap();
     let err = rpc(&t, raw_tx()).await.unwrap_err();
     let failure = Failure::find(&err).unwrap_or_else(|| panic!("not the transport's: {err}"));
-    let Failure::Broadcast(outcome) = failure else { panic!("not Broadcast: {failure:?}") };
+    let Some(outcome) = failure.broadcast() else { panic!("not Broadcast: {failure:?}") };
     assert!(outcome.deliveries().iter().all(|(_, d)| matches!(d, Delivery::NeverSent { .. })), "{outcome}");
     assert!(!outcome.possibly_submitted() && failure.is_safe_to_resend(), "{outcome}");
 }
@@ -384,7 +384,8 @@ async fn a_fanout_every_reached_endpoint_refused_fails_with_the_first_refusal() 
         .unwrap();
     let err = rpc(&t, raw_tx()).await.unwrap_err();
     match Failure::find(&err) {
-        Some(Failure::Answered(payload)) => {
+        Some(failure) if failure.is_answered() => {
+            let payload = failure.payload().unwrap();
             assert_eq!((payload.code, &*payload.message), (-32000, "replacement transaction underpriced"));
         }
         other => panic!("not Answered: {other:?}"),
@@ -414,7 +415,7 @@ async fn a_private_transaction_whose_answer_is_lost_carries_its_locally_computed
     for packet in private() {
         let err = rpc(&t, packet).await.unwrap_err();
         let failure = Failure::find(&err);
-        let Some(Failure::PossiblySubmitted(lost)) = failure else {
+        let Some(lost) = failure.filter(Failure::is_possibly_submitted) else {
             panic!("not PossiblySubmitted: {failure:?}")
         };
         assert_eq!(lost.hash(), Some(raw_hash()), "{lost}");
@@ -426,7 +427,7 @@ async fn a_private_transaction_whose_answer_is_lost_carries_its_locally_computed
     for packet in private() {
         let err = rpc(&t, packet).await.unwrap_err();
         let failure = Failure::find(&err);
-        let Some(Failure::Broadcast(outcome)) = failure else { panic!("not Broadcast: {failure:?}") };
+        let Some(outcome) = failure.and_then(|f| f.broadcast()) else { panic!("not Broadcast: {failure:?}") };
         assert_eq!(outcome.hash(), raw_hash(), "{outcome}");
         assert!(matches!(outcome.delivery("relay"), Some(Delivery::PossiblySubmitted { .. })), "{outcome}");
         let failure = failure.unwrap();
@@ -469,19 +470,21 @@ fn keyed_refused() -> String {
 
 /// What an application does with a failure of the transport: one `match`.
 fn label(err: &TransportError) -> &'static str {
-    match Failure::find(err) {
-        Some(Failure::Read(_)) => "Read",
-        Some(Failure::Status(_)) => "Status",
-        Some(Failure::Answered(_)) => "Answered",
-        Some(Failure::PossiblySubmitted(_)) => "PossiblySubmitted",
-        Some(Failure::NeverSent(_)) => "NeverSent",
-        Some(Failure::Broadcast(_)) => "Broadcast",
-        Some(Failure::FilterPinned(_)) => "FilterPinned",
-        Some(Failure::BundleRefused(_)) => "BundleRefused",
-        Some(Failure::ReferenceUnknown(_)) => "ReferenceUnknown",
-        Some(Failure::BelowFloor(_)) => "BelowFloor",
-        Some(_) => "a kind added later",
-        None => "not the transport's",
+    let Some(failure) = Failure::find(err) else { return "not the transport's" };
+    match failure.kind() {
+        FailureKind::Read => "Read",
+        FailureKind::Status => "Status",
+        FailureKind::Answered => "Answered",
+        FailureKind::PossiblySubmitted => "PossiblySubmitted",
+        FailureKind::NeverSent => "NeverSent",
+        FailureKind::Broadcast => "Broadcast",
+        FailureKind::FilterPinned => "FilterPinned",
+        FailureKind::BundleRefused => "BundleRefused",
+        FailureKind::ReferenceUnknown => "ReferenceUnknown",
+        FailureKind::BelowFloor => "BelowFloor",
+        FailureKind::StartUnknown => "StartUnknown",
+        FailureKind::ReorgTooDeep => "ReorgTooDeep",
+        _ => "a kind added later",
     }
 }
 
@@ -564,11 +567,29 @@ async fn provoke_every_failure() -> Vec<(&'static str, TransportError)> {
     let t = builder(&[("behind", keyed(&behind))]).monotonic_reads(|_| None).build().unwrap();
     t.observe_head(9);
     provoked.push(("BelowFloor", rpc(&t, block_number()).await.unwrap_err()));
+    // A follower: started at a hash no provider knows; after a block a reorg replaced.
+    let forgetful =
+        node(|m, _| if m == "eth_getBlockByHash" { ok(json!(null)) } else { ok(header(5, 0x55)) }).await;
+    let t = builder(&[("only", keyed(&forgetful))]).build().unwrap();
+    let unknown = t.follow(Start::Hash(B256::repeat_byte(0x99))).next().await;
+    provoked.push(("StartUnknown", unknown.unwrap_err()));
+    let had = failnext::alloy::BlockRef::new(5, B256::repeat_byte(0x44));
+    provoked.push(("ReorgTooDeep", t.follow(Start::After(had)).next().await.unwrap_err()));
     provoked
 }
 
+/// A block header as `eth_getBlockByNumber` answers it, its hash made of `byte`.
+fn header(number: u64, byte: u8) -> Value {
+    json!({
+        "number": format!("{number:#x}"),
+        "hash": B256::repeat_byte(byte),
+        "parentHash": B256::repeat_byte(byte - 1),
+        "timestamp": "0x6553f100",
+    })
+}
+
 #[tokio::test]
-async fn one_match_on_failure_covers_every_failure_of_the_transport() {
+async fn one_match_on_failure_covers_every_failure_of_the_transport_and_the_follower() {
     let provoked = provoke_every_failure().await;
     let labels: Vec<&str> = provoked.iter().map(|(_, err)| label(err)).collect();
     let expected: Vec<&str> = provoked.iter().map(|(l, _)| *l).collect();
@@ -605,10 +626,13 @@ async fn one_match_on_failure_covers_every_failure_of_the_transport() {
     assert!(!find("PossiblySubmitted").is_safe_to_resend());
     assert_eq!(find("PossiblySubmitted").hashes(), [raw_hash()]);
     assert_eq!(find("PossiblySubmitted").endpoint().map(|e| e.as_str()), Some("gateway"));
-    assert!(matches!(find("Status"), Failure::Status(http) if http.status == 401));
-    assert!(matches!(find("Answered"), Failure::Answered(p) if p.code == 3));
+    assert_eq!(find("Status").status(), Some(http::StatusCode::UNAUTHORIZED));
+    assert_eq!(find("Status").http().map(|h| h.status), Some(401));
+    assert_eq!(find("Answered").payload().map(|p| p.code), Some(3));
     assert_eq!(find("FilterPinned").endpoint().map(|e| e.as_str()), Some("holder"));
     assert_eq!(find("ReferenceUnknown").reference().map(|r| r.number), Some(100));
+    assert_eq!(find("StartUnknown").hash(), Some(B256::repeat_byte(0x99)));
+    assert_eq!(find("ReorgTooDeep").restart_from(), Some(5));
 }
 
 // ===== the builder's defaults =====

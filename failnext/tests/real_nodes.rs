@@ -102,9 +102,7 @@ mod bundles {
 
     use alloy_json_rpc::{Id, Request, RequestPacket, ResponsePacket, ResponsePayload};
     use alloy_primitives::B256;
-    use failnext::alloy::{
-        BlockRef, Capability, FailoverTransport, FailoverTransportBuilder, ReferenceUnknown,
-    };
+    use failnext::alloy::{BlockRef, Capability, FailoverTransport, FailoverTransportBuilder, Failure};
     use failnext_loopback::{Anvil, AnvilOptions, anvil::DEV_ADDRESSES};
     use reqwest_middleware::{Middleware, Next};
     use serde_json::{Value, json};
@@ -343,7 +341,9 @@ mod bundles {
         let t = transport(&[("only", &only)]).build().unwrap();
         let bundle = t.bundle(BlockRef::new(1, B256::repeat_byte(0x11)));
         let err = send(&bundle, single("eth_getBalance", json!([DEV_ADDRESSES[0]]))).await.unwrap_err();
-        let typed = ReferenceUnknown::find(&err).unwrap_or_else(|| panic!("not ReferenceUnknown: {err}"));
+        let typed = Failure::find(&err)
+            .filter(Failure::is_reference_unknown)
+            .unwrap_or_else(|| panic!("not ReferenceUnknown: {err}"));
         assert_eq!(typed.missed(), [failnext::EndpointId::from("only")]);
     }
 

@@ -1,10 +1,35 @@
-//! Block parameters of the state reads: where each method takes one, what a parameter names,
-//! and the EIP-1898 form a bundle rewrites it to.
+//! Blocks as the transport names them: a block by number and hash ([`BlockRef`]), the block
+//! parameters of the state reads (where each method takes one, what a parameter names), and
+//! the EIP-1898 form a bundle rewrites it to.
+
+use std::fmt;
 
 use alloy_json_rpc::SerializedRequest;
 use alloy_primitives::B256;
 use serde::Deserialize;
 use serde_json::value::RawValue;
+
+/// A block by number and hash: a [`Bundle`](super::Bundle)'s reference.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BlockRef {
+    /// Its number.
+    pub number: u64,
+    /// Its hash.
+    pub hash: B256,
+}
+
+impl BlockRef {
+    /// The block `number` whose hash is `hash`.
+    pub const fn new(number: u64, hash: B256) -> BlockRef {
+        BlockRef { number, hash }
+    }
+}
+
+impl fmt::Display for BlockRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{} ({})", self.number, self.hash)
+    }
+}
 
 /// Where `method` takes its block parameter (0-based), for the state reads that take one
 /// (its absence means `latest`).

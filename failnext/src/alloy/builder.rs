@@ -185,7 +185,7 @@ impl FailoverTransportBuilder {
     /// Writes (every call the [`MethodTable`] does not call a read or a filter call:
     /// broadcasts, signing, unknown methods) only ever reach these endpoints: never another,
     /// whatever a breaker, a monitor or a per-call preference says. When none of them is
-    /// usable the write fails as [`NeverSent`](super::NeverSent) and nothing was sent
+    /// usable the write fails as [`FailureKind::NeverSent`](super::FailureKind::NeverSent) and nothing was sent
     /// anywhere. Reads still use every endpoint. A later call replaces the list.
     ///
     /// Default: every endpoint (a write goes to the first usable one, and only there).

@@ -4,13 +4,14 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use alloy_json_rpc::{Request, RequestPacket, ResponsePacket, SerializedRequest};
-use alloy_transport::{BoxTransport, TransportConnect, TransportError, TransportErrorKind, TransportFut};
+use alloy_transport::{BoxTransport, TransportConnect, TransportError, TransportFut};
 use serde_json::value::RawValue;
 
+use super::block::BlockRef;
 use super::block::{BlockParam, block_index, by_hash};
+use super::failure::raised::{Detail, Raised, Refusal};
 use super::methods::Access;
-use super::reference::{BlockRef, BundleState};
-use super::refused::BundleRefused;
+use super::reference::BundleState;
 use super::transport::FailoverTransport;
 use crate::EndpointId;
 
@@ -29,7 +30,7 @@ use crate::EndpointId;
 /// # }
 /// ```
 ///
-/// What it does to each call, and why a read fails with [`ReferenceUnknown`](super::ReferenceUnknown), is in the
+/// What it does to each call, and why a read fails with [`FailureKind::ReferenceUnknown`](super::FailureKind::ReferenceUnknown), is in the
 /// [module docs](super#read-bundles). It shares the transport's failover, breakers, memory
 /// and capabilities; what it adds is its reference and the endpoints that did not know it.
 #[derive(Clone, Debug)]
@@ -103,9 +104,11 @@ impl Bundle {
     }
 
     fn pin_call(&self, req: SerializedRequest) -> Result<SerializedRequest, TransportError> {
-        let refuse = |why| TransportErrorKind::custom(BundleRefused { method: req.method().to_owned(), why });
+        let refuse = |refusal| {
+            Raised::new(Detail::BundleRefused { method: req.method().to_owned(), refusal }).into_transport()
+        };
         if self.transport.access(req.method()) == Access::Write {
-            return Err(refuse("a bundle only reads; send writes through the transport"));
+            return Err(refuse(Refusal::Write));
         }
         let Some(index) = block_index(req.method()) else { return Ok(req) };
         let Some(mut params) = owned_params(&req) else { return Ok(req) };
@@ -113,7 +116,7 @@ impl Bundle {
             // The pending nonce counts transactions no block holds yet: answered at the
             // reference it would be too low while the account has some in flight.
             BlockParam::Pending if req.method() == "eth_getTransactionCount" => {
-                return Err(refuse("the pending nonce counts transactions no block holds yet"));
+                return Err(refuse(Refusal::PendingNonce));
             }
             // `pending` (alloy's default for `call` and `estimate_gas`): "the state now", which
             // in a bundle is its reference, as for `latest`.
@@ -124,7 +127,7 @@ impl Bundle {
         }
         // Never sent unpinned: a read the bundle cannot pin is refused, not answered at latest.
         let Some(pinned) = by_hash(&self.state.reference.hash) else {
-            return Err(refuse("its block parameter could not be written"));
+            return Err(refuse(Refusal::Unwritable));
         };
         match params.len() {
             n if n > index => params[index] = pinned,
@@ -175,6 +178,7 @@ mod tests {
 
     use super::*;
     use crate::Endpoint;
+    use crate::alloy::Failure;
 
     const ADDR: &str = "0x00000000000000000000000000000000000000aa";
 
@@ -287,13 +291,14 @@ mod tests {
     #[test]
     fn the_pending_nonce_is_refused_by_a_bundle_and_nothing_of_its_batch_is_sent() {
         let err = pinned(single("eth_getTransactionCount", json!([ADDR, "pending"]))).unwrap_err();
-        let refused = BundleRefused::find(&err).unwrap_or_else(|| panic!("not BundleRefused: {err}"));
-        assert_eq!(refused.method(), "eth_getTransactionCount");
+        let refused = Failure::find(&err).filter(Failure::is_bundle_refused);
+        let refused = refused.unwrap_or_else(|| panic!("not BundleRefused: {err}"));
+        assert_eq!(refused.method(), Some("eth_getTransactionCount"));
         let batch = RequestPacket::Batch(vec![
             call("eth_call", json!([tx(), "pending"]), 1),
             call("eth_getTransactionCount", json!([ADDR, "pending"]), 2),
         ]);
-        assert!(BundleRefused::find(&pinned(batch).unwrap_err()).is_some());
+        assert!(Failure::find(&pinned(batch).unwrap_err()).is_some_and(|f| f.is_bundle_refused()));
         // The mined nonce is a state read like any other.
         let sent = pinned(single("eth_getTransactionCount", json!([ADDR, "latest"]))).unwrap();
         assert_eq!(sent[0].1, json!([ADDR, reference()]));
@@ -302,7 +307,8 @@ mod tests {
     #[test]
     fn a_write_is_refused_by_a_bundle() {
         let err = pinned(single("eth_sendRawTransaction", json!(["0x00"]))).unwrap_err();
-        let refused = BundleRefused::find(&err).unwrap_or_else(|| panic!("not BundleRefused: {err}"));
-        assert_eq!(refused.method(), "eth_sendRawTransaction");
+        let refused = Failure::find(&err).filter(Failure::is_bundle_refused);
+        let refused = refused.unwrap_or_else(|| panic!("not BundleRefused: {err}"));
+        assert_eq!(refused.method(), Some("eth_sendRawTransaction"));
     }
 }

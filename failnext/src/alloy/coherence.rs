@@ -15,7 +15,8 @@ use alloy_json_rpc::{RequestPacket, Response, ResponsePacket, ResponsePayload};
 
 use super::block::{BlockParam, quantity};
 use super::capability::{Capabilities, Capability};
-use super::monotonic::{BelowFloor, Head, Heads};
+use super::failure::raised::{Detail, Raised};
+use super::monotonic::{Head, Heads};
 use super::reference::BundleState;
 use crate::EndpointId;
 use crate::findings::{Missed, Missing};
@@ -165,7 +166,7 @@ impl Coherence {
             if none_left(&unfit) && !behind.is_empty() {
                 if packet.bundle.is_some() {
                     let behind = behind.into_iter().map(|(id, h)| (id, Some(h))).collect();
-                    return Err(BelowFloor { floor, behind }.into_transport());
+                    return Err(Raised::new(Detail::BelowFloor { floor, behind }).into_transport());
                 }
                 unfit.truncate(before);
             }

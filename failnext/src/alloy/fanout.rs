@@ -18,7 +18,7 @@ pub enum Delivery {
     /// a body that broke off, a gateway's 5xx): it may be in that endpoint's mempool.
     PossiblySubmitted {
         /// What lost the answer.
-        why: String,
+        fault: Fault,
     },
     /// The endpoint answered with a JSON-RPC error: it refused the transaction ("nonce too
     /// low", "underpriced", an invalid signature).
@@ -32,7 +32,7 @@ pub enum Delivery {
     /// breaker open and its trial held, or ineligible).
     NeverSent {
         /// Why not.
-        why: String,
+        fault: Fault,
     },
 }
 
@@ -47,9 +47,53 @@ impl fmt::Display for Delivery {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Delivery::Accepted => f.write_str("accepted"),
-            Delivery::PossiblySubmitted { why } => write!(f, "possibly submitted ({why})"),
+            Delivery::PossiblySubmitted { fault } => write!(f, "possibly submitted ({fault})"),
             Delivery::Refused { code, message } => write!(f, "refused ({code}: {message})"),
-            Delivery::NeverSent { why } => write!(f, "never sent ({why})"),
+            Delivery::NeverSent { fault } => write!(f, "never sent ({fault})"),
+        }
+    }
+}
+
+/// What happened to a write that was not accepted: why it never left, or why its answer is
+/// lost. A [`Delivery`] of a fan-out and
+/// [`Failure::fault`](super::Failure::fault) say it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Fault {
+    /// Never sent: no endpoint was usable (breakers open with their trials held, ineligible,
+    /// excluded).
+    NoUsableEndpoint,
+    /// Never sent: no attempt was made (an unknown endpoint named by the call, a deadline that
+    /// passed while waiting for a breaker's trial).
+    NotAttempted,
+    /// Never sent: no provider accepted the connection.
+    ConnectionRefused,
+    /// Possibly submitted: the request may have been written and its answer was lost (a
+    /// timeout, a reset connection); the failure's source says how.
+    AnswerLost,
+    /// Possibly submitted: the answer's body broke off.
+    BodyBrokeOff,
+    /// Possibly submitted: the provider (or a gateway before it) answered this HTTP status
+    /// without a JSON-RPC answer.
+    Status(u16),
+}
+
+impl Fault {
+    /// Whether the write provably never left (safe to send again as it is).
+    pub fn never_sent(self) -> bool {
+        matches!(self, Fault::NoUsableEndpoint | Fault::NotAttempted | Fault::ConnectionRefused)
+    }
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Fault::NoUsableEndpoint => f.write_str("no endpoint was usable, nothing was sent"),
+            Fault::NotAttempted => f.write_str("no attempt was made, nothing was sent"),
+            Fault::ConnectionRefused => f.write_str("no provider accepted the connection"),
+            Fault::AnswerLost => f.write_str("the answer was lost"),
+            Fault::BodyBrokeOff => f.write_str("the answer's body broke off"),
+            Fault::Status(status) => write!(f, "the provider answered HTTP {status}"),
         }
     }
 }
@@ -62,7 +106,7 @@ impl fmt::Display for Delivery {
 /// When at least one endpoint accepted the transaction the call succeeds with its hash, and
 /// [`FailoverTransport::broadcast_outcome`](super::FailoverTransport::broadcast_outcome)
 /// gives this outcome; when none did, and none refused it with an answer, the call fails with
-/// it ([`Failure::Broadcast`](super::Failure::Broadcast)). When every endpoint that was
+/// it ([`FailureKind::Broadcast`](super::FailureKind::Broadcast)). When every endpoint that was
 /// reached refused it, the call fails with the first refusal, as a single write would.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Broadcast {
@@ -120,8 +164,6 @@ impl fmt::Display for Broadcast {
     }
 }
 
-impl std::error::Error for Broadcast {}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,8 +173,8 @@ mod tests {
         let outcome = Broadcast {
             hash: B256::repeat_byte(7),
             deliveries: vec![
-                ("relay".into(), Delivery::NeverSent { why: "connection refused".into() }),
-                ("public".into(), Delivery::PossiblySubmitted { why: "timed out".into() }),
+                ("relay".into(), Delivery::NeverSent { fault: Fault::ConnectionRefused }),
+                ("public".into(), Delivery::PossiblySubmitted { fault: Fault::AnswerLost }),
             ],
         };
         let text = outcome.to_string();

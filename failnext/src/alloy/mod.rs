@@ -48,7 +48,7 @@
 //! read by each block's hash (EIP-234), and a [`ChainEvent::Reorg`] with the blocks (and logs,
 //! marked removed) it dropped before the new branch. Its reads go through the transport, so a
 //! provider dying or lagging costs no block; it remembers the last 64 blocks (the deepest
-//! reorg it repairs: a deeper one is [`FollowError::TooDeep`], naming where to restart), and
+//! reorg it repairs: a deeper one is [`FailureKind::ReorgTooDeep`], naming where to restart), and
 //! it buffers nothing: a slow consumer slows its polling.
 //!
 //! A block that does not chain on from the ones yielded is believed only when a second
@@ -62,11 +62,13 @@
 //!
 //! # One error to match
 //!
-//! Every failure of a call is found in alloy's `TransportError` by one
-//! [`Failure::find`]: a read no provider answered ([`Failure::Read`], with failnext's
-//! [`Error`](crate::Error) and its attempts), an HTTP status, a node's JSON-RPC error
-//! answer, a lost or unsent write, a fan-out's outcome, and the bundle, filter and
-//! monotonic-read failures below. The typed errors keep their own `find` too.
+//! Every failure of a call, a bundle's read or a follower is found in alloy's
+//! `TransportError` by one [`Failure::find`] and told apart by one [`FailureKind`]: a read no
+//! provider answered ([`FailureKind::Read`], with failnext's [`Error`](crate::Error) and its
+//! attempts), an HTTP status, a node's JSON-RPC error answer, a lost or unsent write (with
+//! its [`Fault`]), a fan-out's outcome, the bundle, filter and monotonic-read failures below,
+//! and a follower's unknown start or too-deep reorg. Each kind has its `is_*` predicate;
+//! what a failure is about (hashes, attempts, endpoint, reference, floor) its accessors give.
 //!
 //! # What may fail over
 //!
@@ -82,7 +84,7 @@
 //! [`writes_to`](FailoverTransportBuilder::writes_to)`(["relay"])` keeps every write (a
 //! broadcast, a signing call, a method the table does not know) on the named endpoints,
 //! whatever a breaker, a monitor or a per-call preference says; when none of them is usable
-//! the write fails as [`NeverSent`] and no other endpoint ever saw it.
+//! the write fails as [`FailureKind::NeverSent`] and no other endpoint ever saw it.
 //!
 //! **Fan-out.** [`broadcast_to`](FailoverTransportBuilder::broadcast_to)`(["relay", "builder"])`
 //! sends one signed raw transaction (`eth_sendRawTransaction`, its `Sync` and `Conditional`
@@ -90,7 +92,7 @@
 //! endpoint at once: the same bytes, so the same hash, once each. The call succeeds with the
 //! hash when one accepted it; [`FailoverTransport::broadcast_outcome`] says, per endpoint,
 //! accepted, possibly submitted, refused or never sent ([`Broadcast`], [`Delivery`]); when
-//! none accepted, the call fails with that outcome ([`Failure::Broadcast`]), or with the
+//! none accepted, the call fails with that outcome ([`FailureKind::Broadcast`]), or with the
 //! node's refusal when every endpoint reached refused it.
 //!
 //! # Filters
@@ -100,7 +102,7 @@
 //! there (at most 4096 filters, the oldest forgotten first; `eth_uninstallFilter` forgets
 //! it). `eth_getFilterChanges`, `eth_getFilterLogs` and `eth_uninstallFilter` then go to that
 //! endpoint only, and never fail over; if it is not usable the call fails with
-//! [`FilterPinned`], which says to create a new filter. A filter id the transport did not
+//! [`FailureKind::FilterPinned`], which says to create a new filter. A filter id the transport did not
 //! create goes the usual way, without failover. So alloy's `watch_blocks` keeps working while
 //! other reads fail over.
 //!
@@ -130,15 +132,15 @@
 //!
 //! # Lost broadcasts
 //!
-//! A write whose answer never came is one of two typed errors (alloy's custom transport
-//! error, so retry layers leave it alone):
+//! A write whose answer never came is one of two kinds of [`Failure`] (alloy's custom
+//! transport error, so retry layers leave it alone), its [`Fault`] saying which case:
 //!
-//! - [`PossiblySubmitted`]: the request was, or may have been, written: a timeout, a reset, a
+//! - [`FailureKind::PossiblySubmitted`]: the request was, or may have been, written: a timeout, a reset, a
 //!   connection closed before the answer ("connection closed before message completed" on a
 //!   pooled connection to a node that just died is this case, not a refused connect), a body
 //!   that broke off, or a gateway answering 5xx. It carries the transaction hash computed
 //!   locally from the raw bytes: reconcile by hash, never sign again.
-//! - [`NeverSent`]: provably never left: every attempt's connection was refused, or no
+//! - [`FailureKind::NeverSent`]: provably never left: every attempt's connection was refused, or no
 //!   endpoint was usable. Safe to send again.
 //!
 //! A JSON-RPC error answer is neither: the node answered (a revert, "nonce too low", ...), and
@@ -183,7 +185,7 @@
 //!   settled block. What `pending` would add, transactions no block holds yet, is
 //!   not part of a bundle's decision; a gas estimate that needs them (a swap after an
 //!   approval still in flight) goes through the transport.
-//! - **What it refuses**, with [`BundleRefused`] and nothing sent: the pending nonce
+//! - **What it refuses**, with [`FailureKind::BundleRefused`] and nothing sent: the pending nonce
 //!   (`eth_getTransactionCount` at `"pending"`, never alloy's default: it counts
 //!   transactions no block holds, and answered at the reference it would be too low while
 //!   some are in flight; read it through the transport), and every method the
@@ -194,7 +196,7 @@
 //!   pruned node's "missing trie node") is not an answer: the read fails over to another
 //!   provider, never to that provider's own latest state, and the bundle skips that provider
 //!   for its later reads ([`Bundle::missed`] lists them). When no provider is left that may
-//!   know it, the read fails with [`ReferenceUnknown`]: restart the decision at a new
+//!   know it, the read fails with [`FailureKind::ReferenceUnknown`]: restart the decision at a new
 //!   reference. A provider [declared](FailoverTransportBuilder::lacks) to lack
 //!   [`Capability::BlockHash`] is skipped by bundle reads (a node that ignores the hash
 //!   would answer at its own head, which no answer shows).
@@ -287,8 +289,8 @@
 //! - an `eth_blockNumber` answer below that floor is not returned: the loop overrules it
 //!   ([`Unfit::BelowFloor`](crate::Unfit::BelowFloor)) and tries the next provider (a
 //!   single call is judged there; a batch asking `eth_blockNumber` is checked once its
-//!   answer is back, and fails with [`BelowFloor`] rather than go back);
-//! - when no provider is left, the read fails with [`BelowFloor`] rather than go back.
+//!   answer is back, and fails with [`FailureKind::BelowFloor`] rather than go back);
+//! - when no provider is left, the read fails with [`FailureKind::BelowFloor`] rather than go back.
 //!
 //! Writes and filter calls are not affected. Block numbers inside other answers (a block's
 //! `number`) are not read: that would parse every block returned.
@@ -302,7 +304,7 @@
 //! | wrong chain | exclude the provider and report it; never admitted until fixed | `failnext-blocklag` with `MonitorBuilder::expected_chain_id`: a provider on another chain is ineligible, reported as `ProbeError::WrongChain` in its snapshot, until a check finds the right chain; as failnext's eligibility hook (`FailoverBuilder::eligible`), no request uses it |
 //! | rate limit | cool at provider scope, for the provider's hint | the JSON-RPC classifier (`Capacity`, with the body's hint or `Retry-After`) and the endpoint's breaker (`FailoverBuilder::cooldown`) |
 //! | missing historical state | exclude from that capability only | the classifier says stale (`Neutral`: no breaker), this module learns [`Capability::Archive`] and skips the provider for historical reads only ([capabilities](#capabilities)) |
-//! | a bundle's block unknown | another provider, or restart at a new reference | this module: [`Bundle`], [`ReferenceUnknown`] |
+//! | a bundle's block unknown | another provider, or restart at a new reference | this module: [`Bundle`], [`FailureKind::ReferenceUnknown`] |
 //! | a valid revert | returned, never rotated | the JSON-RPC classifier (reverts are judged first, `Definitive`, `Return`), whatever the revert reason says |
 
 mod block;
@@ -322,28 +324,21 @@ mod methods;
 mod monotonic;
 mod plan;
 mod reference;
-mod refused;
 mod route;
 mod scope;
 mod transport;
 #[cfg(feature = "ws")]
 mod wake;
 
-pub use broadcast::{NeverSent, PossiblySubmitted};
+pub use block::BlockRef;
 pub use builder::{
     DEFAULT_BUDGET, DEFAULT_DEADLINE, DEFAULT_HEDGE, DEFAULT_LATENCY_MARGIN, FailoverTransportBuilder,
 };
 pub use bundle::Bundle;
 pub use call::{CallExt, ServedByCell, TraceCell};
 pub use capability::Capability;
-pub use failure::Failure;
-pub use fanout::{Broadcast, Delivery};
-pub use follow::{
-    ChainEvent, DEFAULT_FOLLOW_DEPTH, FollowError, FollowStats, FollowedBlock, Follower, Start,
-};
+pub use failure::{Failure, FailureKind};
+pub use fanout::{Broadcast, Delivery, Fault};
+pub use follow::{ChainEvent, DEFAULT_FOLLOW_DEPTH, FollowStats, FollowedBlock, Follower, Start};
 pub use methods::{Access, MethodTable};
-pub use monotonic::BelowFloor;
-pub use plan::FilterPinned;
-pub use reference::{BlockRef, ReferenceUnknown};
-pub use refused::BundleRefused;
 pub use transport::FailoverTransport;

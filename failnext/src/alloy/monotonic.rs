@@ -1,11 +1,9 @@
 //! Monotonic reads: the highest head the transport has observed, each provider's head as the
-//! application knows it, and [`BelowFloor`] when no provider is at that height.
+//! application knows it, and [`FailureKind::BelowFloor`](super::FailureKind::BelowFloor) when no provider is at that height.
 
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-
-use alloy_transport::{TransportError, TransportErrorKind};
 
 use crate::EndpointId;
 
@@ -54,55 +52,6 @@ impl fmt::Debug for Heads {
     }
 }
 
-/// A read that no provider could answer at or above the floor of
-/// [monotonic reads](super::FailoverTransportBuilder::monotonic_reads): every provider's known head
-/// is below the highest head this transport has already returned (or a bundle's reference),
-/// or the ones that were asked answered `eth_blockNumber` below it. Wait for the providers to
-/// catch up and read again; nothing stale was returned.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BelowFloor {
-    pub(crate) floor: u64,
-    /// Each provider below the floor, with the head it is known at or answered.
-    pub(crate) behind: Vec<(EndpointId, Option<u64>)>,
-}
-
-impl BelowFloor {
-    /// The floor: the highest head already observed (or the bundle's reference number).
-    pub fn floor(&self) -> u64 {
-        self.floor
-    }
-
-    /// The providers left out for being below the floor, with their head when known.
-    pub fn behind(&self) -> &[(EndpointId, Option<u64>)] {
-        &self.behind
-    }
-
-    /// This error inside an alloy `TransportError`, if it is one.
-    pub fn find(err: &TransportError) -> Option<&BelowFloor> {
-        err.as_transport_err()?.as_custom()?.downcast_ref()
-    }
-
-    pub(crate) fn into_transport(self) -> TransportError {
-        TransportErrorKind::custom(self)
-    }
-}
-
-impl fmt::Display for BelowFloor {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "no provider is at or above block {} (the highest head already observed)", self.floor)?;
-        for (k, (endpoint, head)) in self.behind.iter().enumerate() {
-            f.write_str(if k == 0 { ": " } else { ", " })?;
-            match head {
-                Some(h) => write!(f, "{endpoint} at {h}")?,
-                None => write!(f, "{endpoint} at an unknown head")?,
-            }
-        }
-        f.write_str("; read again once they catch up")
-    }
-}
-
-impl std::error::Error for BelowFloor {}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,17 +63,5 @@ mod tests {
         head.observe(5);
         head.observe(3);
         assert_eq!(head.get(), 5);
-    }
-
-    #[test]
-    fn below_floor_says_who_is_behind_and_what_to_do() {
-        let err = BelowFloor { floor: 5, behind: vec![("primary".into(), Some(0)), ("backup".into(), None)] };
-        let text = err.to_string();
-        assert!(
-            text.contains("block 5") && text.contains("primary at 0") && text.contains("read again"),
-            "{text}"
-        );
-        let transport = err.clone().into_transport();
-        assert_eq!(BelowFloor::find(&transport), Some(&err));
     }
 }

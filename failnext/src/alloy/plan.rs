@@ -10,8 +10,10 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::block::params;
-use super::broadcast::{NeverSent, PossiblySubmitted, RawTx, is_already_known};
+use super::broadcast::{RawTx, is_already_known};
 use super::call::{ServedByCell, TraceCell};
+use super::failure::raised::{Detail, Pin, Raised};
+use super::fanout::Fault;
 use super::memory::Memory;
 use super::methods::{Access, MethodTable};
 use crate::{EndpointId, Error, ExcludedEndpoints, Permission, PreferredEndpoint};
@@ -134,11 +136,12 @@ impl<'p> Plan<'p> {
         let Some(filter) = first_param::<String>(req) else { return Ok(()) };
         let Some(endpoint) = memory.filter_endpoint(&filter) else { return Ok(()) };
         match &self.pinned {
-            Some((other, first)) if *other != endpoint => Err(TransportErrorKind::custom(FilterPinned {
+            Some((other, first)) if *other != endpoint => Err(Raised::new(Detail::FilterPinned {
                 filter,
                 endpoint,
-                why: format!("the same batch uses filter {first} of endpoint {other}"),
-            })),
+                pin: Pin::Batched { filter: first.clone(), endpoint: other.clone() },
+            })
+            .into_transport()),
             _ => {
                 self.pinned = Some((endpoint, filter));
                 Ok(())
@@ -176,42 +179,47 @@ impl<'p> Plan<'p> {
         let failnext = Error::from_middleware(&err);
         if let (Some((endpoint, filter)), Some(e)) = (&self.pinned, failnext) {
             if e.is_no_usable_endpoint() {
-                return TransportErrorKind::custom(FilterPinned {
+                let pin = Pin::Unusable;
+                return Raised::new(Detail::FilterPinned {
                     filter: filter.clone(),
                     endpoint: endpoint.clone(),
-                    why: "that endpoint is not usable now (cooling, ineligible or excluded); the filter lives only there"
-                        .to_owned(),
-                });
+                    pin,
+                })
+                .into_transport();
             }
         }
         if !self.writes() {
             return TransportErrorKind::custom(err);
         }
         let hashes = self.hashes();
-        let (never, why, endpoint) = match failnext {
-            Some(e) if e.is_no_usable_endpoint() => {
-                (true, "no endpoint was usable, nothing was sent".to_owned(), None)
-            }
+        let (fault, endpoint) = match failnext {
+            Some(e) if e.is_no_usable_endpoint() => (Fault::NoUsableEndpoint, None),
             // No attempt at all (an unknown endpoint named by the call, a deadline that passed
             // while another request held the breaker's trial): nothing left the process.
-            Some(e) if e.attempts().is_empty() => (true, format!("nothing was sent ({e})"), None),
-            Some(e) if e.attempts().iter().all(|a| is_connect(a.error())) => {
-                (true, format!("no provider accepted the connection ({e})"), None)
-            }
-            Some(e) => (false, e.to_string(), e.attempts().last().map(|a| a.endpoint().clone())),
-            None if is_connect(&err) => (true, format!("the connection was refused ({})", err), None),
-            None => (false, err.to_string(), None),
+            Some(e) if e.attempts().is_empty() => (Fault::NotAttempted, None),
+            Some(e) if e.attempts().iter().all(|a| is_connect(a.error())) => (Fault::ConnectionRefused, None),
+            Some(e) => (Fault::AnswerLost, e.attempts().last().map(|a| a.endpoint().clone())),
+            None if is_connect(&err) => (Fault::ConnectionRefused, None),
+            None => (Fault::AnswerLost, None),
         };
-        let cause = Some(std::sync::Arc::new(err));
-        if never {
-            NeverSent { hashes, why, cause }.into_transport()
+        let detail = if fault.never_sent() {
+            Detail::NeverSent { hashes, fault }
         } else {
-            PossiblySubmitted { hashes, endpoint, why, cause }.into_transport()
-        }
+            Detail::PossiblySubmitted { hashes, endpoint, fault }
+        };
+        Raised { detail, cause: Some(std::sync::Arc::new(err)) }.into_transport()
     }
 
-    pub(crate) fn lost(&self, endpoint: Option<EndpointId>, why: String) -> TransportError {
-        PossiblySubmitted { hashes: self.hashes(), endpoint, why, cause: None }.into_transport()
+    /// The error for a write whose answer, from `endpoint`, was lost (`fault`), its cause
+    /// `cause` when there is one.
+    pub(crate) fn lost(
+        &self,
+        endpoint: Option<EndpointId>,
+        fault: Fault,
+        cause: Option<reqwest_middleware::Error>,
+    ) -> TransportError {
+        let detail = Detail::PossiblySubmitted { hashes: self.hashes(), endpoint, fault };
+        Raised { detail, cause: cause.map(std::sync::Arc::new) }.into_transport()
     }
 
     /// After an answer from `served`: remembers created filters and accepted broadcasts, and
@@ -260,43 +268,6 @@ impl<'p> Plan<'p> {
         }
     }
 }
-
-/// A filter call that cannot reach the provider holding its filter.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FilterPinned {
-    filter: String,
-    endpoint: EndpointId,
-    why: String,
-}
-
-impl FilterPinned {
-    /// The filter id.
-    pub fn filter(&self) -> &str {
-        &self.filter
-    }
-
-    /// The endpoint that created the filter.
-    pub fn endpoint(&self) -> &EndpointId {
-        &self.endpoint
-    }
-
-    /// This error inside an alloy `TransportError`, if it is one.
-    pub fn find(err: &TransportError) -> Option<&FilterPinned> {
-        err.as_transport_err()?.as_custom()?.downcast_ref()
-    }
-}
-
-impl std::fmt::Display for FilterPinned {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "filter {} was created on endpoint {} and cannot be used elsewhere: {}; create a new filter",
-            self.filter, self.endpoint, self.why
-        )
-    }
-}
-
-impl std::error::Error for FilterPinned {}
 
 #[derive(Deserialize)]
 struct From {

@@ -2,12 +2,13 @@
 //! it follows, and a reorg repaired from the blocks it remembers.
 
 use alloy_rpc_types_eth::Log;
-use alloy_transport::TransportErrorKind;
+use alloy_transport::TransportError;
 
 use super::opinions::Verdict;
 use super::reads::Header;
-use super::{ChainEvent, FollowError, FollowedBlock, Follower, Start};
+use super::{ChainEvent, FollowedBlock, Follower, Start};
 use crate::EndpointId;
+use crate::alloy::failure::raised::{Detail, Raised};
 
 impl Follower {
     /// Whether the first block to yield may be: nothing was yielded yet, so no parent link
@@ -43,7 +44,7 @@ impl Follower {
     /// remembered that is still canonical and queues the reorg of those after it.
     /// The fork point is searched at `on`, the provider that showed the new branch (when
     /// there are others): another one, on a chain of its own, would show no fork point.
-    pub(super) async fn reorg(&mut self, on: Option<&EndpointId>) -> Result<(), FollowError> {
+    pub(super) async fn reorg(&mut self, on: Option<&EndpointId>) -> Result<(), TransportError> {
         let others: Vec<EndpointId> = match on {
             Some(on) => {
                 // Its new branch was confirmed: it is not off the chain, unless it serves
@@ -79,7 +80,7 @@ impl Follower {
                 }
             }
             let restart_from = self.ring.front().map_or(self.next, |(b, _)| b.number);
-            return Err(FollowError::TooDeep { restart_from });
+            return Err(Raised::new(Detail::ReorgTooDeep { restart_from }).into_transport());
         };
         let mut dropped: Vec<(FollowedBlock, Vec<Log>)> = self.ring.drain(keep + 1..).collect();
         dropped.reverse();
@@ -125,27 +126,19 @@ impl Follower {
             .filter(|now| now.hash != last.hash)
     }
 
-    pub(super) async fn start_number(&mut self, start: Start) -> Result<u64, FollowError> {
+    pub(super) async fn start_number(&mut self, start: Start) -> Result<u64, TransportError> {
         match start {
             Start::Number(n) => Ok(n),
             Start::Hash(hash) => {
-                let header: Option<Header> = self
-                    .transport
-                    .call("eth_getBlockByHash", (hash, false))
-                    .await
-                    .map_err(FollowError::Start)?;
+                let header: Option<Header> = self.transport.call("eth_getBlockByHash", (hash, false)).await?;
                 let header = header.ok_or_else(|| {
-                    FollowError::Start(TransportErrorKind::custom_str(&format!(
-                        "no provider knows block {hash}"
-                    )))
+                    Raised::new(Detail::StartUnknown { hash, replaced_by: None }).into_transport()
                 })?;
                 let number = header.number.to::<u64>();
                 // A block a reorg replaced may still be known by its hash: the chain is not there.
                 if let Some(now) = self.block_by_number(number, &[]).await.filter(|now| now.hash != hash) {
-                    return Err(FollowError::Start(TransportErrorKind::custom_str(&format!(
-                        "block {hash} is not on the chain: block {number} is {} now",
-                        now.hash
-                    ))));
+                    let replaced_by = Some(now.hash);
+                    return Err(Raised::new(Detail::StartUnknown { hash, replaced_by }).into_transport());
                 }
                 Ok(number)
             }
@@ -162,7 +155,11 @@ impl Follower {
                         self.ring.push_back((now, Vec::new()));
                         break Ok(last.number + 1);
                     }
-                    Some(_) => break Err(FollowError::TooDeep { restart_from: last.number }),
+                    Some(_) => {
+                        break Err(
+                            Raised::new(Detail::ReorgTooDeep { restart_from: last.number }).into_transport()
+                        );
+                    }
                     None => self.pause().await,
                 }
             },

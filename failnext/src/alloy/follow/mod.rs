@@ -2,7 +2,6 @@
 //! link verified, its logs fetched by its hash, and a reorg reported with what it dropped.
 
 use std::collections::VecDeque;
-use std::fmt;
 use std::time::Duration;
 
 use alloy_eips::BlockNumberOrTag;
@@ -10,7 +9,7 @@ use alloy_primitives::B256;
 use alloy_rpc_types_eth::{Filter, Log};
 use alloy_transport::TransportError;
 
-use super::reference::BlockRef;
+use super::block::BlockRef;
 use super::transport::FailoverTransport;
 use crate::EndpointId;
 
@@ -39,13 +38,14 @@ pub enum Start {
     /// At this block number: it is the first block yielded.
     Number(u64),
     /// At the block with this hash (read once to learn its number): it is the first block
-    /// yielded. A block no longer on the chain (a reorg replaced it) is a
-    /// [`FollowError::Start`].
+    /// yielded. A block no provider knows, or no longer on the chain (a reorg replaced it),
+    /// is a [`FailureKind::StartUnknown`](crate::alloy::FailureKind::StartUnknown).
     Hash(B256),
     /// After this block, which the caller already had (the last one it handled before a
     /// restart, say): the first block yielded is the next one, and it must chain on from this
     /// one. When a reorg replaced it meanwhile, [`Follower::next`] returns
-    /// [`FollowError::TooDeep`] with `restart_from` its number: what the caller handled from
+    /// [`FailureKind::ReorgTooDeep`](crate::alloy::FailureKind::ReorgTooDeep) with
+    /// [`restart_from`](crate::alloy::Failure::restart_from) its number: what the caller handled from
     /// there (or earlier, where it cannot tell) is no longer the chain.
     After(BlockRef),
     /// At the head: with a monitor paired, the highest block every provider it admits has;
@@ -108,42 +108,6 @@ pub enum ChainEvent {
     },
 }
 
-/// Why a [`Follower`] stopped.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum FollowError {
-    /// A reorg replaced every block the follower remembers (see
-    /// [`depth`](Follower::depth)): the fork point is older. Start a new follower at
-    /// `restart_from` (the oldest block it remembered, now replaced) or earlier.
-    TooDeep {
-        /// The oldest block remembered: every block from here on was replaced.
-        restart_from: u64,
-    },
-    /// The block to start at could not be read.
-    Start(TransportError),
-}
-
-impl fmt::Display for FollowError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            FollowError::TooDeep { restart_from } => write!(
-                f,
-                "a reorg replaced every remembered block: the fork is before block {restart_from}; follow again from there or earlier"
-            ),
-            FollowError::Start(err) => write!(f, "the start block could not be read: {err}"),
-        }
-    }
-}
-
-impl std::error::Error for FollowError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            FollowError::Start(err) => Some(err),
-            FollowError::TooDeep { .. } => None,
-        }
-    }
-}
-
 /// What a follower did that a reader of its stream does not see: reads that failed (and were
 /// retried), polls that found nothing new.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -183,7 +147,7 @@ pub struct FollowStats {
 /// for a while. With one endpoint, its word is taken.
 ///
 /// ```no_run
-/// # async fn demo(transport: failnext::alloy::FailoverTransport) -> Result<(), failnext::alloy::FollowError> {
+/// # async fn demo(transport: failnext::alloy::FailoverTransport) -> Result<(), alloy_transport::TransportError> {
 /// use failnext::alloy::{ChainEvent, Start};
 ///
 /// let mut follower = transport.follow(Start::Head);
@@ -316,7 +280,7 @@ impl Follower {
     }
 
     /// The follower as a `Stream` of its events, for alloy's and `futures`' stream
-    /// combinators. It ends after the first error (a [`FollowError`] ends a follower).
+    /// combinators. It ends after the first error (an error ends a follower).
     ///
     /// ```no_run
     /// # async fn demo(transport: failnext::alloy::FailoverTransport) {
@@ -334,7 +298,7 @@ impl Follower {
     /// }
     /// # }
     /// ```
-    pub fn into_stream(self) -> impl futures_util::Stream<Item = Result<ChainEvent, FollowError>> + Send {
+    pub fn into_stream(self) -> impl futures_util::Stream<Item = Result<ChainEvent, TransportError>> + Send {
         futures_util::stream::unfold(Some(self), |follower| async move {
             let mut follower = follower?;
             match follower.next().await {
@@ -353,11 +317,14 @@ impl Follower {
     ///
     /// # Errors
     ///
-    /// [`FollowError::Start`] when the start block cannot be read (a hash no provider knows,
-    /// or the block of a hash a reorg replaced);
-    /// [`FollowError::TooDeep`] when a reorg is deeper than the blocks remembered. Reads that
-    /// fail on every provider are retried, never returned.
-    pub async fn next(&mut self) -> Result<ChainEvent, FollowError> {
+    /// A `TransportError` that [`Failure::find`](crate::alloy::Failure::find) reads: the
+    /// start block's read when it fails ([`FailureKind::Read`](crate::alloy::FailureKind::Read)
+    /// and the like), [`FailureKind::StartUnknown`](crate::alloy::FailureKind::StartUnknown)
+    /// for a hash no provider knows or a reorg replaced,
+    /// [`FailureKind::ReorgTooDeep`](crate::alloy::FailureKind::ReorgTooDeep) when a reorg is
+    /// deeper than the blocks remembered. Reads that fail on every provider once started are
+    /// retried, never returned.
+    pub async fn next(&mut self) -> Result<ChainEvent, TransportError> {
         if let Some(start) = self.start {
             self.next = self.start_number(start).await?;
             self.start = None;
@@ -388,7 +355,7 @@ impl Follower {
     }
 
     /// Reads block `self.next`, and queues what it says: the block (and its logs), or a reorg.
-    async fn step(&mut self) -> Result<(), FollowError> {
+    async fn step(&mut self) -> Result<(), TransportError> {
         let from = self.next;
         let count = self.head.saturating_sub(from).saturating_add(1).min(BACKFILL);
         let mut headers = self.blocks_from(from, count).await;

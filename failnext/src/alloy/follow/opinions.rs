@@ -6,7 +6,7 @@ use std::time::Duration;
 use alloy_primitives::B256;
 
 use super::reads::Header;
-use super::{FollowError, FollowedBlock, Follower, by_number};
+use super::{FollowedBlock, Follower, by_number};
 use crate::EndpointId;
 
 /// How many times in a row a block off the chain followed is asked of the other providers
@@ -68,7 +68,10 @@ impl Follower {
     /// confirm the reorg; with no agreement the block is asked for again after the poll
     /// interval. With one endpoint, or when no other provider has answered three times in a
     /// row, its word is taken.
-    pub(super) async fn disputed(&mut self, claimed: FollowedBlock) -> Result<(), FollowError> {
+    pub(super) async fn disputed(
+        &mut self,
+        claimed: FollowedBlock,
+    ) -> Result<(), alloy_transport::TransportError> {
         let Some(by) = self.served.clone().filter(|_| self.has_others()) else {
             return self.reorg(None).await;
         };

@@ -25,7 +25,7 @@ pub(crate) const REMEMBER_BROADCASTS: Duration = Duration::from_secs(120);
 /// An alloy transport (a `tower::Service<RequestPacket>`) that sends every JSON-RPC packet
 /// through a [`Failover`]: reads fail over, writes never do, filters stay on the provider that
 /// created them, lookups of a broadcast follow it, and a lost broadcast is typed
-/// ([`PossiblySubmitted`](super::PossiblySubmitted)). Cheap to clone; clones share everything.
+/// ([`FailureKind::PossiblySubmitted`](super::FailureKind::PossiblySubmitted)). Cheap to clone; clones share everything.
 ///
 /// ```no_run
 /// # fn demo() -> Result<(), failnext::ConfigError> {

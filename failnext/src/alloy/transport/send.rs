@@ -11,7 +11,8 @@ use http::header::{CONTENT_TYPE, HeaderValue};
 use reqwest_middleware::ClientWithMiddleware;
 
 use crate::alloy::coherence::{self, Packet};
-use crate::alloy::monotonic::BelowFloor;
+use crate::alloy::failure::raised::{Detail, Raised};
+use crate::alloy::fanout::Fault;
 use crate::alloy::plan::Plan;
 use crate::alloy::reference::BundleState;
 use crate::alloy::scope::PacketScope;
@@ -169,7 +170,7 @@ impl FailoverTransport {
                 if let Some(id) = served.filter(|id| !behind.iter().any(|(e, _)| e == id)) {
                     behind.push((id, Some(n)));
                 }
-                return Err(BelowFloor { floor, behind }.into_transport());
+                return Err(Raised::new(Detail::BelowFloor { floor, behind }).into_transport());
             }
             self.coherence.head.observe(n);
         }
@@ -313,19 +314,18 @@ impl FailoverTransport {
                         Delivery::Refused { code, message }
                     }
                 },
-                Err(err) => match crate::alloy::Failure::find(&err) {
-                    Some(crate::alloy::Failure::NeverSent(never)) => {
-                        Delivery::NeverSent { why: never.why.clone() }
+                Err(err) => {
+                    let failure = crate::alloy::Failure::find(&err);
+                    match (failure.and_then(|f| f.fault()), failure.and_then(|f| f.http())) {
+                        (Some(fault), _) if fault.never_sent() => Delivery::NeverSent { fault },
+                        (Some(fault), _) => Delivery::PossiblySubmitted { fault },
+                        (None, Some(http)) => Delivery::Refused {
+                            code: i64::from(http.status),
+                            message: format!("HTTP {}", http.status),
+                        },
+                        (None, None) => Delivery::PossiblySubmitted { fault: Fault::AnswerLost },
                     }
-                    Some(crate::alloy::Failure::PossiblySubmitted(lost)) => {
-                        Delivery::PossiblySubmitted { why: lost.why.clone() }
-                    }
-                    Some(crate::alloy::Failure::Status(http)) => Delivery::Refused {
-                        code: i64::from(http.status),
-                        message: format!("HTTP {}", http.status),
-                    },
-                    _ => Delivery::PossiblySubmitted { why: err.to_string() },
-                },
+                }
             };
             deliveries.push((id.clone(), delivery));
         }
@@ -334,7 +334,7 @@ impl FailoverTransport {
         match (accepted, refused) {
             (Some(answer), _) => Ok(answer),
             (None, Some(answer)) if !outcome.possibly_submitted() => Ok(answer),
-            _ => Err(TransportErrorKind::custom(outcome)),
+            _ => Err(Raised::new(Detail::Broadcast(outcome)).into_transport()),
         }
     }
 
@@ -356,7 +356,7 @@ impl FailoverTransport {
             Err(err) => {
                 let err = err.without_url();
                 return Err(if plan.writes() {
-                    plan.lost(served, format!("the answer's body broke off ({err})"))
+                    plan.lost(served, Fault::BodyBrokeOff, Some(reqwest_middleware::Error::Reqwest(err)))
                 } else if !status.is_success() {
                     http_error(status, format!("<failed to read response body: {err}>"), retry_after)
                 } else {
@@ -369,7 +369,7 @@ impl FailoverTransport {
                 return Ok((packet, served));
             }
             if plan.writes() && status.is_server_error() {
-                return Err(plan.lost(served, format!("the provider answered HTTP {status}")));
+                return Err(plan.lost(served, Fault::Status(status.as_u16()), None));
             }
             return Err(http_error(status, String::from_utf8_lossy(&body).into_owned(), retry_after));
         }

@@ -634,7 +634,9 @@ async fn read_alloy(client: &alloy::rpc::client::RpcClient, endpoints: &Endpoint
         Err(TransportError::ErrorResp(payload)) => Answer::RpcError(payload.code),
         Err(TransportError::DeserError { .. }) => Answer::NotJsonRpc,
         Err(err) => match failnext::alloy::Failure::find(&err) {
-            Some(failnext::alloy::Failure::Read(e)) if e.is_no_usable_endpoint() => Answer::NoUsable,
+            Some(f) if f.is_read() && f.error().is_some_and(failnext::Error::is_no_usable_endpoint) => {
+                Answer::NoUsable
+            }
             _ => Answer::Failed,
         },
     };
