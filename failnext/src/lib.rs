@@ -617,77 +617,41 @@
 
 #[cfg(feature = "alloy")]
 pub mod alloy;
-mod attempt;
-mod budget;
-mod builder;
-mod classify;
-mod config_error;
-mod cooldown;
-mod destination;
-mod drain;
-mod eligibility;
-mod endpoint;
-mod error;
-mod event;
-mod feed;
-mod findings;
+mod events;
+mod flow;
 mod health;
-mod hedge;
 #[cfg(feature = "jsonrpc")]
 pub mod jsonrpc;
-mod judge;
-mod latency;
-#[cfg(feature = "metrics")]
-mod metrics;
-mod middleware;
-mod options;
-mod paired;
-mod permission;
-mod persist;
+mod judging;
 pub mod quantity;
-mod random;
-mod recent;
-mod replay;
-mod retry_after;
-mod run;
-mod scope;
-mod select;
-mod session;
-mod setting;
-mod shared;
-mod skip;
-mod slot;
-mod source;
-mod trace;
-mod url_rules;
-mod validate;
+mod request;
 
-pub use budget::Budget;
-pub use builder::FailoverBuilder;
-pub use classify::{Class, Classified, Classifier, Evidence, Judgement, Verdict};
-pub use config_error::ConfigError;
-pub use cooldown::Cooldown;
-pub use eligibility::Eligibility;
-pub use endpoint::{Endpoint, EndpointId};
-pub use error::{Attempt, Error, PassedOver};
-pub use event::{AttemptOutcome, Event, ResultOutcome, SkipReason};
-pub use feed::LatencyFeed;
-pub use findings::Findings;
+pub use events::error::{Attempt, Error, PassedOver};
+pub use events::event::{AttemptOutcome, Event, ResultOutcome, SkipReason};
+pub use events::trace::{NotTried, Trace, TraceEntry, TraceStep};
+pub use flow::budget::Budget;
+pub use flow::hedge::Hedge;
+pub use flow::middleware::Failover;
+pub use flow::random::Jitter;
 pub use health::BreakerState;
-pub use hedge::Hedge;
-pub use latency::LatencyOrdering;
-pub use middleware::Failover;
-pub use options::{
+pub use health::cooldown::Cooldown;
+pub use health::eligibility::Eligibility;
+pub use health::feed::LatencyFeed;
+pub use health::latency::LatencyOrdering;
+pub use health::persist::{EndpointHealth, HealthSnapshot};
+pub use health::source::{DEFAULT_TOLERANCE, Head, HealthSource, Observation};
+pub use judging::classify::{Class, Classified, Classifier, Evidence, Judgement, Verdict};
+pub use judging::findings::Findings;
+pub use request::builder::FailoverBuilder;
+pub use request::config_error::ConfigError;
+pub use request::endpoint::{Endpoint, EndpointId};
+pub use request::options::{
     ExcludedEndpoints, PreferredEndpoint, RequestBuilderExt, RequestDeadline, ResponseExt, ServedBy,
     TraceRequest,
 };
-pub use permission::Permission;
-pub use persist::{EndpointHealth, HealthSnapshot};
-pub use random::Jitter;
-pub use scope::{RequestScope, Scope, Unfit};
-pub use source::{DEFAULT_TOLERANCE, Head, HealthSource, Observation};
-pub use trace::{NotTried, Trace, TraceEntry, TraceStep};
-pub use validate::validate_endpoints;
+pub use request::permission::Permission;
+pub use request::scope::{RequestScope, Scope, Unfit};
+pub use request::validate::validate_endpoints;
 
 // The READMEs' code is compiled as doc tests by the `failnext-examples` crate, which has
 // alloy's provider crate and failnext-blocklag to compile them with.

@@ -20,7 +20,7 @@ use reqwest_middleware::Middleware;
 /// The hedge reads get, when a [monitor](FailoverTransportBuilder::monitor) is paired, unless
 /// told otherwise: after the 95th percentile of the first endpoint's recent latencies (no
 /// hedge until it has 16 samples), never before 10 ms.
-pub const DEFAULT_HEDGE: Hedge = crate::hedge::PAIRED_HEDGE;
+pub const DEFAULT_HEDGE: Hedge = crate::flow::hedge::PAIRED_HEDGE;
 
 /// The failover budget unless told otherwise: up to one failover attempt (or hedge) per
 /// request on average, plus 10 a second, at most 1 000 banked.
@@ -39,7 +39,7 @@ pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
 /// The latency ordering's margin when a monitor is paired and no ordering is set.
 pub const DEFAULT_LATENCY_MARGIN: Duration = Duration::from_millis(10);
 
-use crate::setting::Setting;
+use crate::request::setting::Setting;
 
 /// Configures a [`FailoverTransport`]: every [`FailoverBuilder`] setting and the transport's
 /// own, in one builder. Made by [`FailoverTransport::builder`]; nothing is checked until

@@ -5,15 +5,15 @@
 use http::Extensions;
 use reqwest::{Request, Response};
 
-use crate::classify::{Classified, Classifier};
 use crate::jsonrpc::JsonRpcClassifier;
+use crate::judging::classify::{Classified, Classifier};
 
-use crate::attempt::Sender;
-use crate::endpoint::EndpointId;
-use crate::options::RequestOptions;
-use crate::run::{begin, ended, run};
-use crate::scope::Scope;
-use crate::session::Outcome;
+use crate::flow::attempt::Sender;
+use crate::flow::run::{begin, ended, run};
+use crate::flow::session::Outcome;
+use crate::request::endpoint::EndpointId;
+use crate::request::options::RequestOptions;
+use crate::request::scope::Scope;
 use crate::{Failover, FailoverBuilder};
 
 /// A plain `reqwest::Client` as the sender: no middleware chain.

@@ -10,10 +10,10 @@ use tokio::time::Instant;
 
 use super::cell::{Clean, Guarded};
 use super::state::{BreakerState, Kept, deadline};
-use crate::classify::Evidence;
-use crate::cooldown::Adaptive;
-use crate::random::Jitter;
-use crate::skip::Skip;
+use crate::flow::random::Jitter;
+use crate::flow::skip::Skip;
+use crate::health::cooldown::Adaptive;
+use crate::judging::classify::Evidence;
 
 /// A candidate that may be sent to now: with a trial permit when it is the breaker's trial.
 #[derive(Debug)]

@@ -15,7 +15,15 @@
 
 mod adaptive;
 mod cell;
+pub(crate) mod cooldown;
+pub(crate) mod eligibility;
+pub(crate) mod feed;
+pub(crate) mod latency;
+pub(crate) mod paired;
+pub(crate) mod persist;
+pub(crate) mod recent;
 mod reference;
+pub(crate) mod source;
 mod state;
 #[cfg(test)]
 #[allow(unused_must_use, reason = "tests drive Health::record without emitting")]
@@ -25,9 +33,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::classify::Evidence;
-use crate::cooldown::{Cooldown, Rule};
-use crate::skip::Skip;
+use crate::flow::skip::Skip;
+use crate::health::cooldown::{Cooldown, Rule};
+use crate::judging::classify::Evidence;
 use adaptive::Breaker;
 pub(crate) use adaptive::{Admit, Permit};
 use reference::ReferenceRule;

@@ -7,8 +7,8 @@ use tokio::time::Instant;
 
 use super::cell::{Clean, Guarded};
 use super::state::{Kept, deadline};
-use crate::classify::Evidence;
-use crate::skip::Skip;
+use crate::flow::skip::Skip;
+use crate::judging::classify::Evidence;
 
 /// One endpoint's cooldown under the reference rule: `threshold` consecutive failures cool it
 /// for `duration`; any success resets the streak. Hints are ignored, there is no half-open

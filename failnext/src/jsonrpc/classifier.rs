@@ -9,7 +9,7 @@ use super::body::{self, Outcome};
 use super::parse;
 use super::table::{self, Kind};
 use super::tally::Tally;
-use crate::judge::MAX_HINT;
+use crate::judging::judge::MAX_HINT;
 use crate::{Class, Classified, Classifier, EndpointId, Evidence, Judgement, Verdict};
 
 /// Judges JSON-RPC answers by their body: rate limits, internal errors, missing data,
@@ -159,13 +159,14 @@ fn by_status(status: StatusCode, headers: &HeaderMap, tally: Option<Tally>) -> J
 
 /// The tally's judgement; a capacity failover without a hint from the body takes its
 /// `cool_for` from the response's `Retry-After` (delta-seconds or an HTTP-date, read by the
-/// crate's one rule, [`crate::retry_after`]), capped at [`MAX_HINT`] like every hint.
+/// crate's one rule, [`crate::judging::retry_after`]), capped at [`MAX_HINT`] like every hint.
 fn with_retry_after(tally: Tally, headers: &HeaderMap) -> Judgement {
     let mut judgement = tally.judgement();
     if let (Class::Capacity, Verdict::FailOver { cool_for: cool_for @ None }) =
         (judgement.class, &mut judgement.verdict)
     {
-        *cool_for = crate::retry_after::from_headers(headers, SystemTime::now()).map(|d| d.min(MAX_HINT));
+        *cool_for =
+            crate::judging::retry_after::from_headers(headers, SystemTime::now()).map(|d| d.min(MAX_HINT));
     }
     judgement
 }

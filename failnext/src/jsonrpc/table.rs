@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 /// The longest time a provider's hint may keep an endpoint out of rotation: the judge's cap.
-pub(crate) use crate::judge::MAX_HINT;
+pub(crate) use crate::judging::judge::MAX_HINT;
 
 /// How one answer of a single or batch response was judged.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -57,7 +57,7 @@ impl Kind {
     }
 }
 
-pub(crate) use crate::findings::{Missed, Missing};
+pub(crate) use crate::judging::findings::{Missed, Missing};
 
 /// What the parser kept of an error object; `message` and `data` are lower case.
 #[derive(Debug, Default)]

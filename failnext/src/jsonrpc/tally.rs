@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use super::table::{Kind, Missed, Missing};
-use crate::findings::Findings;
+use crate::judging::findings::Findings;
 use crate::{Class, Evidence, Judgement, Verdict};
 
 /// How the answers of one response were judged (one answer for a single response).

@@ -16,7 +16,7 @@ use crate::alloy::fanout::Fault;
 use crate::alloy::plan::Plan;
 use crate::alloy::reference::BundleState;
 use crate::alloy::scope::PacketScope;
-use crate::options::RequestOptions;
+use crate::request::options::RequestOptions;
 use crate::{
     EndpointId, Error, ExcludedEndpoints, Permission, PreferredEndpoint, RequestBuilderExt, RequestScope,
     ResponseExt,
@@ -350,7 +350,8 @@ impl FailoverTransport {
         }
         let status = response.status();
         // Any status, uncapped: what alloy's own `Http` hands its `RetryBackoffLayer`.
-        let retry_after = crate::retry_after::from_headers(response.headers(), std::time::SystemTime::now());
+        let retry_after =
+            crate::judging::retry_after::from_headers(response.headers(), std::time::SystemTime::now());
         let body = match response.bytes().await {
             Ok(body) => body,
             Err(err) => {

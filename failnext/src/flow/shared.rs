@@ -3,14 +3,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::classify::Classifier;
-use crate::cooldown::Cooldown;
-use crate::eligibility::Eligibility;
-use crate::endpoint::Endpoint;
-use crate::event::{Emitter, Event};
-use crate::judge::Triggers;
-use crate::permission::PolicyFn;
-use crate::slot::Slot;
+use crate::events::event::{Emitter, Event};
+use crate::flow::slot::Slot;
+use crate::health::cooldown::Cooldown;
+use crate::health::eligibility::Eligibility;
+use crate::judging::classify::Classifier;
+use crate::judging::judge::Triggers;
+use crate::request::endpoint::Endpoint;
+use crate::request::permission::PolicyFn;
 
 /// The validated configuration and the per-endpoint state, built once by the builder.
 pub(crate) struct Shared {
@@ -35,17 +35,17 @@ pub(crate) struct Shared {
     /// Every request keeps a trace.
     pub(crate) trace_all: bool,
     /// The failover budget, when opted in.
-    pub(crate) budget: Option<crate::budget::Tokens>,
+    pub(crate) budget: Option<crate::flow::budget::Tokens>,
     /// Latency-aware ordering, when opted in.
-    pub(crate) ordering: Option<crate::latency::Ordered>,
+    pub(crate) ordering: Option<crate::health::latency::Ordered>,
     pub(crate) events: Emitter,
     /// The paired health source ([`FailoverBuilder::monitor`](crate::FailoverBuilder::monitor)).
-    pub(crate) paired: Option<crate::paired::Paired>,
+    pub(crate) paired: Option<crate::health::paired::Paired>,
 }
 
 impl Shared {
     /// The paired health source, whose eligibility is advice.
-    pub(crate) fn advice(&self) -> Option<&dyn crate::source::HealthSource> {
+    pub(crate) fn advice(&self) -> Option<&dyn crate::health::source::HealthSource> {
         self.paired.as_ref().map(|p| &*p.source)
     }
 
@@ -56,7 +56,7 @@ impl Shared {
         if self.events.is_active() {
             let event = event();
             #[cfg(feature = "metrics")]
-            crate::metrics::record(&event, |id| {
+            crate::events::metrics::record(&event, |id| {
                 // Events borrow the slot's own id: found by address first.
                 let slot = self.slots.iter().find(|s| std::ptr::eq(s.id(), id));
                 slot.or_else(|| self.slots.iter().find(|s| s.id() == id)).map(|s| &s.keys)
@@ -66,10 +66,10 @@ impl Shared {
     }
 }
 
-impl crate::feed::LatencySink for Shared {
+impl crate::health::feed::LatencySink for Shared {
     /// Adds a latency sample to endpoint `id`'s average, with latency-aware ordering only.
     fn observe_latency(&self, id: &str, latency: Duration) {
-        if let (Some(_), Some(i)) = (&self.ordering, crate::slot::position(&self.slots, id)) {
+        if let (Some(_), Some(i)) = (&self.ordering, crate::flow::slot::position(&self.slots, id)) {
             self.slots[i].latency.observe(latency);
         }
     }

@@ -10,12 +10,12 @@ use http::Extensions;
 use reqwest::{Request, Response};
 use reqwest_middleware::{Middleware, Next};
 
-use crate::endpoint::Endpoint;
-use crate::options::RequestOptions;
-use crate::run::{begin, ended, run, served};
-use crate::scope::RequestScope;
-use crate::shared::Shared;
-use crate::slot::position;
+use crate::flow::run::{begin, ended, run, served};
+use crate::flow::shared::Shared;
+use crate::flow::slot::position;
+use crate::request::endpoint::Endpoint;
+use crate::request::options::RequestOptions;
+use crate::request::scope::RequestScope;
 
 /// The failover middleware: sends each request to the first usable endpoint of an ordered
 /// set, and to the next one only when that is safe.
@@ -114,7 +114,12 @@ impl Failover {
             .slots
             .iter()
             .map(|slot| {
-                crate::persist::EndpointHealth::of(slot.id(), slot.health.export(), slot.latency.get(), now)
+                crate::health::persist::EndpointHealth::of(
+                    slot.id(),
+                    slot.health.export(),
+                    slot.latency.get(),
+                    now,
+                )
             })
             .collect();
         crate::HealthSnapshot { taken_at: now, endpoints }
@@ -156,6 +161,6 @@ impl Failover {
     ///
     /// [`LatencyOrdering`]: crate::LatencyOrdering
     pub fn observe_latency(&self, id: &str, latency: Duration) {
-        crate::feed::LatencySink::observe_latency(&*self.shared, id, latency);
+        crate::health::feed::LatencySink::observe_latency(&*self.shared, id, latency);
     }
 }

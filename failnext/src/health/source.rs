@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::endpoint::EndpointId;
-use crate::feed::LatencyFeed;
+use crate::health::feed::LatencyFeed;
+use crate::request::endpoint::EndpointId;
 
 /// A view of the endpoints' health kept outside the request path, paired with a
 /// [`Failover`](crate::Failover) by [`FailoverBuilder::monitor`](crate::FailoverBuilder::monitor).

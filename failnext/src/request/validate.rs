@@ -4,9 +4,9 @@ use std::collections::HashSet;
 
 use url::Url;
 
-use crate::config_error::{ConfigError, ConfigErrorKind};
-use crate::endpoint::Endpoint;
-use crate::url_rules::check_url;
+use crate::request::config_error::{ConfigError, ConfigErrorKind};
+use crate::request::endpoint::Endpoint;
+use crate::request::url_rules::check_url;
 
 /// Checks endpoints by the rules failnext applies when it is built.
 ///

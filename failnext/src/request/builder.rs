@@ -6,20 +6,20 @@ use std::time::Duration;
 
 use http::StatusCode;
 
-use crate::classify::Classifier;
-use crate::config_error::{ConfigError, ConfigErrorKind};
-use crate::cooldown::Cooldown;
-use crate::eligibility::Eligibility;
-use crate::endpoint::Endpoint;
-use crate::event::{Emitter, Event, HookFn};
-use crate::judge::Triggers;
-use crate::latency::LatencyOrdering;
-use crate::middleware::Failover;
-use crate::permission::{Permission, PolicyFn};
-use crate::shared::Shared;
-use crate::slot::Slot;
-use crate::source::HealthSource;
-use crate::validate::validate_endpoints;
+use crate::events::event::{Emitter, Event, HookFn};
+use crate::flow::middleware::Failover;
+use crate::flow::shared::Shared;
+use crate::flow::slot::Slot;
+use crate::health::cooldown::Cooldown;
+use crate::health::eligibility::Eligibility;
+use crate::health::latency::LatencyOrdering;
+use crate::health::source::HealthSource;
+use crate::judging::classify::Classifier;
+use crate::judging::judge::Triggers;
+use crate::request::config_error::{ConfigError, ConfigErrorKind};
+use crate::request::endpoint::Endpoint;
+use crate::request::permission::{Permission, PolicyFn};
+use crate::request::validate::validate_endpoints;
 
 /// The attempt timeout when none is configured; see [`FailoverBuilder::attempt_timeout`].
 const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -46,7 +46,7 @@ pub struct FailoverBuilder {
     deadline: Option<Duration>,
     budget: Option<crate::Budget>,
     trace_all: bool,
-    pub(crate) hedge: crate::setting::Setting<crate::Hedge>,
+    pub(crate) hedge: crate::request::setting::Setting<crate::Hedge>,
     ordering: Option<LatencyOrdering>,
     hook: Option<HookFn>,
     source: Option<Arc<dyn HealthSource>>,
@@ -65,7 +65,7 @@ impl FailoverBuilder {
             deadline: None,
             budget: None,
             trace_all: false,
-            hedge: crate::setting::Setting::Default,
+            hedge: crate::request::setting::Setting::Default,
             ordering: None,
             hook: None,
             source: None,
@@ -207,13 +207,13 @@ impl FailoverBuilder {
     /// few hundred milliseconds instead of holding a read for the attempt timeout; the
     /// monitor's view of heads keeps a faster provider that lags from winning the race).
     pub fn hedge(mut self, hedge: crate::Hedge) -> Self {
-        self.hedge = crate::setting::Setting::Set(hedge);
+        self.hedge = crate::request::setting::Setting::Set(hedge);
         self
     }
 
     /// No hedge, even with a [monitor](FailoverBuilder::monitor).
     pub fn no_hedge(mut self) -> Self {
-        self.hedge = crate::setting::Setting::Off;
+        self.hedge = crate::request::setting::Setting::Off;
         self
     }
 
@@ -329,7 +329,7 @@ impl FailoverBuilder {
         // Unpaired, a hedge takes the first answer whatever its head: a faster provider that
         // lags wins the race (the soak's stale answers rose by two fifths), so the default
         // hedge needs a monitor's view of heads.
-        let hedge = self.hedge.or(self.source.is_some().then_some(crate::hedge::PAIRED_HEDGE));
+        let hedge = self.hedge.or(self.source.is_some().then_some(crate::flow::hedge::PAIRED_HEDGE));
         if let Some(hedge) = &hedge {
             hedge.check()?;
         }
@@ -339,7 +339,7 @@ impl FailoverBuilder {
             .iter()
             .zip(urls)
             .map(|(ep, url)| Slot::new(ep, url, self.cooldown).keeping_latencies(keep));
-        let paired = self.source.clone().map(crate::paired::Paired::new);
+        let paired = self.source.clone().map(crate::health::paired::Paired::new);
         let failover = Failover::from_shared(Shared {
             slots: slots.collect(),
             endpoints: self.endpoints,
@@ -350,10 +350,12 @@ impl FailoverBuilder {
             cooldown: self.cooldown,
             attempt_timeout: self.attempt_timeout,
             deadline: self.deadline,
-            budget: self.budget.map(crate::budget::Tokens::new),
+            budget: self.budget.map(crate::flow::budget::Tokens::new),
             trace_all: self.trace_all,
             hedge,
-            ordering: self.ordering.map(|rule| crate::latency::Ordered::new(rule, self.source.is_some())),
+            ordering: self
+                .ordering
+                .map(|rule| crate::health::latency::Ordered::new(rule, self.source.is_some())),
             events: Emitter::new(self.hook),
             paired,
         });
@@ -405,7 +407,7 @@ mod tests {
         assert_eq!(hedge_of(Failover::builder(endpoints())), None, "unpaired: the reference rules");
         assert_eq!(
             hedge_of(Failover::builder(endpoints()).monitor(Admits)),
-            Some(crate::hedge::PAIRED_HEDGE)
+            Some(crate::flow::hedge::PAIRED_HEDGE)
         );
         assert_eq!(hedge_of(Failover::builder(endpoints()).monitor(Admits).hedge(fixed)), Some(fixed));
         assert_eq!(hedge_of(Failover::builder(endpoints()).monitor(Admits).no_hedge()), None);

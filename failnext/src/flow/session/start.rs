@@ -1,13 +1,13 @@
 //! How a request's session starts: what its scope rules out, and who is passed over from the
 //! start, told as events and the trace's first steps.
 
-use crate::event::{Event, SkipReason};
-use crate::options::RequestOptions;
-use crate::scope::{Scope, Unfit};
-use crate::select::Plan;
-use crate::shared::Shared;
-use crate::skip::Skip;
-use crate::trace::{TraceStep, Tracer};
+use crate::events::event::{Event, SkipReason};
+use crate::events::trace::{TraceStep, Tracer};
+use crate::flow::select::Plan;
+use crate::flow::shared::Shared;
+use crate::flow::skip::Skip;
+use crate::request::options::RequestOptions;
+use crate::request::scope::{Scope, Unfit};
 
 /// Asks `scope` about every endpoint still usable, in configured order, and takes the ones it
 /// rules out out of `plan`: each with why.

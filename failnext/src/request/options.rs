@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use http::Extensions;
 
-use crate::endpoint::EndpointId;
-use crate::permission::Permission;
+use crate::request::endpoint::EndpointId;
+use crate::request::permission::Permission;
 
 /// Endpoints a request must not use. Request-scoped: stored in the request's extensions.
 ///
@@ -148,7 +148,7 @@ pub trait RequestBuilderExt: sealed::Sealed + Sized {
 }
 
 mod sealed {
-    /// Keeps [`RequestBuilderExt`](super::RequestBuilderExt) from being implemented outside
+    /// Keeps [`RequestBuilderExt`](crate::RequestBuilderExt) from being implemented outside
     /// this crate: a public trait in a private module.
     ///
     /// ```compile_fail,E0277

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use reqwest::Response;
 
-use crate::findings::Findings;
+use crate::judging::findings::Findings;
 
 /// What to do with an attempt's outcome.
 #[non_exhaustive]

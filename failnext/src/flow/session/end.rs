@@ -4,12 +4,12 @@
 use reqwest::Response;
 
 use super::{Outcome, Session, Stop, Tally, mw};
-use crate::classify::Class;
-use crate::drain::discard;
-use crate::error::{Attempt, Error, PassedOver};
-use crate::scope::Unfit;
-use crate::select::Fate;
-use crate::trace::{NotTried, Trace, TraceStep};
+use crate::events::error::{Attempt, Error, PassedOver};
+use crate::events::trace::{NotTried, Trace, TraceStep};
+use crate::flow::drain::discard;
+use crate::flow::select::Fate;
+use crate::judging::classify::Class;
+use crate::request::scope::Unfit;
 
 impl Session<'_> {
     /// A response from endpoint `i` judged `FailOver` (a trigger status, or flagged by the

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use tokio::time::Instant;
 
-use crate::scope::Unfit;
-use crate::source::{Head, HealthSource};
+use crate::health::source::{Head, HealthSource};
+use crate::request::scope::Unfit;
 
 /// A `Failover`'s paired source, and what its answers taught it about the head.
 pub(crate) struct Paired {

@@ -22,10 +22,10 @@
 
 use metrics::{Key, Label, Metadata, SharedString};
 
-use crate::classify::{Class, Verdict};
-use crate::endpoint::EndpointId;
-use crate::event::{Event, SkipReason};
+use crate::events::event::{Event, SkipReason};
 use crate::health::BreakerState;
+use crate::judging::classify::{Class, Verdict};
+use crate::request::endpoint::EndpointId;
 
 static METADATA: Metadata<'static> =
     Metadata::new(module_path!(), metrics::Level::INFO, Some(module_path!()));

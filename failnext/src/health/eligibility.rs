@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::endpoint::EndpointId;
+use crate::request::endpoint::EndpointId;
 
 /// Decides whether an endpoint may be used by a request.
 ///

@@ -3,7 +3,7 @@
 use std::error::Error as StdError;
 use std::fmt;
 
-use crate::endpoint::EndpointId;
+use crate::request::endpoint::EndpointId;
 
 /// Why a request through [`Failover`](crate::Failover) ended without a response.
 ///

@@ -3,8 +3,8 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::classify::Class;
-use crate::endpoint::EndpointId;
+use crate::judging::classify::Class;
+use crate::request::endpoint::EndpointId;
 
 /// For one request (asked for with [`RequestBuilderExt::trace`](crate::RequestBuilderExt::trace)
 /// or [`FailoverBuilder::trace`](crate::FailoverBuilder::trace)): every configured endpoint, in

@@ -7,12 +7,12 @@ use std::time::Duration;
 use tokio::time::Instant;
 use url::Url;
 
-use crate::cooldown::Cooldown;
-use crate::destination::Destination;
-use crate::endpoint::{Endpoint, EndpointId};
 use crate::health::Health;
-use crate::latency::Latency;
-use crate::recent::Recent;
+use crate::health::cooldown::Cooldown;
+use crate::health::latency::Latency;
+use crate::health::recent::Recent;
+use crate::request::destination::Destination;
+use crate::request::endpoint::{Endpoint, EndpointId};
 
 /// One endpoint's state: who it is (its id; the endpoint itself, with its URL, is kept once,
 /// in the configuration), where its attempts go, and how healthy it is.
@@ -27,7 +27,7 @@ pub(crate) struct Slot {
     pub(crate) recent: Option<Box<Recent>>,
     /// Its metric keys, made once.
     #[cfg(feature = "metrics")]
-    pub(crate) keys: crate::metrics::Keys,
+    pub(crate) keys: crate::events::metrics::Keys,
     /// The account pauses in a row (credentials or payment refused) and when the latest
     /// ends: touched only by such answers and by the first good answer after them.
     account: Mutex<Option<(u32, Instant)>>,
@@ -40,7 +40,7 @@ impl Slot {
     pub(crate) fn new(endpoint: &Endpoint, url: Url, cooldown: Cooldown) -> Slot {
         Slot {
             #[cfg(feature = "metrics")]
-            keys: crate::metrics::Keys::new(endpoint.id()),
+            keys: crate::events::metrics::Keys::new(endpoint.id()),
             id: endpoint.id().clone(),
             destination: Destination::new(url),
             health: Health::new(cooldown),

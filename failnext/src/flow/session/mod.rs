@@ -3,18 +3,18 @@
 
 use reqwest::{Request, Response};
 
-use crate::destination::HostRule;
-use crate::error::{Attempt, Error};
-use crate::event::{Event, SkipReason};
+use crate::events::error::{Attempt, Error};
+use crate::events::event::{Event, SkipReason};
+use crate::events::trace::{NotTried, TraceStep, Tracer};
+use crate::flow::replay::Replay;
+use crate::flow::select::{self, LastResort, Plan};
+use crate::flow::shared::Shared;
+use crate::flow::skip::Skip;
 use crate::health::{Admit, BreakerState, Permit};
-use crate::options::RequestOptions;
-use crate::permission::{self, Permission, Settled};
-use crate::replay::Replay;
-use crate::scope::Scope;
-use crate::select::{self, LastResort, Plan};
-use crate::shared::Shared;
-use crate::skip::Skip;
-use crate::trace::{NotTried, TraceStep, Tracer};
+use crate::request::destination::HostRule;
+use crate::request::options::RequestOptions;
+use crate::request::permission::{self, Permission, Settled};
+use crate::request::scope::Scope;
 
 /// What a request ends with: a response and the index of the endpoint that produced it.
 pub(crate) type Outcome = Result<(Response, usize), reqwest_middleware::Error>;
@@ -116,7 +116,7 @@ pub(crate) struct Session<'a> {
     /// packet), used instead of copying the request up front.
     pub(crate) scope: Option<&'a dyn Scope>,
     /// The request is one `eth_blockNumber` call and a paired source knows heads: each
-    /// answer's head is judged ([`Paired::judge_head`](crate::paired::Paired::judge_head)).
+    /// answer's head is judged ([`Paired::judge_head`](crate::health::paired::Paired::judge_head)).
     pub(crate) heads: bool,
     pub(crate) host: HostRule,
     /// Attempts sent so far; the last one's number.
@@ -179,7 +179,7 @@ impl<'a> Session<'a> {
         if shared.events.is_active() || tracer.is_some() {
             passed_over_at_start(shared, opts, &plan, &unfit, tracer.as_deref_mut());
         }
-        let heads = shared.paired.is_some() && crate::paired::asks_block_number(&req);
+        let heads = shared.paired.is_some() && crate::health::paired::asks_block_number(&req);
         Ok(Session {
             shared,
             plan,

@@ -16,14 +16,14 @@ use http::Extensions;
 use reqwest::Response;
 use tokio::time::Instant;
 
-use crate::attempt::{self, Attempted, Judged, Sender, Turn, dispatch, judged_attempt};
-use crate::drain::discard;
-use crate::event::{Emitter, Event, ResultOutcome};
+use crate::events::event::{Emitter, Event, ResultOutcome};
+use crate::flow::attempt::{self, Attempted, Judged, Sender, Turn, dispatch, judged_attempt};
+use crate::flow::drain::discard;
+use crate::flow::session::{Outcome, Partner, Session, Step};
+use crate::flow::shared::Shared;
 use crate::health::Permit;
-use crate::options::{RequestOptions, ServedBy};
-use crate::scope::Scope;
-use crate::session::{Outcome, Partner, Session, Step};
-use crate::shared::Shared;
+use crate::request::options::{RequestOptions, ServedBy};
+use crate::request::scope::Scope;
 
 /// One request, from its first step to its outcome.
 pub(crate) async fn run<S: Sender>(
@@ -160,7 +160,7 @@ impl Race<'_> {
         let held = session.hold_trial();
         let mut partner = session.partner(self.first, self.after, false);
         if let Partner::Later = partner {
-            let wait = crate::session::reserve_hedge_after(self.after).saturating_sub(self.after);
+            let wait = crate::flow::session::reserve_hedge_after(self.after).saturating_sub(self.after);
             first = match select(first, Box::pin(tokio::time::sleep(wait))).await {
                 Either::Left((out, _)) => {
                     drop(held);
@@ -263,7 +263,7 @@ impl Race<'_> {
 /// What a race's later racers are sent with: the request's host rule, the sender, and the
 /// first attempt's trial permit, held until the race ends.
 struct Racing<'p, 's, S> {
-    host: crate::destination::HostRule,
+    host: crate::request::destination::HostRule,
     sender: &'s S,
     held: Option<Permit<'p>>,
 }
@@ -302,7 +302,7 @@ where
                 // a fault (a provider that hangs) or a slow answer (the tail a hedge cuts off).
                 let endpoint = shared.slots[turn.i].id();
                 let after = started.elapsed();
-                paired.source.observe(endpoint, crate::source::Observation::Outrun { after });
+                paired.source.observe(endpoint, crate::health::source::Observation::Outrun { after });
             }
             if let (true, Some(started)) = (first, turn.started) {
                 let slot = &shared.slots[turn.i];

@@ -17,8 +17,8 @@ use std::sync::Arc;
 
 use reqwest::Response;
 
-use crate::classify::Judgement;
-use crate::endpoint::EndpointId;
+use crate::judging::classify::Judgement;
+use crate::request::endpoint::EndpointId;
 
 /// What one request knows about itself, asked by the request's loop. Every method has a
 /// default that changes nothing, so a scope implements only what it knows.

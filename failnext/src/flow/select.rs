@@ -10,14 +10,14 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::eligibility::Eligibility;
-use crate::endpoint::EndpointId;
+use crate::flow::skip::Skip;
+use crate::flow::slot::{Slot, position};
 use crate::health::Admit;
-use crate::latency::{Ordered, faster_than};
-use crate::options::RequestOptions;
-use crate::skip::Skip;
-use crate::slot::{Slot, position};
-use crate::source::HealthSource;
+use crate::health::eligibility::Eligibility;
+use crate::health::latency::{Ordered, faster_than};
+use crate::health::source::HealthSource;
+use crate::request::endpoint::EndpointId;
+use crate::request::options::RequestOptions;
 
 /// What the last resort chose.
 #[derive(Debug)]

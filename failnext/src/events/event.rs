@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use http::StatusCode;
 
-use crate::classify::{Class, Evidence, Verdict};
-use crate::endpoint::EndpointId;
+use crate::judging::classify::{Class, Evidence, Verdict};
+use crate::request::endpoint::EndpointId;
 
 /// Something that happened while failnext handled one request.
 ///

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use crate::config_error::ConfigErrorKind;
-use crate::recent::Recent;
+use crate::health::recent::Recent;
+use crate::request::config_error::ConfigErrorKind;
 
 /// Hedged reads, for [`FailoverBuilder::hedge`](crate::FailoverBuilder::hedge): when a
 /// request's first attempt has not finished after a delay, the request's next candidate is
@@ -208,7 +208,7 @@ mod tests {
 
     fn measured(latency: Duration) -> Recent {
         let recent = Recent::new();
-        for _ in 0..crate::recent::MIN_SAMPLES {
+        for _ in 0..crate::health::recent::MIN_SAMPLES {
             recent.record(latency);
         }
         recent

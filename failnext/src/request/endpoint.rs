@@ -5,7 +5,7 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
 
-use crate::url_rules::raw_has_host;
+use crate::request::url_rules::raw_has_host;
 
 /// The stable name of a configured endpoint.
 ///

@@ -13,14 +13,14 @@ use reqwest::{Request, Response};
 use reqwest_middleware::Next;
 use tokio::time::Instant;
 
-use crate::classify::{Class, Classified, Classifier, Evidence, Judgement, Verdict};
-use crate::destination::HostRule;
-use crate::endpoint::EndpointId;
-use crate::error::ClassifierPanicked;
-use crate::event::{AttemptOutcome, Event};
-use crate::judge;
-use crate::scope::{Scope, Unfit};
-use crate::shared::Shared;
+use crate::events::error::ClassifierPanicked;
+use crate::events::event::{AttemptOutcome, Event};
+use crate::flow::shared::Shared;
+use crate::judging::classify::{Class, Classified, Classifier, Evidence, Judgement, Verdict};
+use crate::judging::judge;
+use crate::request::destination::HostRule;
+use crate::request::endpoint::EndpointId;
+use crate::request::scope::{Scope, Unfit};
 
 /// What one attempt produced, as judged.
 pub(crate) enum Attempted {
@@ -41,7 +41,7 @@ impl Attempted {
             Attempted::Return(resp) | Attempted::Retain(resp) => resp.status().to_string(),
             // With its causes: "error sending request" alone says neither "refused" nor
             // "timed out".
-            Attempted::Failed(err) => crate::error::WithCauses(err).to_string(),
+            Attempted::Failed(err) => crate::events::error::WithCauses(err).to_string(),
         }
     }
 
@@ -280,7 +280,7 @@ fn conclude(
 /// failure of its endpoint); so does every judgement without a scope.
 ///
 /// Before the scope, a paired `eth_blockNumber`'s head is judged against the best known head
-/// ([`Paired::judge_head`](crate::paired::Paired::judge_head)): one far behind or implausible
+/// ([`Paired::judge_head`](crate::health::paired::Paired::judge_head)): one far behind or implausible
 /// is overruled the same way, but as a failure of its endpoint (`Evidence::Failure`).
 fn review(
     shared: &Shared,
@@ -313,7 +313,7 @@ fn review(
 /// for a check of its endpoint. Neutral judgements (a deadline's cut, an answer no endpoint
 /// could give) tell nothing.
 fn observe(shared: &Shared, turn: &Turn<'_>, judgement: &Judgement, overruled: Option<&Unfit>) {
-    use crate::source::Observation;
+    use crate::health::source::Observation;
     let Some(paired) = &shared.paired else { return };
     let head = if turn.heads { judgement.findings().quantity() } else { None };
     let observation = match (judgement.evidence, overruled) {

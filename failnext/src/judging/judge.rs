@@ -20,7 +20,7 @@ use std::time::{Duration, SystemTime};
 
 use http::{HeaderMap, StatusCode};
 
-use crate::classify::{Class, Evidence, Judgement, Verdict};
+use crate::judging::classify::{Class, Evidence, Judgement, Verdict};
 
 /// The longest time a hint may keep an endpoint out of rotation.
 pub(crate) const MAX_HINT: Duration = Duration::from_secs(5 * 60);
@@ -60,7 +60,7 @@ pub(crate) fn hint(verdict: Verdict, retry_after: Option<Duration>) -> Option<Du
 }
 
 /// The `Retry-After` of a 429 or 503 response, as a duration from now (read by the one rule
-/// of [`crate::retry_after`]), capped at [`MAX_HINT`]; `None` for any other status, a missing
+/// of [`crate::judging::retry_after`]), capped at [`MAX_HINT`]; `None` for any other status, a missing
 /// or unparsable header, or a date not in the future. The status gate and the cap are
 /// judging's policy, kept here; the reading is not. Costs one comparison (and reads no clock)
 /// for every other status.
@@ -68,7 +68,7 @@ pub(crate) fn retry_after(status: StatusCode, headers: &HeaderMap) -> Option<Dur
     if status != StatusCode::TOO_MANY_REQUESTS && status != StatusCode::SERVICE_UNAVAILABLE {
         return None;
     }
-    crate::retry_after::from_headers(headers, SystemTime::now()).map(|d| d.min(MAX_HINT))
+    crate::judging::retry_after::from_headers(headers, SystemTime::now()).map(|d| d.min(MAX_HINT))
 }
 
 /// The statuses that trigger failover: 502, 503, 504 and any configured additions.

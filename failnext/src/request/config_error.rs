@@ -3,8 +3,8 @@
 use std::error::Error as StdError;
 use std::fmt;
 
-use crate::endpoint::EndpointId;
-use crate::url_rules::UrlRule;
+use crate::request::endpoint::EndpointId;
+use crate::request::url_rules::UrlRule;
 
 /// A configuration that cannot be built, with the endpoint (by id or index) and the rule.
 ///
