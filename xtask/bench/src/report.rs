@@ -271,7 +271,7 @@ pub(crate) fn write(report: &Report<'_>, dir: &Path) -> std::io::Result<Vec<Path
     std::fs::create_dir_all(dir)?;
     let files = [
         ("results.json", serde_json::to_string_pretty(&report.json()).unwrap_or_default()),
-        ("latency.svg", crate::chart::svg(report)),
+        ("latency.svg", crate::chart::svg(report.outcomes, report.blocklag.as_ref().ok().copied())),
         ("results.md", report.markdown()),
     ];
     let mut paths = Vec::new();
