@@ -30,4 +30,5 @@ mod table;
 mod tests;
 
 pub(crate) use run::run;
+pub(crate) use scenario::Row;
 pub(crate) use table::{json, markdown};
