@@ -26,9 +26,10 @@ mod reads;
 mod run;
 mod scenario;
 mod table;
-#[cfg(test)]
-mod tests;
 
 pub(crate) use run::run;
 pub(crate) use scenario::Row;
 pub(crate) use table::{json, markdown};
+
+#[cfg(test)]
+mod tests;
