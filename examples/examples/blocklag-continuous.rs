@@ -95,17 +95,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     println!("{net}");
     // Simulator set-up: short intervals against the simulator, 15 s and 10 s against yours.
     let schedule = Schedule::new(net.sim().is_some(), seconds);
-    println!(
-        "checks every {:?} (timeout {:?}), reads every {:?} (timeout {:?}); {}",
-        schedule.check_every,
-        schedule.check_timeout,
-        schedule.read_every,
-        schedule.read_timeout,
-        match schedule.run_for {
-            Some(d) => format!("stops after {d:?} or on Ctrl-C"),
-            None => "press Ctrl-C to stop".to_owned(),
-        }
-    );
+    print_schedule(&schedule);
 
     let monitor = Monitor::builder(net.endpoints())
         .max_lag(MAX_LAG)
@@ -145,6 +135,37 @@ async fn main() -> Result<(), Box<dyn Error>> {
         _ => None,
     };
 
+    let interrupted = until_stopped(schedule, started).await?;
+    // Clean shutdown: no new operation starts, and those in flight finish (each is bounded
+    // by its timeout) before the summary.
+    stop.send(true)?;
+    checker.await?;
+    let reads = reader.await?;
+    let lagged_at = match fault {
+        Some(task) => task.await?,
+        None => None,
+    };
+
+    summarise(&reads, net.sim().is_some(), interrupted, lagged_at)
+}
+
+/// Prints the schedule: how often the monitor checks and reads are sent, and when the run ends.
+fn print_schedule(schedule: &Schedule) {
+    println!(
+        "checks every {:?} (timeout {:?}), reads every {:?} (timeout {:?}); {}",
+        schedule.check_every,
+        schedule.check_timeout,
+        schedule.read_every,
+        schedule.read_timeout,
+        match schedule.run_for {
+            Some(d) => format!("stops after {d:?} or on Ctrl-C"),
+            None => "press Ctrl-C to stop".to_owned(),
+        }
+    );
+}
+
+/// Waits for the end of a bounded run or for Ctrl-C; `true` when interrupted.
+async fn until_stopped(schedule: Schedule, started: Instant) -> Result<bool, Box<dyn Error>> {
     let bound = async {
         match schedule.run_for {
             Some(d) => tokio::time::sleep(d).await,
@@ -162,16 +183,18 @@ async fn main() -> Result<(), Box<dyn Error>> {
             false
         }
     };
-    // Clean shutdown: no new operation starts, and those in flight finish (each is bounded
-    // by its timeout) before the summary.
-    stop.send(true)?;
-    checker.await?;
-    let reads = reader.await?;
-    let lagged_at = match fault {
-        Some(task) => task.await?,
-        None => None,
-    };
+    Ok(interrupted)
+}
 
+/// Prints who served the reads and, against the simulator (`simulated`), checks what happened:
+/// no read failed needlessly and, when the run was not interrupted, the backup took over once
+/// the primary fell behind (at `lagged_at`).
+fn summarise(
+    reads: &Reads,
+    simulated: bool,
+    interrupted: bool,
+    lagged_at: Option<Duration>,
+) -> Result<(), Box<dyn Error>> {
     let count = |id: &str| reads.served.iter().filter(|(_, by)| by == id).count();
     println!(
         "reads: {} served (primary {}, backup {}), {} failed",
@@ -181,7 +204,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
         reads.failed
     );
     // Simulator only: checks what happened.
-    if net.sim().is_some() {
+    if simulated {
         println!("reads failed while an eligible healthy provider existed: {}", reads.failed_while_usable);
         ensure(reads.failed_while_usable == 0, "no read failed while an eligible healthy provider existed")?;
         if !interrupted {

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use crate::{DynError, say, target_dir};
+use crate::steps::{DynError, say, target_dir};
 
 /// The npm package that ships the anvil binary for Linux on x86-64.
 const PACKAGE: &str = "@foundry-rs/anvil-linux-amd64";

@@ -190,6 +190,16 @@ fn lane(
         y0 + 24.0 + BAND_H * 2.8,
     );
     // Requests: a short tick per read, a tall one per write, above the bands.
+    lane_marks(svg, i, y0, x, recording);
+    // Bands: consecutive samples with the same state make one rectangle.
+    for row in 0..3 {
+        lane_band(svg, i, row, y0, x, elapsed, recording);
+    }
+    svg.push_str("</g>\n");
+}
+
+/// A lane's requests: a short tick per read, a tall one per write, above the bands.
+fn lane_marks(svg: &mut String, i: usize, y0: f64, x: &dyn Fn(Duration) -> f64, recording: &Recording) {
     for mark in recording.marks.iter().filter(|m| m.provider == i) {
         let mx = x(mark.at);
         let (top, color) = match mark.kind {
@@ -204,53 +214,62 @@ fn lane(
         );
     }
     svg.push('\n');
-    // Bands: consecutive samples with the same state make one rectangle.
-    for row in 0..3 {
-        let by = y0 + 24.0 + BAND_H * f64::from(row);
+}
+
+/// One band of a lane (`row` 0 timeline, 1 monitor, 2 breaker): consecutive samples with the
+/// same state make one rectangle, labelled when the label fits.
+fn lane_band(
+    svg: &mut String,
+    i: usize,
+    row: u8,
+    y0: f64,
+    x: &dyn Fn(Duration) -> f64,
+    elapsed: Duration,
+    recording: &Recording,
+) {
+    let by = y0 + 24.0 + BAND_H * f64::from(row);
+    let _ = write!(
+        svg,
+        "<rect x=\"{LEFT}\" y=\"{by:.1}\" width=\"{:.1}\" height=\"{BAND_H}\" fill=\"none\" stroke=\"#ddd\"/>",
+        x(elapsed) - LEFT
+    );
+    let mut runs: Vec<(Duration, Duration, Fill)> = Vec::new();
+    for (k, sample) in recording.samples.iter().enumerate() {
+        let Some(lane) = sample.lanes.get(i) else { continue };
+        let end = recording.samples.get(k + 1).map_or(elapsed, |next| next.at);
+        let this = fill(row, lane);
+        match runs.last_mut() {
+            Some(last) if last.2 == this => last.1 = end,
+            _ => runs.push((sample.at, end, this)),
+        }
+    }
+    for (from, to, (color, label)) in runs {
+        if color == "none" {
+            continue;
+        }
+        let (rx, rw) = (x(from), (x(to) - x(from)).max(0.5));
         let _ = write!(
             svg,
-            "<rect x=\"{LEFT}\" y=\"{by:.1}\" width=\"{:.1}\" height=\"{BAND_H}\" fill=\"none\" stroke=\"#ddd\"/>",
-            x(elapsed) - LEFT
+            "<rect x=\"{rx:.1}\" y=\"{by:.1}\" width=\"{rw:.1}\" height=\"{BAND_H}\" fill=\"{color}\"/>"
         );
-        let mut runs: Vec<(Duration, Duration, Fill)> = Vec::new();
-        for (k, sample) in recording.samples.iter().enumerate() {
-            let Some(lane) = sample.lanes.get(i) else { continue };
-            let end = recording.samples.get(k + 1).map_or(elapsed, |next| next.at);
-            let this = fill(row, lane);
-            match runs.last_mut() {
-                Some(last) if last.2 == this => last.1 = end,
-                _ => runs.push((sample.at, end, this)),
-            }
-        }
-        for (from, to, (color, label)) in runs {
-            if color == "none" {
-                continue;
-            }
-            let (rx, rw) = (x(from), (x(to) - x(from)).max(0.5));
+        // About 5 px a character at this size: a label is cut to its rectangle.
+        let fits = ((rw - 6.0) / 5.0).max(0.0) as usize;
+        if let Some(label) = label.filter(|_| fits >= 4) {
+            let label: String = if label.chars().count() > fits {
+                label.chars().take(fits - 1).chain(['…']).collect()
+            } else {
+                label
+            };
             let _ = write!(
                 svg,
-                "<rect x=\"{rx:.1}\" y=\"{by:.1}\" width=\"{rw:.1}\" height=\"{BAND_H}\" fill=\"{color}\"/>"
+                "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"9\">{}</text>",
+                rx + 3.0,
+                by + BAND_H - 4.0,
+                escape(&label)
             );
-            // About 5 px a character at this size: a label is cut to its rectangle.
-            let fits = ((rw - 6.0) / 5.0).max(0.0) as usize;
-            if let Some(label) = label.filter(|_| fits >= 4) {
-                let label: String = if label.chars().count() > fits {
-                    label.chars().take(fits - 1).chain(['…']).collect()
-                } else {
-                    label
-                };
-                let _ = write!(
-                    svg,
-                    "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"9\">{}</text>",
-                    rx + 3.0,
-                    by + BAND_H - 4.0,
-                    escape(&label)
-                );
-            }
         }
-        svg.push('\n');
     }
-    svg.push_str("</g>\n");
+    svg.push('\n');
 }
 
 /// A band's colour at one sample, and the label of a fault.

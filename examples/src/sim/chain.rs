@@ -4,7 +4,6 @@ use std::collections::HashMap;
 use std::collections::hash_map::{DefaultHasher, Entry};
 use std::fmt;
 use std::hash::{Hash, Hasher};
-use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
@@ -13,13 +12,13 @@ use failnext_loopback::lock;
 use tokio::task::AbortHandle;
 use tokio::time::MissedTickBehavior;
 
-use crate::sim::provider::Provider;
+use crate::sim::hash;
 
 /// The height a new chain starts at.
 pub const START_HEAD: u64 = 1_000_000;
 
 /// A simulated chain: a chain id, a head that only moves forward, and the transactions sent
-/// to it. Every [`Provider`] made from it serves this one chain (each through its own
+/// to it. Every [`Provider`](crate::sim::Provider) made from it serves this one chain (each through its own
 /// [`Behaviour`](crate::sim::Behaviour), which may show it late, frozen or under another id).
 ///
 /// Cloning is cheap; clones are the same chain. The head ticker stops when the last clone
@@ -75,15 +74,6 @@ impl Chain {
         Chain { state: Arc::new(State::new(chain_id, None, Duration::from_secs(1))) }
     }
 
-    /// Starts a provider of this chain on `127.0.0.1` and an ephemeral port, healthy.
-    ///
-    /// # Errors
-    ///
-    /// When no loopback port can be bound.
-    pub async fn provider(&self, id: impl Into<String>) -> io::Result<Provider> {
-        Provider::start(self.clone(), id.into()).await
-    }
-
     /// The chain id every honest provider reports.
     pub fn id(&self) -> u64 {
         self.state.id
@@ -92,7 +82,7 @@ impl Chain {
     /// The hash of block `number` of this chain: what every honest provider serves (a
     /// provider on another chain or a fork of its own serves another).
     pub fn block_hash(&self, number: u64) -> String {
-        super::rpc::block_hash(self.id(), 0, number)
+        hash::block_hash(self.id(), 0, number)
     }
 
     /// The newest block.

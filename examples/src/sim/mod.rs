@@ -34,9 +34,11 @@
 
 mod behaviour;
 mod chain;
+mod hash;
 mod provider;
 mod respond;
 mod rpc;
+mod state;
 
 pub use behaviour::{Behaviour, MALFORMED_BODY, OVERSIZED_LEN};
 pub use chain::{Chain, START_HEAD};

@@ -7,8 +7,8 @@ use failnext_loopback::{Action, End, LaterHandler, Received, Reply};
 
 use crate::sim::behaviour::{Behaviour, MALFORMED_BODY, OVERSIZED_LEN};
 use crate::sim::chain::Chain;
-use crate::sim::provider::{Mode, Shared};
 use crate::sim::rpc::{self, Payload};
+use crate::sim::state::{Mode, Shared};
 
 /// The handler of one provider: counts the request, reads the behaviour in force when it
 /// arrived, and answers (after the delay of a `Slow` one).

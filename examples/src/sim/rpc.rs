@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 
 use crate::sim::chain::Chain;
+use crate::sim::hash::{HASH_MARK, block_hash};
 
 /// The chain as one provider shows it: possibly behind, frozen, or under another id.
 #[derive(Debug)]
@@ -32,14 +33,6 @@ const STATE_READS: [(&str, usize); 6] = [
 /// The selector of `getReserves()`: an `eth_call` with this data returns the hash of the block
 /// it ran against, so that a caller can tell which state answered.
 pub const GET_RESERVES: &str = "0x0902f1ac";
-
-/// The third word of every simulated block hash.
-const HASH_MARK: u64 = 0xb10c_b10c_b10c_b10c;
-
-/// The hash of block `number` on chain `chain_id`, on fork `fork` (0: the chain itself).
-pub(crate) fn block_hash(chain_id: u64, fork: u64, number: u64) -> String {
-    format!("0x{chain_id:016x}{fork:016x}{HASH_MARK:016x}{number:016x}")
-}
 
 impl View<'_> {
     /// The hash this view gives block `number`: the chain id, the fork, a mark and the number,

@@ -2,8 +2,9 @@
 
 use std::fmt::Write as _;
 
+use crate::blocklag;
 use crate::measure::quantile;
-use crate::report::Report;
+use crate::scenarios::Outcome;
 
 const PANEL_W: f64 = 600.0;
 const PANEL_H: f64 = 250.0;
@@ -18,16 +19,15 @@ type Panel<'a> = (String, Vec<(String, &'a [u64])>);
 
 /// Latency CDFs, one panel per scenario and concurrency (log time axis), plus the
 /// distribution of blocklag `check()` durations.
-pub(crate) fn svg(report: &Report<'_>) -> String {
-    let mut panels: Vec<Panel<'_>> = report
-        .outcomes
+pub(crate) fn svg(outcomes: &[Outcome], blocklag: Option<&blocklag::Outcome>) -> String {
+    let mut panels: Vec<Panel<'_>> = outcomes
         .iter()
         .map(|o| {
             let title = format!("{}, concurrency {}", o.scenario, o.rows[0].concurrency);
             (title, o.rows.iter().map(|r| (r.variant.to_owned(), r.latencies.as_slice())).collect())
         })
         .collect();
-    if let Ok(b) = &report.blocklag {
+    if let Some(b) = blocklag {
         let series = b.checks.iter().map(|c| {
             let plural = if c.providers == 1 { "" } else { "s" };
             (format!("{} provider{plural}", c.providers), c.durations.as_slice())

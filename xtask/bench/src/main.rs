@@ -99,16 +99,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, Bo
 #[allow(clippy::print_stdout, clippy::print_stderr, reason = "the report goes to stdout, progress to stderr")]
 fn try_main() -> Result<(), BoxError> {
     let Some(args) = parse_args(std::env::args().skip(1))? else {
-        println!(
-            "usage: failnext-bench [--quick] [--rounds N] [--scenario NAME]... [--variant NAME]... [--no-pin]\n\n  \
-             --quick          one tiny round of everything (CI smoke run)\n  \
-             --rounds N       measured rounds per scenario (default {DEFAULT_ROUNDS}; quick: 1)\n  \
-             --scenario NAME  run only this one (repeatable): {}, {}\n  \
-             --variant NAME   run only this client variant (repeatable; for profiling)\n  \
-             --no-pin         do not pin the client and server threads to one CPU",
-            scenarios::NAMES.join(", "),
-            EXTRA_SCENARIOS.join(", ")
-        );
+        print_usage();
         return Ok(());
     };
     let plan = Plan {
@@ -127,16 +118,7 @@ fn try_main() -> Result<(), BoxError> {
     let servers = Servers::start()?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
 
-    let mut outcomes = Vec::new();
-    for name in scenarios::NAMES.into_iter().filter(|n| wanted(n)) {
-        eprintln!("bench: {name} ({:.0?} so far)", started.elapsed());
-        let mut scenario = scenarios::build(name, &servers)?;
-        scenario.retain_variants(&args.variants);
-        if scenario.variants.is_empty() {
-            continue;
-        }
-        outcomes.extend(rt.block_on(scenarios::run(&scenario, plan)));
-    }
+    let outcomes = run_scenarios(&args, plan, &servers, &rt, started, &wanted)?;
     let peers = if wanted("peers") {
         eprintln!("bench: peers ({:.0?} so far)", started.elapsed());
         rt.block_on(peers::run(&servers, plan.quick)).map_err(|e| e.to_string())
@@ -174,12 +156,66 @@ fn try_main() -> Result<(), BoxError> {
     };
     println!("{}", report.markdown());
     let mut paths = report::write(&report, &report::out_dir(plan.quick))?;
-    // The empty-behind table: printed after the report, and written next to it.
+    write_empty_behind(&empty_behind, plan.quick, &mut paths)?;
+    for p in paths {
+        eprintln!("bench: wrote {}", p.display());
+    }
+    eprintln!("bench: done in {:.1?}", started.elapsed());
+    check_failures(&outcomes, &blocklag, &peers, &empty_behind, &wanted)?;
+    Ok(())
+}
+
+#[allow(clippy::print_stdout, clippy::print_stderr, reason = "the report goes to stdout, progress to stderr")]
+/// The usage, on stdout.
+fn print_usage() {
+    println!(
+        "usage: failnext-bench [--quick] [--rounds N] [--scenario NAME]... [--variant NAME]... [--no-pin]\n\n  \
+         --quick          one tiny round of everything (CI smoke run)\n  \
+         --rounds N       measured rounds per scenario (default {DEFAULT_ROUNDS}; quick: 1)\n  \
+         --scenario NAME  run only this one (repeatable): {}, {}\n  \
+         --variant NAME   run only this client variant (repeatable; for profiling)\n  \
+         --no-pin         do not pin the client and server threads to one CPU",
+        scenarios::NAMES.join(", "),
+        EXTRA_SCENARIOS.join(", ")
+    );
+}
+
+#[allow(clippy::print_stdout, clippy::print_stderr, reason = "the report goes to stdout, progress to stderr")]
+/// Runs the scenarios selected (each with the variants selected), one after the other.
+fn run_scenarios(
+    args: &Args,
+    plan: Plan,
+    servers: &Servers,
+    rt: &tokio::runtime::Runtime,
+    started: Instant,
+    wanted: &impl Fn(&str) -> bool,
+) -> Result<Vec<scenarios::Outcome>, BoxError> {
+    let mut outcomes = Vec::new();
+    for name in scenarios::NAMES.into_iter().filter(|n| wanted(n)) {
+        eprintln!("bench: {name} ({:.0?} so far)", started.elapsed());
+        let mut scenario = scenarios::build(name, servers)?;
+        scenario.retain_variants(&args.variants);
+        if scenario.variants.is_empty() {
+            continue;
+        }
+        outcomes.extend(rt.block_on(scenarios::run(&scenario, plan)));
+    }
+    Ok(outcomes)
+}
+
+#[allow(clippy::print_stdout, clippy::print_stderr, reason = "the report goes to stdout, progress to stderr")]
+/// The empty-behind table: printed after the report, and written next to it (its paths added
+/// to `paths`).
+fn write_empty_behind(
+    empty_behind: &Result<Vec<empty::Row>, String>,
+    quick: bool,
+    paths: &mut Vec<std::path::PathBuf>,
+) -> Result<(), BoxError> {
     match &empty_behind {
         Ok(rows) => {
-            let md = empty::markdown(rows, plan.quick);
+            let md = empty::markdown(rows, quick);
             println!("{md}");
-            let dir = report::out_dir(plan.quick);
+            let dir = report::out_dir(quick);
             for (name, contents) in [
                 ("empty-behind.json", serde_json::to_string_pretty(&empty::json(rows)).unwrap_or_default()),
                 ("empty-behind.md", md),
@@ -190,12 +226,19 @@ fn try_main() -> Result<(), BoxError> {
         }
         Err(why) => println!("### empty-behind\n\nNot measured: {why}\n"),
     }
-    for p in paths {
-        eprintln!("bench: wrote {}", p.display());
-    }
-    eprintln!("bench: done in {:.1?}", started.elapsed());
-    // Every request is expected to succeed (failover included): a failure means the bench or
-    // failnext is broken, and the figures compare different work.
+    Ok(())
+}
+
+/// Every request is expected to succeed (failover included): a failure means the bench or
+/// failnext is broken, and the figures compare different work. The peer and empty-behind tables
+/// measure wrong answers; only a run that could not happen fails.
+fn check_failures(
+    outcomes: &[scenarios::Outcome],
+    blocklag: &Result<blocklag::Outcome, String>,
+    peers: &Result<Vec<peers::Row>, String>,
+    empty_behind: &Result<Vec<empty::Row>, String>,
+    wanted: &impl Fn(&str) -> bool,
+) -> Result<(), BoxError> {
     let failed: u64 = outcomes.iter().flat_map(|o| &o.rows).map(|r| r.errors).sum();
     let blocklag_failed = blocklag.as_ref().map_or(0, |b| b.checks.iter().map(|c| c.failed_checks).sum());
     // The peer table measures wrong answers; only a run that could not happen fails.

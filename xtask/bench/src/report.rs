@@ -32,6 +32,15 @@ impl Report<'_> {
     /// The whole report as markdown.
     pub(crate) fn markdown(&self) -> String {
         let mut md = String::new();
+        self.markdown_heading(&mut md);
+        self.markdown_scenarios(&mut md);
+        self.markdown_peers_blocklag(&mut md);
+        self.markdown_targets(&mut md);
+        md
+    }
+
+    /// The heading: the run's size, the machine, and how to read the tables.
+    fn markdown_heading(&self, md: &mut String) {
         let mode = if self.plan.quick { "quick" } else { "full" };
         let _ = writeln!(
             md,
@@ -53,6 +62,10 @@ impl Report<'_> {
                 None => "threads not pinned".to_owned(),
             },
         );
+    }
+
+    /// One table per scenario, a row per concurrency and variant, with the batch sizes.
+    fn markdown_scenarios(&self, md: &mut String) {
         for outcome in self.outcomes.chunk_by(|a, b| a.scenario == b.scenario) {
             let _ = writeln!(md, "### {}: {}\n", outcome[0].scenario, outcome[0].about);
             md.push_str(
@@ -89,6 +102,10 @@ impl Report<'_> {
                 .collect();
             let _ = writeln!(md, "\nRequests per batch: {}.\n", sizes.join(", "));
         }
+    }
+
+    /// The peer table and the blocklag table, or why they did not run.
+    fn markdown_peers_blocklag(&self, md: &mut String) {
         match &self.peers {
             Ok(rows) => md.push_str(&crate::peers::markdown(rows, self.plan.quick)),
             Err(why) => {
@@ -97,11 +114,15 @@ impl Report<'_> {
         }
         md.push('\n');
         match &self.blocklag {
-            Ok(b) => blocklag_markdown(&mut md, b),
+            Ok(b) => blocklag_markdown(md, b),
             Err(why) => {
                 let _ = writeln!(md, "### blocklag\n\nNot measured: {why}\n");
             }
         }
+    }
+
+    /// The targets and their verdicts.
+    fn markdown_targets(&self, md: &mut String) {
         md.push_str("### Targets (issues 6, 11 and 13)\n\n| target | measured | verdict |\n|---|---|---|\n");
         for v in self.verdicts {
             let verdict = match v.met {
@@ -111,7 +132,6 @@ impl Report<'_> {
             };
             let _ = writeln!(md, "| {} | {} | {verdict} |", v.target, v.measured);
         }
-        md
     }
 }
 
@@ -271,7 +291,7 @@ pub(crate) fn write(report: &Report<'_>, dir: &Path) -> std::io::Result<Vec<Path
     std::fs::create_dir_all(dir)?;
     let files = [
         ("results.json", serde_json::to_string_pretty(&report.json()).unwrap_or_default()),
-        ("latency.svg", crate::chart::svg(report)),
+        ("latency.svg", crate::chart::svg(report.outcomes, report.blocklag.as_ref().ok().copied())),
         ("results.md", report.markdown()),
     ];
     let mut paths = Vec::new();

@@ -17,18 +17,36 @@ pub(crate) struct Verdict {
 /// Every target whose scenarios ran. `blocklag` is `None` when that part did not run.
 pub(crate) fn evaluate(outcomes: &[Outcome], blocklag: Option<&BlocklagFigures>) -> Vec<Verdict> {
     let mut out = Vec::new();
-    let find = |scenario: &str, c: usize, variant: &str| {
-        outcomes
-            .iter()
-            .filter(|o| o.scenario == scenario)
-            .flat_map(|o| o.rows.iter())
-            .find(|r| r.concurrency == c && r.variant == variant)
-    };
+    healthy_verdicts(outcomes, &mut out);
+    alloy_verdicts(outcomes, &mut out);
+    refused_verdicts(outcomes, &mut out);
+    unavailable_verdicts(outcomes, &mut out);
+    body_verdicts(outcomes, &mut out);
+    judge_verdicts(outcomes, &mut out);
+    hang_verdicts(outcomes, &mut out);
+    if let Some(b) = blocklag {
+        out.extend(blocklag_verdicts(b));
+    }
+    out
+}
+
+/// The row of `variant` at concurrency `c` in `scenario`, if it ran.
+fn find<'a>(outcomes: &'a [Outcome], scenario: &str, c: usize, variant: &str) -> Option<&'a Summary> {
+    outcomes
+        .iter()
+        .filter(|o| o.scenario == scenario)
+        .flat_map(|o| o.rows.iter())
+        .find(|r| r.concurrency == c && r.variant == variant)
+}
+
+/// The healthy scenarios: failnext's throughput, CPU and allocations against the empty
+/// stack, and the other middlewares for scale.
+fn healthy_verdicts(outcomes: &[Outcome], out: &mut Vec<Verdict>) {
     for (scenario, limit) in [("healthy-post", 3.0), ("healthy-allow", 5.0)] {
         for c in [1, 32] {
-            let Some(e) = find(scenario, c, "empty") else { continue };
+            let Some(e) = find(outcomes, scenario, c, "empty") else { continue };
             for variant in ["failover", "failover-policy"] {
-                let Some(f) = find(scenario, c, variant) else { continue };
+                let Some(f) = find(outcomes, scenario, c, variant) else { continue };
                 let at = format!("{scenario} c={c}: {variant}");
                 out.push(throughput(format!("{at} throughput ≥ 0.99 × empty"), f, e, 0.99));
                 let cpu = f.paired(e, |a, b| a.cpu_process_us - b.cpu_process_us);
@@ -46,23 +64,27 @@ pub(crate) fn evaluate(outcomes: &[Outcome], blocklag: Option<&BlocklagFigures>)
                     met: Some(f.allocs - e.allocs <= limit),
                 });
             }
-            if let Some(r) = find(scenario, c, "retry") {
+            if let Some(r) = find(outcomes, scenario, c, "retry") {
                 out.push(for_scale(format!("{scenario} c={c}: for scale, reqwest-retry vs empty"), r, e));
             }
-            if let Some(p) = find(scenario, c, "pass-through") {
+            if let Some(p) = find(outcomes, scenario, c, "pass-through") {
                 let what = "a do-nothing middleware vs empty (the framework's own cost)";
                 out.push(for_scale(format!("{scenario} c={c}: for scale, {what}"), p, e));
-                if let Some(f) = find(scenario, c, "failover") {
+                if let Some(f) = find(outcomes, scenario, c, "failover") {
                     let what = "failover vs the do-nothing middleware";
                     out.push(for_scale(format!("{scenario} c={c}: for scale, {what}"), f, p));
                 }
             }
         }
     }
+}
+
+/// alloy-healthy: failnext's transport against alloy's `Http`, and its layers for scale.
+fn alloy_verdicts(outcomes: &[Outcome], out: &mut Vec<Verdict>) {
     for c in [1, 32] {
-        let Some(a) = find("alloy-healthy", c, "alloy-http") else { continue };
+        let Some(a) = find(outcomes, "alloy-healthy", c, "alloy-http") else { continue };
         let at = format!("alloy-healthy c={c}");
-        if let Some(f) = find("alloy-healthy", c, "failnext-transport") {
+        if let Some(f) = find(outcomes, "alloy-healthy", c, "failnext-transport") {
             let cpu = f.paired(a, |f, a| f.cpu_process_us / a.cpu_process_us);
             out.push(Verdict {
                 target: format!("{at}: failnext-transport CPU/req ≤ 1.03 × alloy-http, ≤ 2 allocs more"),
@@ -82,20 +104,26 @@ pub(crate) fn evaluate(outcomes: &[Outcome], blocklag: Option<&BlocklagFigures>)
             info.met = None;
             out.push(info);
         }
-        if let Some(s) = find("alloy-healthy", c, "failnext-transport-chain") {
+        if let Some(s) = find(outcomes, "alloy-healthy", c, "failnext-transport-chain") {
             out.push(for_scale(format!("{at}: for scale, failnext-transport-chain vs alloy-http"), s, a));
         }
-        if let Some(p) = find("alloy-healthy", c, "alloy-chain-pass-through") {
+        if let Some(p) = find(outcomes, "alloy-healthy", c, "alloy-chain-pass-through") {
             let what = "reqwest-middleware under alloy (alloy-chain-pass-through vs alloy-http)";
             out.push(for_scale(format!("{at}: for scale, {what}"), p, a));
-            if let Some(s) = find("alloy-healthy", c, "failnext-transport-chain") {
+            if let Some(s) = find(outcomes, "alloy-healthy", c, "failnext-transport-chain") {
                 let what =
                     "failnext above the framework (failnext-transport-chain vs alloy-chain-pass-through)";
                 out.push(for_scale(format!("{at}: for scale, {what}"), s, p));
             }
         }
     }
-    if let (Some(f), Some(b)) = (find("refused", 1, "failover"), find("refused", 1, "empty→backup")) {
+}
+
+/// refused: failing over against going straight to the backup, and once cooled.
+fn refused_verdicts(outcomes: &[Outcome], out: &mut Vec<Verdict>) {
+    if let (Some(f), Some(b)) =
+        (find(outcomes, "refused", 1, "failover"), find(outcomes, "refused", 1, "empty→backup"))
+    {
         let extra = f.paired(b, |a, b| a.p50_us - b.p50_us);
         out.push(Verdict {
             target: "refused c=1: failover p50 ≤ straight to backup + 100 µs".into(),
@@ -105,7 +133,7 @@ pub(crate) fn evaluate(outcomes: &[Outcome], blocklag: Option<&BlocklagFigures>)
     }
     for c in [1, 32] {
         if let (Some(f), Some(b)) =
-            (find("refused", c, "failover-cooled"), find("refused", c, "empty→backup"))
+            (find(outcomes, "refused", c, "failover-cooled"), find(outcomes, "refused", c, "empty→backup"))
         {
             let (lat, rps) =
                 (f.paired(b, |a, b| a.p50_us / b.p50_us), f.paired(b, |a, b| a.rps_cpu / b.rps_cpu));
@@ -118,8 +146,13 @@ pub(crate) fn evaluate(outcomes: &[Outcome], blocklag: Option<&BlocklagFigures>)
             });
         }
     }
+}
+
+/// unavailable: failover against the application's own loop, and no new connection.
+fn unavailable_verdicts(outcomes: &[Outcome], out: &mut Vec<Verdict>) {
     for c in [1, 32] {
-        let (Some(f), Some(a)) = (find("unavailable", c, "failover"), find("unavailable", c, "app-loop"))
+        let (Some(f), Some(a)) =
+            (find(outcomes, "unavailable", c, "failover"), find(outcomes, "unavailable", c, "app-loop"))
         else {
             continue;
         };
@@ -130,10 +163,14 @@ pub(crate) fn evaluate(outcomes: &[Outcome], blocklag: Option<&BlocklagFigures>)
             met: Some(f.connections <= 0.01),
         });
     }
+}
+
+/// body-1mib: the bytes allocated per request against the body's size.
+fn body_verdicts(outcomes: &[Outcome], out: &mut Vec<Verdict>) {
     for c in [1, 32] {
-        let Some(f) = find("body-1mib", c, "failover") else { continue };
+        let Some(f) = find(outcomes, "body-1mib", c, "failover") else { continue };
         let limit = 0.02 * LARGE_BODY as f64;
-        let base = find("body-1mib", c, "empty→backup").map_or(f64::NAN, |b| b.bytes);
+        let base = find(outcomes, "body-1mib", c, "empty→backup").map_or(f64::NAN, |b| b.bytes);
         out.push(Verdict {
             target: format!("body-1mib c={c}: bytes allocated/req ≤ 2 % of the body ({limit:.0} B)"),
             measured: format!(
@@ -155,10 +192,15 @@ pub(crate) fn evaluate(outcomes: &[Outcome], blocklag: Option<&BlocklagFigures>)
             met: None,
         });
     }
+}
+
+/// judge-1mib: the JSON-RPC classifier's bytes and allocations per request.
+fn judge_verdicts(outcomes: &[Outcome], out: &mut Vec<Verdict>) {
     for c in [1, 32] {
-        let (Some(j), Some(f)) =
-            (find("judge-1mib", c, "failover-jsonrpc"), find("judge-1mib", c, "failover"))
-        else {
+        let (Some(j), Some(f)) = (
+            find(outcomes, "judge-1mib", c, "failover-jsonrpc"),
+            find(outcomes, "judge-1mib", c, "failover"),
+        ) else {
             continue;
         };
         let extra = j.bytes - f.bytes;
@@ -177,8 +219,12 @@ pub(crate) fn evaluate(outcomes: &[Outcome], blocklag: Option<&BlocklagFigures>)
             met: None,
         });
     }
+}
+
+/// hang: how far past the attempt timeout failover answers (no target).
+fn hang_verdicts(outcomes: &[Outcome], out: &mut Vec<Verdict>) {
     for c in [1, 32] {
-        let Some(f) = find("hang", c, "failover") else { continue };
+        let Some(f) = find(outcomes, "hang", c, "failover") else { continue };
         let timeout_us = HANG_TIMEOUT.as_secs_f64() * 1e6;
         out.push(Verdict {
             target: format!("hang c={c}: failover p50 − attempt_timeout (no target)"),
@@ -186,10 +232,6 @@ pub(crate) fn evaluate(outcomes: &[Outcome], blocklag: Option<&BlocklagFigures>)
             met: None,
         });
     }
-    if let Some(b) = blocklag {
-        out.extend(blocklag_verdicts(b));
-    }
-    out
 }
 
 /// The blocklag figures the targets need.

@@ -14,7 +14,7 @@ use http::{HeaderMap, StatusCode};
 use http_body::{Body, Frame, SizeHint};
 use tokio::time::Sleep;
 
-use crate::server::Abandon;
+use crate::server::stats::Abandon;
 
 /// What the server does with one request it has read completely (head and body).
 #[derive(Clone, Debug)]

@@ -112,15 +112,38 @@ fn main() -> ExitCode {
 
 /// Parses the arguments; `Ok(None)` for `--help`.
 fn parse(args: impl Iterator<Item = String>) -> Result<Option<Config>, String> {
-    let mut profile = Profile::Ci;
-    let mut seed = None;
-    let mut requests = None;
-    let mut concurrency = None;
-    let mut fault_ms = None;
-    let mut measure_secs = None;
-    let mut scenario: Option<String> = None;
-    let mut rate = None;
-    let mut subjects: Option<Vec<Subject>> = None;
+    match read_args(args)? {
+        None => Ok(None),
+        Some(args) => configure(args).map(Some),
+    }
+}
+
+/// The options given: the profile (`ci` when absent), the others `None` when absent.
+struct Args {
+    profile: Profile,
+    seed: Option<u64>,
+    requests: Option<u64>,
+    concurrency: Option<u64>,
+    fault_ms: Option<u64>,
+    measure_secs: Option<u64>,
+    scenario: Option<String>,
+    rate: Option<u64>,
+    subjects: Option<Vec<Subject>>,
+}
+
+/// Reads the options, one by one (`--name value` or `--name=value`); `Ok(None)` for `--help`.
+fn read_args(args: impl Iterator<Item = String>) -> Result<Option<Args>, String> {
+    let mut given = Args {
+        profile: Profile::Ci,
+        seed: None,
+        requests: None,
+        concurrency: None,
+        fault_ms: None,
+        measure_secs: None,
+        scenario: None,
+        rate: None,
+        subjects: None,
+    };
     let mut args = args.peekable();
     while let Some(arg) = args.next() {
         let (name, inline) = match arg.split_once('=') {
@@ -133,27 +156,34 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Option<Config>, String> {
         let mut value =
             || inline.clone().or_else(|| args.next()).ok_or_else(|| format!("{name} needs a value"));
         match name.as_str() {
-            "--profile" => profile = value()?.parse()?,
-            "--seed" => seed = Some(number(&name, &value()?)?),
-            "--requests" => requests = Some(number(&name, &value()?)?),
-            "--concurrency" => concurrency = Some(number(&name, &value()?)?),
-            "--fault-ms" => fault_ms = Some(number(&name, &value()?)?.max(2)),
-            "--measure-secs" => measure_secs = Some(number(&name, &value()?)?),
+            "--profile" => given.profile = value()?.parse()?,
+            "--seed" => given.seed = Some(number(&name, &value()?)?),
+            "--requests" => given.requests = Some(number(&name, &value()?)?),
+            "--concurrency" => given.concurrency = Some(number(&name, &value()?)?),
+            "--fault-ms" => given.fault_ms = Some(number(&name, &value()?)?.max(2)),
+            "--measure-secs" => given.measure_secs = Some(number(&name, &value()?)?),
             "--scenario" => {
                 let v = value()?;
                 if !["all", "flapping", "half-stale"].contains(&v.as_str()) {
                     return Err(format!("--scenario: {v:?}: expected all, flapping or half-stale"));
                 }
-                scenario = Some(v);
+                given.scenario = Some(v);
             }
-            "--measure-rate" => rate = Some(number(&name, &value()?)?),
+            "--measure-rate" => given.rate = Some(number(&name, &value()?)?),
             "--configs" => {
-                subjects =
+                given.subjects =
                     Some(value()?.split(',').map(str::parse).collect::<Result<Vec<Subject>, String>>()?)
             }
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
+    Ok(Some(given))
+}
+
+/// The profile's configuration with the options given laid over it.
+fn configure(given: Args) -> Result<Config, String> {
+    let Args { profile, seed, requests, concurrency, fault_ms, measure_secs, scenario, rate, subjects } =
+        given;
     let seed = seed.unwrap_or_else(time_seed);
     let mut config = Config::new(profile, seed);
     if let Some(r) = requests {
@@ -163,7 +193,24 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Option<Config>, String> {
     if let Some(c) = concurrency {
         config.concurrency = usize::try_from(c).map_err(|_| "--concurrency is too large".to_owned())?.max(1);
     }
-    let runs = &mut config.measure.runs;
+    shape_runs(&mut config.measure.runs, fault_ms, scenario.as_deref(), measure_secs);
+    if let Some(r) = rate {
+        config.measure.rate = u32::try_from(r).map_err(|_| "--measure-rate is too large".to_owned())?.max(1);
+    }
+    if let Some(subjects) = subjects {
+        config.measure.subjects = subjects;
+    }
+    Ok(config)
+}
+
+/// The measures the options ask for: the flapping ones made one at `--fault-ms`, only the
+/// `--scenario`'s kept (a half-stale one added when none was), each `--measure-secs` long.
+fn shape_runs(
+    runs: &mut Vec<MeasureRun>,
+    fault_ms: Option<u64>,
+    scenario: Option<&str>,
+    measure_secs: Option<u64>,
+) {
     if let Some(ms) = fault_ms {
         let fault = Duration::from_millis(ms);
         let flapping = |r: &MeasureRun| matches!(r.scenario, Scenario::Flapping { .. });
@@ -172,7 +219,7 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Option<Config>, String> {
         runs.retain(|r| !flapping(r));
         runs.insert(at, MeasureRun { scenario: Scenario::Flapping { fault }, duration });
     }
-    match scenario.as_deref() {
+    match scenario {
         Some("flapping") => runs.retain(|r| r.scenario.name() == "flapping"),
         Some("half-stale") => {
             runs.retain(|r| r.scenario == Scenario::HalfStale);
@@ -188,13 +235,6 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Option<Config>, String> {
             run.duration = Duration::from_secs(secs);
         }
     }
-    if let Some(r) = rate {
-        config.measure.rate = u32::try_from(r).map_err(|_| "--measure-rate is too large".to_owned())?.max(1);
-    }
-    if let Some(subjects) = subjects {
-        config.measure.subjects = subjects;
-    }
-    Ok(Some(config))
 }
 
 fn number(name: &str, value: &str) -> Result<u64, String> {

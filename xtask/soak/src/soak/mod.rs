@@ -54,6 +54,7 @@ use failnext::{Cooldown, Failover};
 use failnext_blocklag::Monitor;
 use failnext_examples::SIM_CHAIN_ID;
 use failnext_examples::sim::{Chain, Provider};
+use failnext_loopback::resources::Usage;
 use reqwest_middleware::ClientWithMiddleware;
 
 pub use config::{Config, Profile};
@@ -106,6 +107,88 @@ pub(crate) struct Ctx {
 /// errors: they are in the report.
 pub async fn run(config: Config) -> Result<Report, SetupError> {
     let started = Instant::now();
+    let (chain, providers, endpoints) = start_providers(&config).await?;
+    let list: Vec<failnext::Endpoint> = providers.iter().map(Provider::endpoint).collect();
+    let Wired { monitor, stats, client } = wire(&config, &chain, list, &endpoints)?;
+    let url = providers.first().map(|p| p.url().to_owned()).unwrap_or_default();
+    let ctx = Arc::new(context(&config, client, url, &endpoints));
+    let settings = watch_settings(&config, &endpoints);
+
+    let mut v = Violations::default();
+    let mut tally = Tally::default();
+    let mut seen = Observed::default();
+    let mut sim = SimCounts::default();
+
+    // Warm-up: the same load, so that pools, allocator arenas and lazily spawned tasks exist
+    // before the baseline is taken.
+    let phase_started = Instant::now();
+    let warm =
+        phase(&ctx, &settings, &providers, &monitor, 0, config.warmup_requests, config.concurrency).await;
+    let warmup_elapsed = phase_started.elapsed();
+    absorb(warm, &mut v, &mut tally, &mut seen, &mut sim);
+    let baseline = settle(&endpoints.ports, None, config.settle_timeout).await;
+
+    let phase_started = Instant::now();
+    let main = phase(
+        &ctx,
+        &settings,
+        &providers,
+        &monitor,
+        config.warmup_requests,
+        config.requests,
+        config.concurrency,
+    )
+    .await;
+    let main_elapsed = phase_started.elapsed();
+    // The simulated chain remembers every transaction it accepted (to refuse duplicates), so
+    // memory grows with the writes of the main phase, by design.
+    let chain_allowance = main.sim.writes.saturating_mul(TX_ALLOWANCE);
+    absorb(main, &mut v, &mut tally, &mut seen, &mut sim);
+    let after = settle(&endpoints.ports, Some(baseline), config.settle_timeout).await;
+    judge_resources(&mut v, &config, &baseline, &after, chain_allowance);
+    judge_stray(&mut v, &stats);
+
+    // The measures, after the resources were judged: their configurations are Failovers of
+    // their own over the same providers and monitor (or one of their own); the checks above do
+    // not look at them.
+    let shared = measure::Shared {
+        providers: &providers,
+        chain: &chain,
+        monitor: &monitor,
+        endpoints: &endpoints,
+        seed: config.seed,
+        attempt_timeout: config.attempt_timeout,
+        check_interval: config.check_interval,
+        probe_timeout: config.probe_timeout,
+        max_lag: config.max_lag,
+    };
+    let measured = run_measures(&shared, &config.measure, &mut v).await?;
+
+    // Everything is dropped here (client, failover, monitor, simulator); the report is what
+    // remains.
+    let hook_eligible_max = record::nanos(stats.eligible_max_ns.load(Ordering::Relaxed));
+    drop(ctx);
+    drop(providers);
+    drop(chain);
+    Ok(Report {
+        config,
+        elapsed: started.elapsed(),
+        warmup_elapsed,
+        main_elapsed,
+        violations: v,
+        tally,
+        seen,
+        sim,
+        hook_eligible_max,
+        baseline,
+        after,
+        chain_allowance,
+        measure: measured,
+    })
+}
+
+/// The simulated chain and its providers, and how the soak tells the providers apart.
+async fn start_providers(config: &Config) -> Result<(Chain, Vec<Provider>, Endpoints), SetupError> {
     let chain = Chain::start(SIM_CHAIN_ID, config.block_time);
     let mut providers = Vec::with_capacity(config.providers);
     for i in 0..config.providers {
@@ -115,8 +198,25 @@ pub async fn run(config: Config) -> Result<Report, SetupError> {
         ids: providers.iter().map(|p| p.id().to_owned()).collect(),
         ports: providers.iter().map(|p| p.addr().port()).collect(),
     };
-    let list: Vec<failnext::Endpoint> = providers.iter().map(Provider::endpoint).collect();
+    Ok((chain, providers, endpoints))
+}
 
+/// The monitor, the hook's statistics and the client through `Failover` that the checked
+/// phases send with.
+struct Wired {
+    monitor: Monitor,
+    stats: Arc<HookStats>,
+    client: ClientWithMiddleware,
+}
+
+/// Builds the monitor over `list` and the client through `Failover`, with the soak's recorders
+/// (eligibility answers, event hook, dispatches) wired in.
+fn wire(
+    config: &Config,
+    chain: &Chain,
+    list: Vec<failnext::Endpoint>,
+    endpoints: &Endpoints,
+) -> Result<Wired, SetupError> {
     // Idle connections close after half a second, so they can be seen to return to the
     // baseline while the clients are still alive.
     let idle = Duration::from_millis(500);
@@ -156,17 +256,26 @@ pub async fn run(config: Config) -> Result<Report, SetupError> {
     .with(failover)
     .with(Dispatch { endpoints: endpoints.clone(), stats: stats.clone() })
     .build();
-    let ctx = Arc::new(Ctx {
+    Ok(Wired { monitor, stats, client })
+}
+
+/// What every request of the checked phases needs.
+fn context(config: &Config, client: ClientWithMiddleware, url: String, endpoints: &Endpoints) -> Ctx {
+    Ctx {
         client,
-        url: providers.first().map(|p| p.url().to_owned()).unwrap_or_default(),
+        url,
         endpoints: endpoints.clone(),
         seed: config.seed,
         think_ms: u64::try_from(config.think_max.as_millis()).unwrap_or(u64::MAX),
         cancel_window: config.cancel_window,
         safety_bound: config.safety_bound,
         limits: Limits { attempt_timeout: config.attempt_timeout, slack: config.timing_slack },
-    });
-    let settings = Settings {
+    }
+}
+
+/// The settings of the fault schedule, the monitor's checks and the observers.
+fn watch_settings(config: &Config, endpoints: &Endpoints) -> Settings {
+    Settings {
         seed: config.seed,
         attempt_timeout: config.attempt_timeout,
         probe_timeout: config.probe_timeout,
@@ -174,40 +283,18 @@ pub async fn run(config: Config) -> Result<Report, SetupError> {
         check_interval: config.check_interval,
         fault_wait_ms: config.fault_wait_ms,
         ports: endpoints.ports.clone(),
-    };
+    }
+}
 
-    let mut v = Violations::default();
-    let mut tally = Tally::default();
-    let mut seen = Observed::default();
-    let mut sim = SimCounts::default();
-
-    // Warm-up: the same load, so that pools, allocator arenas and lazily spawned tasks exist
-    // before the baseline is taken.
-    let phase_started = Instant::now();
-    let warm =
-        phase(&ctx, &settings, &providers, &monitor, 0, config.warmup_requests, config.concurrency).await;
-    let warmup_elapsed = phase_started.elapsed();
-    absorb(warm, &mut v, &mut tally, &mut seen, &mut sim);
-    let baseline = settle(&endpoints.ports, None, config.settle_timeout).await;
-
-    let phase_started = Instant::now();
-    let main = phase(
-        &ctx,
-        &settings,
-        &providers,
-        &monitor,
-        config.warmup_requests,
-        config.requests,
-        config.concurrency,
-    )
-    .await;
-    let main_elapsed = phase_started.elapsed();
-    // The simulated chain remembers every transaction it accepted (to refuse duplicates), so
-    // memory grows with the writes of the main phase, by design.
-    let chain_allowance = main.sim.writes.saturating_mul(TX_ALLOWANCE);
-    absorb(main, &mut v, &mut tally, &mut seen, &mut sim);
-    let after = settle(&endpoints.ports, Some(baseline), config.settle_timeout).await;
-
+/// Whether the tasks, connections and memory returned to the baseline after the main phase
+/// (memory: within the tolerance and what the chain's transactions are allowed).
+fn judge_resources(
+    v: &mut Violations,
+    config: &Config,
+    baseline: &Usage,
+    after: &Usage,
+    chain_allowance: u64,
+) {
     v.expect(Check::Tasks, after.tasks == baseline.tasks, || {
         format!("live tasks {:?} after the run, {:?} at baseline", after.tasks, baseline.tasks)
     });
@@ -219,30 +306,28 @@ pub async fn run(config: Config) -> Result<Report, SetupError> {
     v.expect(Check::Memory, grown <= memory_limit, || {
         format!("RSS grew by {grown} bytes, limit {memory_limit}")
     });
+}
+
+/// Events, eligibility questions and dispatches outside any soak request.
+fn judge_stray(v: &mut Violations, stats: &HookStats) {
     let stray = stats.stray.load(Ordering::Relaxed);
     v.checked(Check::Stray, stats.eligible_calls.load(Ordering::Relaxed));
     for _ in 0..stray {
         v.add(Check::Stray, "an event, eligibility question or dispatch outside any soak request");
     }
+}
 
-    // The measures, after the resources were judged: their configurations are Failovers of
-    // their own over the same providers and monitor (or one of their own); the checks above do
-    // not look at them.
-    let shared = measure::Shared {
-        providers: &providers,
-        chain: &chain,
-        monitor: &monitor,
-        endpoints: &endpoints,
-        seed: config.seed,
-        attempt_timeout: config.attempt_timeout,
-        check_interval: config.check_interval,
-        probe_timeout: config.probe_timeout,
-        max_lag: config.max_lag,
-    };
+/// Runs every measure of `settings` (none without configurations), and checks what their chain
+/// followers yielded.
+async fn run_measures(
+    shared: &measure::Shared<'_>,
+    settings: &MeasureSettings,
+    v: &mut Violations,
+) -> Result<Vec<MeasureReport>, SetupError> {
     let mut measured = Vec::new();
-    if !config.measure.subjects.is_empty() {
-        for run in config.measure.runs.iter().filter(|r| !r.duration.is_zero()) {
-            measured.push(measure::measure(&shared, &config.measure, *run).await?);
+    if !settings.subjects.is_empty() {
+        for run in settings.runs.iter().filter(|r| !r.duration.is_zero()) {
+            measured.push(measure::measure(shared, settings, *run).await?);
         }
     }
     for (subject, yielded, problems) in measured.iter().flat_map(measure::MeasureReport::follower_problems) {
@@ -251,28 +336,7 @@ pub async fn run(config: Config) -> Result<Report, SetupError> {
             v.add(Check::Follower, format!("the chain follower of {subject}: {problem}"));
         }
     }
-
-    // Everything is dropped here (client, failover, monitor, simulator); the report is what
-    // remains.
-    let hook_eligible_max = record::nanos(stats.eligible_max_ns.load(Ordering::Relaxed));
-    drop(ctx);
-    drop(providers);
-    drop(chain);
-    Ok(Report {
-        config,
-        elapsed: started.elapsed(),
-        warmup_elapsed,
-        main_elapsed,
-        violations: v,
-        tally,
-        seen,
-        sim,
-        hook_eligible_max,
-        baseline,
-        after,
-        chain_allowance,
-        measure: measured,
-    })
+    Ok(measured)
 }
 
 /// Bytes allowed per transaction the simulated chain stores: its 66-byte hash as a `String`

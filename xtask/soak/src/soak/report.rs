@@ -85,9 +85,25 @@ fn row(f: &mut fmt::Formatter<'_>, label: &str, value: impl fmt::Display) -> fmt
 
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.fmt_header(f)?;
+        self.fmt_faults(f)?;
+        self.fmt_requests(f)?;
+        self.fmt_outcomes(f)?;
+        self.fmt_attempts(f)?;
+        self.fmt_monitor(f)?;
+        self.fmt_sim(f)?;
+        self.fmt_resources(f)?;
+        self.fmt_checks(f)?;
+        self.fmt_measures(f)?;
+        Ok(())
+    }
+}
+
+impl Report {
+    /// The run: profile, seed, sizes, settings and durations.
+    fn fmt_header(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let c = &self.config;
         let t = &self.tally;
-        let s = &self.seen;
         let rate = c.requests as f64 / self.main_elapsed.as_secs_f64().max(1e-9);
         writeln!(
             f,
@@ -121,7 +137,12 @@ impl fmt::Display for Report {
             secs(self.warmup_elapsed),
             secs(self.main_elapsed)
         )?;
+        Ok(())
+    }
 
+    /// The fault switches by kind.
+    fn fmt_faults(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = &self.seen;
         writeln!(f, "\nFault switches by kind (random provider, seeded schedule)")?;
         for (kind, n) in &s.faults {
             row(f, &kind.to_string(), n)?;
@@ -130,7 +151,12 @@ impl fmt::Display for Report {
         if s.rebind_failures > 0 {
             row(f, "port rebind failures after down (sim race)", s.rebind_failures)?;
         }
+        Ok(())
+    }
 
+    /// The requests by kind.
+    fn fmt_requests(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let t = &self.tally;
         writeln!(f, "\nRequests by kind")?;
         for (kind, n) in &t.by_kind {
             row(f, kind, n)?;
@@ -141,7 +167,12 @@ impl fmt::Display for Report {
             "with a preference (served first when usable)",
             format!("{} ({})", t.preferred_requests, t.preferred_first),
         )?;
+        Ok(())
+    }
 
+    /// How each request ended, and then its body.
+    fn fmt_outcomes(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let t = &self.tally;
         writeln!(f, "\nOutcomes (one per request)")?;
         let triggers = triggers();
         for (status, n) in &t.responses {
@@ -160,7 +191,12 @@ impl fmt::Display for Report {
             row(f, &format!("then: body error ({kind})"), n)?;
         }
         row(f, "then: cancelled by the soak while reading body", t.cancelled_in_body)?;
+        Ok(())
+    }
 
+    /// The attempts: their answers and failures, per request, the longest.
+    fn fmt_attempts(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let t = &self.tally;
         writeln!(f, "\nAttempts")?;
         for (status, n) in &t.attempts_status {
             row(f, &format!("answered {status}"), n)?;
@@ -179,7 +215,12 @@ impl fmt::Display for Report {
             "eligibility answers: eligible / ineligible",
             format!("{} / {}", t.asked_eligible, t.asked_ineligible),
         )?;
+        Ok(())
+    }
 
+    /// The monitor: its checks and probes, and the observers' reads.
+    fn fmt_monitor(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = &self.seen;
         writeln!(f, "\nMonitor")?;
         row(f, "checks published (all probes ok)", s.checks_ok)?;
         row(f, "checks published (some probes failed)", s.checks_partial)?;
@@ -198,7 +239,12 @@ impl fmt::Display for Report {
         row(f, "  longest", format!("{:?}", s.eligible_max))?;
         row(f, &format!("  over {SLOW_ELIGIBLE:?}"), s.eligible_slow)?;
         row(f, "longest eligible() inside failnext's hook", format!("{:?}", self.hook_eligible_max))?;
+        Ok(())
+    }
 
+    /// What the simulator answered, received and was dispatched, by kind.
+    fn fmt_sim(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let t = &self.tally;
         writeln!(f, "\nSimulator counts: answered <= received <= dispatched (<= requests)")?;
         let sim = [
             (
@@ -221,7 +267,13 @@ impl fmt::Display for Report {
             let requests = requests.map_or_else(String::new, |r| format!(" <= {r}"));
             row(f, what, format!("{answered} <= {received} <= {dispatched}{requests}"))?;
         }
+        Ok(())
+    }
 
+    /// Resources: baseline, peak and after, the RSS allowed and its course.
+    fn fmt_resources(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = &self.config;
+        let s = &self.seen;
         writeln!(
             f,
             "\nResources                                         baseline          peak         after"
@@ -273,7 +325,11 @@ impl fmt::Display for Report {
                 .collect();
             writeln!(f, "  RSS over the main phase (MiB): {}", points.join(" "))?;
         }
+        Ok(())
+    }
 
+    /// The table of checks, and the first findings.
+    fn fmt_checks(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "\n  {:<50} {:>10} {:>11}", "Check", "checked", "violations")?;
         writeln!(f, "  {}", "-".repeat(73))?;
         for check in Check::ALL {
@@ -288,6 +344,11 @@ impl fmt::Display for Report {
                 writeln!(f, "  - {e}")?;
             }
         }
+        Ok(())
+    }
+
+    /// The measures, and issue 20's targets.
+    fn fmt_measures(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for measured in &self.measure {
             write!(f, "{measured}")?;
         }

@@ -214,7 +214,6 @@ fn judge_dispatches(
     v: &mut Violations,
     t: &mut Tally,
 ) {
-    let spec = &f.spec;
     let dispatched: Vec<(Option<usize>, bool)> = f
         .entries
         .iter()
@@ -223,6 +222,21 @@ fn judge_dispatches(
             _ => None,
         })
         .collect();
+    tally_attempts(f, attempts, &dispatched, t);
+    judge_targets(f, answer, &dispatched, v);
+    judge_cooling(f, v, t);
+    judge_reach(f, attempts, &dispatched, n, v);
+    judge_match(f, attempts, &dispatched, v);
+}
+
+/// Counts the request's attempts by how they ended, and its dispatches and responses by kind.
+fn tally_attempts(
+    f: &Finished,
+    attempts: &[AttemptSeen],
+    dispatched: &[(Option<usize>, bool)],
+    t: &mut Tally,
+) {
+    let spec = &f.spec;
     for (_, _, end) in attempts {
         match end {
             AttemptEnd::Status(s) => *t.attempts_status.entry(*s).or_default() += 1,
@@ -238,8 +252,17 @@ fn judge_dispatches(
     };
     *kind_dispatches += dispatched.len() as u64;
     *kind_responses += responses;
+}
 
-    for (e, _) in &dispatched {
+/// Never an excluded or unknown endpoint, never one not answered eligible at the start.
+fn judge_targets(
+    f: &Finished,
+    answer: &[Option<bool>],
+    dispatched: &[(Option<usize>, bool)],
+    v: &mut Violations,
+) {
+    let spec = &f.spec;
+    for (e, _) in dispatched {
         let ok = e.is_some_and(|i| !spec.excluded.contains(&i));
         v.expect(Check::Excluded, ok, || {
             format!("attempt to excluded/unknown endpoint {e:?}: {}", describe(f))
@@ -249,7 +272,11 @@ fn judge_dispatches(
             format!("attempt to endpoint {e:?} not answered eligible at start: {}", describe(f))
         });
     }
-    // A CooldownSkip is final for the request: no later dispatch or attempt to that endpoint.
+}
+
+/// A CooldownSkip is final for the request: no later dispatch or attempt to that endpoint
+/// (the skips and the not-replayable stops counted on the way).
+fn judge_cooling(f: &Finished, v: &mut Violations, t: &mut Tally) {
     let mut skipped: Vec<usize> = Vec::new();
     let mut cooling_ok = true;
     for e in &f.entries {
@@ -268,7 +295,18 @@ fn judge_dispatches(
         }
     }
     v.expect(Check::Cooling, cooling_ok, || format!("attempt after a CooldownSkip: {}", describe(f)));
+}
 
+/// At most as many providers as the request may reach (denied: once; not replayable: once,
+/// streaming), and never one twice.
+fn judge_reach(
+    f: &Finished,
+    attempts: &[AttemptSeen],
+    dispatched: &[(Option<usize>, bool)],
+    n: usize,
+    v: &mut Violations,
+) {
+    let spec = &f.spec;
     let (allowed, replayable) = (spec.kind.allowed(), spec.kind.replayable());
     if !allowed {
         let limit = oracle::reach_limit(allowed, replayable, n);
@@ -278,7 +316,7 @@ fn judge_dispatches(
     }
     let mut seen = Vec::new();
     let mut repeat = false;
-    for (e, _) in &dispatched {
+    for (e, _) in dispatched {
         if seen.contains(e) {
             repeat = true;
         }
@@ -294,9 +332,16 @@ fn judge_dispatches(
             format!("streaming body sent {} times: {}", dispatched.len(), describe(f))
         });
     }
+}
 
-    // Dispatches and Attempt events: the same endpoints in the same order, numbered 1..; a
-    // request dropped mid-attempt may have one dispatch without its event.
+/// Dispatches and Attempt events: the same endpoints in the same order, numbered 1..; a
+/// request dropped mid-attempt may have one dispatch without its event.
+fn judge_match(
+    f: &Finished,
+    attempts: &[AttemptSeen],
+    dispatched: &[(Option<usize>, bool)],
+    v: &mut Violations,
+) {
     let d: Vec<Option<usize>> = dispatched.iter().map(|x| x.0).collect();
     let a: Vec<Option<usize>> = attempts.iter().map(|x| x.0).collect();
     let numbered = attempts.iter().enumerate().all(|(i, x)| x.1 as usize == i + 1);

@@ -11,8 +11,8 @@ use failnext::alloy::{ChainEvent, Follower};
 use failnext_examples::sim::Chain;
 use tokio::sync::watch;
 
+use super::display::ms;
 use super::judge::quantile;
-use super::ms;
 
 /// The instant each block was first seen made, by block number.
 pub(crate) type Made = Arc<Mutex<Vec<(u64, Instant)>>>;

@@ -209,7 +209,7 @@ fn verdict(s: &Sample, timeline: &Timeline) -> Result<(), Miss> {
     match s.answer {
         Answer::Head { by: None, .. } => Err(Miss::UnknownServer),
         Answer::Head { by: Some(p), .. } if timeline.wrong_chain_during(p, s.start, s.end) => {
-            super::debug_at(Some(s.start), || {
+            super::trace::debug_at(Some(s.start), || {
                 let ms = s.end.saturating_duration_since(s.start).as_millis();
                 format!("miss: wrong chain by p{p}, {} attempts, {ms} ms: {}", s.dispatched.len(), sent(s))
             });
@@ -217,7 +217,7 @@ fn verdict(s: &Sample, timeline: &Timeline) -> Result<(), Miss> {
         }
         Answer::Head { head, .. } if head > s.head_end => Err(Miss::Ahead),
         Answer::Head { head, by } if head.saturating_add(HEAD_TOLERANCE) < s.head_start => {
-            super::debug_at(Some(s.start), || {
+            super::trace::debug_at(Some(s.start), || {
                 let ms = s.end.saturating_duration_since(s.start).as_millis();
                 let attempts = s.dispatched.len();
                 format!(
@@ -269,7 +269,9 @@ pub(super) fn judge(samples: &[Sample], timeline: &Timeline, providers: usize) -
             let took = s.end.saturating_duration_since(s.start);
             latencies.push(took);
             if took > Duration::from_secs(1) {
-                super::debug_at(Some(s.start), || format!("slow: {} ms: {}", took.as_millis(), sent(s)));
+                super::trace::debug_at(Some(s.start), || {
+                    format!("slow: {} ms: {}", took.as_millis(), sent(s))
+                });
             }
             if took > Duration::from_millis(100) {
                 let key = format!("first to {first}, {} attempts", s.dispatched.len());

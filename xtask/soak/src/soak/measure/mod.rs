@@ -90,24 +90,27 @@
 //! restart (down first, long enough for the monitor to see it: see `timeline::Windows::new`),
 //! as providers do; the monitor checks the chain at every check.
 
+mod background;
+mod clients;
+mod display;
 mod follow;
 mod judge;
+mod load;
+mod probes;
+mod read;
+mod recording;
 pub mod subject;
 mod targets;
 mod timeline;
+mod trace;
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use failnext::{Eligibility, EndpointId, Failover, ResponseExt};
 use failnext_blocklag::{Monitor, MonitorHandle};
 use failnext_examples::sim::{Chain, Provider};
-use http::Extensions;
-use http::header::CONTENT_TYPE;
-use reqwest::{Request, Response};
-use reqwest_middleware::{ClientWithMiddleware, Middleware, Next};
 use tokio::sync::watch;
 
 pub use judge::{Figures, HEAD_TOLERANCE};
@@ -116,14 +119,9 @@ pub use targets::Target;
 
 use crate::soak::SetupError;
 use crate::soak::record::Endpoints;
-use crate::soak::schedule::{FaultKind, Rng};
-use judge::{Answer, Asked, Dispatches, Sample, judge, judge_body};
-use subject::RecordedSource;
-use timeline::{Timeline, Windows};
-
-tokio::task_local! {
-    static READ: Arc<ReadLog>;
-}
+use crate::soak::schedule::FaultKind;
+use judge::{Sample, judge};
+use timeline::Timeline;
 
 /// What the providers do during one measure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -177,59 +175,6 @@ pub struct MeasureSettings {
     pub rate: u32,
     /// The configurations, side by side.
     pub subjects: Vec<Subject>,
-}
-
-/// What failnext did for one read: the eligibility answers it got and where it dispatched.
-#[derive(Debug, Default)]
-struct ReadLog {
-    inner: Mutex<(Asked, Dispatches)>,
-    /// Hedges failnext sent (its `Event::Hedge`s).
-    hedges: std::sync::atomic::AtomicU32,
-}
-
-impl ReadLog {
-    /// The read in scope sent a hedge.
-    fn hedged() {
-        let _ = READ.try_with(|log| log.hedges.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
-    }
-
-    fn with(f: impl FnOnce(&mut (Asked, Dispatches))) {
-        let _ = READ.try_with(|log| f(&mut log.inner.lock().unwrap_or_else(|p| p.into_inner())));
-    }
-}
-
-/// The monitor as eligibility, recording each answer in the read's log.
-struct Recorded {
-    monitor: Monitor,
-    endpoints: Endpoints,
-}
-
-impl Eligibility for Recorded {
-    fn is_eligible(&self, id: &EndpointId) -> bool {
-        let answer = self.monitor.eligible(id);
-        let i = self.endpoints.by_id(id.as_str());
-        ReadLog::with(|l| l.0.push((i, answer)));
-        answer
-    }
-}
-
-/// After `Failover`: records each attempt's endpoint and instant, before it is sent.
-struct Dispatched {
-    endpoints: Endpoints,
-}
-
-#[async_trait::async_trait]
-impl Middleware for Dispatched {
-    async fn handle(
-        &self,
-        req: Request,
-        extensions: &mut Extensions,
-        next: Next<'_>,
-    ) -> reqwest_middleware::Result<Response> {
-        let i = self.endpoints.by_port(req.url().port());
-        ReadLog::with(|l| l.1.push((i, Instant::now())));
-        next.run(req, extensions).await
-    }
 }
 
 /// What one measure found.
@@ -291,162 +236,33 @@ pub(crate) async fn measure(
 ) -> Result<MeasureReport, SetupError> {
     let list: Vec<failnext::Endpoint> = shared.providers.iter().map(Provider::endpoint).collect();
     let url = shared.providers.first().map(|p| p.url().to_owned()).unwrap_or_default();
-    let mut clients = Vec::new();
-    let mut own_monitors = Vec::new();
-
-    // Each configuration's own monitor, for its probe count.
-    let mut probing: Vec<(Subject, Monitor)> = Vec::new();
-    for subject in &settings.subjects {
-        if let Some(interval) = subject.readme_interval() {
-            let (client, monitor) = readme_client(*subject, interval, &list, shared.endpoints).await?;
-            clients.push((*subject, client));
-            probing.push((*subject, monitor));
-            continue;
-        }
-        let builder = Failover::builder(list.clone()).attempt_timeout(shared.attempt_timeout).on_event(|e| {
-            if let failnext::Event::Hedge { .. } = e {
-                ReadLog::hedged();
-            }
-        });
-        let builder = if subject.is_paired() {
-            let monitor = own_monitor(shared, &list)?;
-            own_monitors.push(monitor.clone());
-            probing.push((*subject, monitor.clone()));
-
-            builder.monitor(RecordedSource { source: monitor, endpoints: shared.endpoints.clone() })
-        } else {
-            builder
-                .eligible(Recorded { monitor: shared.monitor.clone(), endpoints: shared.endpoints.clone() })
-        };
-        let failover = subject
-            .configure(builder)
-            .build()
-            .map_err(|e| SetupError(format!("failover ({subject}): {e}")))?;
-        let client = reqwest_middleware::ClientBuilder::new(idle_client()?)
-            .with(failover)
-            .with(Dispatched { endpoints: shared.endpoints.clone() })
-            .build();
-        clients.push((*subject, Client::Reqwest(client)));
-    }
+    let clients::Clients { clients, own_monitors, probing } = clients::build(shared, settings, &list).await?;
 
     // The scenario, and a check of every monitor, before the first read.
     let timeline = Arc::new(Mutex::new(Timeline { providers: vec![Vec::new(); shared.providers.len()] }));
     let (stop, stopped) = watch::channel(false);
     let mut background = tokio::task::JoinSet::new();
-    match run.scenario {
-        Scenario::Flapping { fault } => {
-            for (p, provider) in shared.providers.iter().enumerate() {
-                // Down long enough for a whole check of the soak's monitor to start and publish
-                // after the restart began: its pause between checks, and a check that may wait
-                // out the probe timeout, twice (the check in progress, then the next), with
-                // room for scheduling. A monitor that checks less often than that (the README's
-                // 2 s and 5 s) may see no sign of the restart: the provider then answers the
-                // chain's own heads from another chain until its next check, which nothing but
-                // an `eth_chainId` of its own can tell. Those reads count as misses ("2xx head
-                // from the wrong chain"): the price of the interval, not hidden.
-                let restart = shared.check_interval + 2 * shared.probe_timeout + Duration::from_millis(100);
-                let windows = Windows::new(shared.seed, p, fault, restart);
-                background.spawn(timeline::flap(
-                    provider.clone(),
-                    p,
-                    windows,
-                    timeline.clone(),
-                    stopped.clone(),
-                ));
-            }
-        }
-        Scenario::HalfStale => timeline::half_stale(shared.providers, shared.seed, &timeline).await,
-    }
+    background::start_scenario(shared, run.scenario, &timeline, &mut background, &stopped).await;
     tokio::time::sleep(Duration::from_millis(20)).await;
     let checks = own_monitors.iter().chain(std::iter::once(shared.monitor)).map(Monitor::check);
     let _ = futures::future::join_all(checks).await;
     let handles: Vec<MonitorHandle> = own_monitors.iter().map(|m| m.spawn(shared.check_interval)).collect();
 
-    // A chain follower per transport configuration (its own transport, and for the paired one
-    // its own monitor, so that nothing it does feeds the reads' figures), over the same
-    // providers and faults, from the next block on.
-    let from = shared.chain.head() + 1;
-    let made: follow::Made = Arc::default();
-    background.spawn(follow::watch_made(shared.chain.clone(), made.clone(), stopped.clone()));
-    let mut followers = tokio::task::JoinSet::new();
-    for subject in
-        settings.subjects.iter().filter(|s| matches!(s, Subject::Transport | Subject::TransportPaired))
-    {
-        let mut builder =
-            failnext::alloy::FailoverTransport::builder(list.clone()).attempt_timeout(shared.attempt_timeout);
-        if subject.is_paired() {
-            let monitor = own_monitor(shared, &list)?.spawn(shared.check_interval);
-            monitor.ready(shared.check_interval + 2 * shared.probe_timeout).await;
-            builder = builder.monitor(monitor);
-        }
-        let transport =
-            builder.build().map_err(|e| SetupError(format!("follower transport ({subject}): {e}")))?;
-        // A bot knows its chain: the follower is given the chain id, as the monitors are.
-        let follower = transport.follow(failnext::alloy::Start::Number(from)).chain_id(shared.chain.id());
-        let (subject, chain, made, stopped) = (*subject, shared.chain.clone(), made.clone(), stopped.clone());
-        followers.spawn(async move { (subject, follow::follow(follower, from, chain, made, stopped).await) });
-    }
-    {
-        let (monitor, interval, mut stopped) =
-            (shared.monitor.clone(), shared.check_interval, stopped.clone());
-        background.spawn(async move {
-            while !crate::soak::watch::stopped_or(&mut stopped, interval).await {
-                let _ = monitor.check().await;
-            }
-        });
-    }
+    let followers =
+        background::spawn_followers(shared, &settings.subjects, &list, &mut background, &stopped).await?;
+    background::spawn_checks(shared, &mut background, &stopped);
 
     let probes =
-        tokio::spawn(count_probes(probing.iter().map(|(_, m)| m.clone()).collect(), stopped.clone()));
+        tokio::spawn(probes::count_probes(probing.iter().map(|(_, m)| m.clone()).collect(), stopped.clone()));
 
     // Open loop: one seeded stream of arrival instants, and at each one a read per
-    // configuration, whatever the earlier reads are doing. Every configuration gets the same
-    // reads at the same instants (a closed loop would send more reads where a configuration
-    // fails fast, and weigh its bad spells more).
+    // configuration, whatever the earlier reads are doing.
     let started = Instant::now();
     let deadline = started + run.duration;
-    let mean_gap_us = 1_000_000 / u64::from(settings.rate.max(1));
-    let mut rng = Rng::derive(shared.seed, 0x4EAD);
-    let mut reads = tokio::task::JoinSet::new();
-    let mut samples: BTreeMap<Subject, Vec<Sample>> = BTreeMap::new();
-    let mut collect = |joined: Result<(Subject, Sample), tokio::task::JoinError>| {
-        if let Ok((subject, sample)) = joined {
-            samples.entry(subject).or_default().push(sample);
-        }
-    };
-    let mut at = tokio::time::Instant::now();
-    let mut id = 0u64;
-    while Instant::now() < deadline {
-        at += Duration::from_micros(rng.below(2 * mean_gap_us + 1));
-        tokio::time::sleep_until(at).await;
-        id += 1;
-        for (subject, client) in &clients {
-            let (subject, client, url, endpoints, chain) =
-                (*subject, client.clone(), url.clone(), shared.endpoints.clone(), shared.chain.clone());
-            reads.spawn(async move {
-                let sample = match &client {
-                    Client::Reqwest(client) => read(client, &url, &endpoints, &chain, id).await,
-                    Client::Alloy(client) => read_alloy(client, &endpoints, &chain).await,
-                };
-                (subject, sample)
-            });
-        }
-        while let Some(joined) = reads.try_join_next() {
-            collect(joined);
-        }
-    }
-    while let Some(joined) = reads.join_next().await {
-        collect(joined);
-    }
+    let samples = load::send_reads(shared, settings.rate, deadline, &clients, &url).await;
     let elapsed = started.elapsed();
     let _ = stop.send(true);
-    let mut followed = Vec::new();
-    while let Some(joined) = followers.join_next().await {
-        if let Ok(done) = joined {
-            followed.push(done);
-        }
-    }
-    followed.sort_by_key(|(subject, _)| *subject);
+    let followed = background::join_followers(followers).await;
     while background.join_next().await.is_some() {}
     let probes = probes.await.unwrap_or_default();
     for handle in handles {
@@ -456,400 +272,46 @@ pub(crate) async fn measure(
     let ended = Instant::now();
     let timeline = std::mem::take(&mut *timeline.lock().unwrap_or_else(|p| p.into_inner()));
 
+    let windows = fault_windows(&timeline);
+    let n = shared.providers.len();
+    let faulty = (0..n).map(|p| timeline.faulty_share(p, started, ended)).collect();
+    let figures = figures(&settings.subjects, &timeline, n, &samples, &probing, &probes, elapsed);
+    Ok(MeasureReport { run, rate: settings.rate, elapsed, figures, faulty, windows, followed })
+}
+
+/// How many fault windows of each kind the providers went through.
+fn fault_windows(timeline: &Timeline) -> BTreeMap<FaultKind, u64> {
     let mut windows = BTreeMap::new();
     for switches in &timeline.providers {
         for s in switches.iter().filter(|s| s.kind != FaultKind::Healthy) {
             *windows.entry(s.kind).or_default() += 1;
         }
     }
-    let n = shared.providers.len();
-    let faulty = (0..n).map(|p| timeline.faulty_share(p, started, ended)).collect();
+    windows
+}
+
+/// Each configuration's figures, judged from its samples against `timeline`, with its own
+/// monitor's probes per provider per second (of `probes`, counted in `probing`'s order).
+fn figures(
+    subjects: &[Subject],
+    timeline: &Timeline,
+    n: usize,
+    samples: &BTreeMap<Subject, Vec<Sample>>,
+    probing: &[(Subject, Monitor)],
+    probes: &[u64],
+    elapsed: Duration,
+) -> Vec<(Subject, Figures)> {
     let per_provider_sec = |count: u64| count as f64 / n.max(1) as f64 / elapsed.as_secs_f64().max(1e-9);
-    let figures = settings
-        .subjects
+    subjects
         .iter()
         .map(|s| {
-            let mut figures = judge(samples.get(s).map_or(&[][..], Vec::as_slice), &timeline, n);
+            let mut figures = judge(samples.get(s).map_or(&[][..], Vec::as_slice), timeline, n);
             figures.probes_per_provider_sec = probing
                 .iter()
-                .zip(&probes)
+                .zip(probes)
                 .find(|((subject, _), _)| subject == s)
                 .map(|(_, count)| per_provider_sec(*count));
             (*s, figures)
         })
-        .collect();
-    Ok(MeasureReport { run, rate: settings.rate, elapsed, figures, faulty, windows, followed })
-}
-
-/// How a configuration's reads are sent: a reqwest client with its `Failover`, or alloy's
-/// `RpcClient` over a `FailoverTransport`.
-#[derive(Clone)]
-enum Client {
-    Reqwest(ClientWithMiddleware),
-    Alloy(alloy::rpc::client::RpcClient),
-}
-
-/// Counts the probes of each monitor until `stopped`: a probe of the spawned schedule
-/// publishes its provider's entry with a new `checked` instant, sampled every 5 ms (the
-/// shortest re-check is 45 ms). A probe that publishes nothing (every provider failed) is
-/// not counted.
-async fn count_probes(monitors: Vec<Monitor>, mut stopped: watch::Receiver<bool>) -> Vec<u64> {
-    let mut counts = vec![0u64; monitors.len()];
-    let mut last: Vec<Vec<Option<tokio::time::Instant>>> = vec![Vec::new(); monitors.len()];
-    // Per monitor, per provider: for the debug output's breakdown.
-    let mut each: Vec<Vec<u64>> = vec![Vec::new(); monitors.len()];
-    while !crate::soak::watch::stopped_or(&mut stopped, Duration::from_millis(5)).await {
-        for (((monitor, count), last), each) in monitors.iter().zip(&mut counts).zip(&mut last).zip(&mut each)
-        {
-            let Some(snapshot) = monitor.snapshot() else { continue };
-            let checked: Vec<_> = snapshot.entries().iter().map(|e| e.checked()).collect();
-            if last.len() == checked.len() {
-                each.resize(checked.len(), 0);
-                for (i, (now, before)) in checked.iter().zip(last.iter()).enumerate() {
-                    if now != before {
-                        *count += 1;
-                        each[i] += 1;
-                    }
-                }
-            }
-            if DEBUGGING.load(std::sync::atomic::Ordering::Relaxed) && *last != checked {
-                let entries: Vec<String> = snapshot
-                    .entries()
-                    .iter()
-                    .map(|e| {
-                        let fit = if monitor.eligible(e.endpoint().as_str()) { "in" } else { "OUT" };
-                        let why = e.error().map(|e| format!(" {e}")).unwrap_or_default();
-                        let contra = e.contradiction().map(|c| format!(" {c:?}")).unwrap_or_default();
-                        let doubted = if e.is_doubted() { " doubted" } else { "" };
-                        format!(
-                            "{}:{fit} h={:?} lag={:?}{why}{contra}{doubted}",
-                            e.endpoint(),
-                            e.height(),
-                            e.lag()
-                        )
-                    })
-                    .collect();
-                debug(|| {
-                    format!(
-                        "view {:p} ref={} bt={:?}: {}",
-                        monitor,
-                        snapshot.highest(),
-                        snapshot.block_time(),
-                        entries.join(" | ")
-                    )
-                });
-            }
-            *last = checked;
-        }
-    }
-    for (monitor, each) in monitors.iter().zip(&each) {
-        debug(|| format!("probes of monitor {monitor:p}, per provider: {each:?}"));
-    }
-    counts
-}
-
-/// A README setup, as pasted: its own monitor with the builder's defaults, spawned at
-/// `interval` and given `ready(5 s)`, paired in one call. The measure adds only what it
-/// records: the eligibility answers (`RecordedSource`, a pass-through), and the attempts and
-/// hedges (an event hook for alloy, the `Dispatched` middleware for reqwest).
-async fn readme_client(
-    subject: Subject,
-    interval: Duration,
-    list: &[failnext::Endpoint],
-    endpoints: &Endpoints,
-) -> Result<(Client, Monitor), SetupError> {
-    let built = Monitor::builder(list.to_vec())
-        .build()
-        .map_err(|e| SetupError(format!("monitor ({subject}): {e}")))?;
-    let monitor = built.spawn(interval);
-    monitor.ready(Duration::from_secs(5)).await;
-    let source = RecordedSource { source: monitor, endpoints: endpoints.clone() };
-    if subject.is_alloy() {
-        let recorded = endpoints.clone();
-        let transport = failnext::alloy::FailoverTransport::builder(list.to_vec())
-            .monitor(source)
-            .on_event(move |e| record_event(&recorded, e))
-            .build()
-            .map_err(|e| SetupError(format!("transport ({subject}): {e}")))?;
-        return Ok((Client::Alloy(alloy::rpc::client::RpcClient::new(transport, false)), built));
-    }
-    let builder = Failover::builder(list.to_vec()).on_event(|e| {
-        if let failnext::Event::Hedge { .. } = e {
-            ReadLog::hedged();
-        }
-    });
-    let failover = subject
-        .configure(builder)
-        .monitor(source)
-        .build()
-        .map_err(|e| SetupError(format!("failover ({subject}): {e}")))?;
-    let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
-        .with(failover)
-        .with(Dispatched { endpoints: endpoints.clone() })
-        .build();
-    Ok((Client::Reqwest(client), built))
-}
-
-/// An alloy read's attempts and hedges, from the transport's events (its requests go through
-/// its own client, which no middleware of the measure's wraps): each attempt at the instant
-/// it started.
-fn record_event(endpoints: &Endpoints, event: &failnext::Event<'_>) {
-    match event {
-        failnext::Event::Attempt { endpoint, elapsed, .. } => {
-            let i = endpoints.by_id(endpoint.as_str());
-            let at = Instant::now().checked_sub(*elapsed).unwrap_or_else(Instant::now);
-            ReadLog::with(|l| l.1.push((i, at)));
-        }
-        failnext::Event::Hedge { .. } => ReadLog::hedged(),
-        _ => {}
-    }
-}
-
-/// One read through alloy's `RpcClient` (`eth_blockNumber`, as `Provider::get_block_number`
-/// sends it), judged as [`read`] judges a body.
-async fn read_alloy(client: &alloy::rpc::client::RpcClient, endpoints: &Endpoints, chain: &Chain) -> Sample {
-    use alloy::transports::TransportError;
-    use failnext::alloy::{CallExt, ServedByCell};
-    let log = Arc::new(ReadLog::default());
-    let served = ServedByCell::new();
-    let traced = failnext::alloy::TraceCell::new();
-    let head_start = chain.head();
-    let start = Instant::now();
-    let call = client.request_noparams::<alloy::primitives::U64>("eth_blockNumber").map_meta(|meta| {
-        let meta = meta.record_served_by(&served);
-        if DEBUGGING.load(std::sync::atomic::Ordering::Relaxed) { meta.record_trace(&traced) } else { meta }
-    });
-    let result = READ.scope(log.clone(), call).await;
-    let end = Instant::now();
-    let head_end = chain.head();
-    match &result {
-        Err(err) => debug(|| format!("alloy read failed: {err}; trace: {:?}", traced.get())),
-        Ok(head) => debug(|| format!("alloy read {head} by {:?}; trace: {:?}", served.get(), traced.get())),
-    }
-    let answer = match result {
-        Ok(head) => Answer::Head {
-            by: served.get().and_then(|e| endpoints.by_id(e.as_str())),
-            head: head.to::<u64>(),
-        },
-        Err(TransportError::ErrorResp(payload)) => Answer::RpcError(payload.code),
-        Err(TransportError::DeserError { .. }) => Answer::NotJsonRpc,
-        Err(err) => match failnext::alloy::Failure::find(&err) {
-            Some(f) if f.is_read() && f.error().is_some_and(failnext::Error::is_no_usable_endpoint) => {
-                Answer::NoUsable
-            }
-            _ => Answer::Failed,
-        },
-    };
-    let (asked, mut dispatched) = std::mem::take(&mut *log.inner.lock().unwrap_or_else(|p| p.into_inner()));
-    dispatched.sort_by_key(|(_, at)| *at);
-    let hedges = log.hedges.load(std::sync::atomic::Ordering::Relaxed);
-    Sample { start, end, head_start, head_end, answer, asked, dispatched, hedges }
-}
-
-/// Whether `SOAK_DEBUG` is set (known once [`debug`] was first called).
-static DEBUGGING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// With `SOAK_DEBUG` set: prints `line()` on stderr, stamped with the milliseconds since the
-/// first such line (a trace of the measure's switches and failed reads).
-pub(crate) fn debug(line: impl FnOnce() -> String) {
-    debug_at(None, line);
-}
-
-/// As [`debug`], stamped with `at` (an instant of the measure) instead of now.
-pub(crate) fn debug_at(at: Option<Instant>, line: impl FnOnce() -> String) {
-    static ON: std::sync::OnceLock<Option<Instant>> = std::sync::OnceLock::new();
-    let epoch = ON.get_or_init(|| {
-        let on = std::env::var_os("SOAK_DEBUG").is_some();
-        DEBUGGING.store(on, std::sync::atomic::Ordering::Relaxed);
-        on.then(Instant::now)
-    });
-    if let Some(epoch) = epoch {
-        #[allow(clippy::print_stderr, reason = "a debugging trace asked for by SOAK_DEBUG")]
-        {
-            let at = at.unwrap_or_else(Instant::now).saturating_duration_since(*epoch);
-            eprintln!("DEBUG {:>6} {}", at.as_millis(), line());
-        }
-    }
-}
-
-/// A `reqwest` client whose idle connections close after half a second.
-fn idle_client() -> Result<reqwest::Client, SetupError> {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .pool_idle_timeout(Duration::from_millis(500))
-        .build()
-        .map_err(|e| SetupError(format!("reqwest client: {e}")))
-}
-
-/// A paired configuration's own monitor: the shared one's settings, its own probe client.
-fn own_monitor(shared: &Shared<'_>, list: &[failnext::Endpoint]) -> Result<Monitor, SetupError> {
-    Monitor::builder(list.to_vec())
-        .max_lag(shared.max_lag)
-        .expected_chain_id(shared.chain.id())
-        .probe_timeout(shared.probe_timeout)
-        .client(idle_client()?)
-        .build()
-        .map_err(|e| SetupError(format!("monitor (paired): {e}")))
-}
-
-/// Sends one read and reduces how it ended.
-async fn read(
-    client: &ClientWithMiddleware,
-    url: &str,
-    endpoints: &Endpoints,
-    chain: &Chain,
-    id: u64,
-) -> Sample {
-    use failnext::RequestBuilderExt;
-    let log = Arc::new(ReadLog::default());
-    let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"eth_blockNumber","params":[]}}"#);
-    let head_start = chain.head();
-    let start = Instant::now();
-    let exchange = async {
-        let request = client.post(url).header(CONTENT_TYPE, "application/json").body(body).allow_failover();
-        let traced = DEBUGGING.load(std::sync::atomic::Ordering::Relaxed);
-        let sent = if traced { request.trace() } else { request }.send();
-        match sent.await {
-            Err(err) => {
-                debug(|| format!("read {id} failed: {err}"));
-                match failnext::Error::from_middleware(&err) {
-                    Some(e) if e.is_no_usable_endpoint() => Answer::NoUsable,
-                    _ => Answer::Failed,
-                }
-            }
-            Ok(resp) => {
-                let trace = resp.extensions().get::<failnext::Trace>().cloned();
-                let by = resp.served_by().cloned();
-                let status = resp.status();
-                let served_by = resp.served_by().and_then(|e| endpoints.by_id(e.as_str()));
-                if !status.is_success() {
-                    return Answer::Status(status.as_u16());
-                }
-                match resp.bytes().await {
-                    Err(_) => Answer::BodyFailed,
-                    Ok(bytes) => {
-                        let answer = judge_body(&bytes, id, served_by);
-                        if let Some(trace) = trace {
-                            debug(|| format!("read {id} answered {answer:?} by {by:?}: {trace:?}"));
-                        }
-                        answer
-                    }
-                }
-            }
-        }
-    };
-    let answer = READ.scope(log.clone(), exchange).await;
-    let end = Instant::now();
-    let head_end = chain.head();
-    let (asked, dispatched) = std::mem::take(&mut *log.inner.lock().unwrap_or_else(|p| p.into_inner()));
-    if end - start > Duration::from_secs(1) {
-        let sent: Vec<_> =
-            dispatched.iter().map(|(p, at)| (*p, at.saturating_duration_since(start))).collect();
-        debug(|| format!("read {id} took {:?}: {answer:?}, sent {sent:?}", end - start));
-    }
-    let hedges = log.hedges.load(std::sync::atomic::Ordering::Relaxed);
-    Sample { start, end, head_start, head_end, answer, asked, dispatched, hedges }
-}
-
-/// `99.50% (398/400)`, or `n/a (0/0)` of nothing.
-fn share(percent: f64, n: u64, of: u64) -> String {
-    if of == 0 { format!("n/a ({n}/{of})") } else { format!("{percent:.2}% ({n}/{of})") }
-}
-
-fn ms(d: Option<Duration>) -> String {
-    d.map_or_else(|| "n/a".to_owned(), |d| format!("{:.1}", d.as_secs_f64() * 1000.0))
-}
-
-impl fmt::Display for MeasureReport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "\nMeasure, {}: eth_blockNumber reads answered correctly (a head within {HEAD_TOLERANCE} blocks, right chain)",
-            self.run.scenario
-        )?;
-        writeln!(
-            f,
-            "  {:.1} s, configurations interleaved, {} reads/s each (open loop)",
-            self.elapsed.as_secs_f64(),
-            self.rate
-        )?;
-        let shares: Vec<String> = self.faulty.iter().map(|s| format!("{:.0} %", s * 100.0)).collect();
-        writeln!(f, "  time in a fault per provider: {}", shares.join(", "))?;
-        let windows: Vec<String> = self.windows.iter().map(|(k, n)| format!("{k}: {n}")).collect();
-        writeln!(f, "  fault windows: {}", windows.join(", "))?;
-        writeln!(
-            f,
-            "\n  {:<20} {:>24} {:>24} {:>13} {:>8} {:>9} {:>7} {:>7} {:>8}",
-            "configuration",
-            "correct of answerable",
-            "correct of counted",
-            "correct/all",
-            "req/read",
-            "probes/s",
-            "p50 ms",
-            "p99 ms",
-            "refused"
-        )?;
-        for (subject, fig) in &self.figures {
-            writeln!(
-                f,
-                "  {:<20} {:>24} {:>24} {:>13} {:>8.3} {:>9} {:>7} {:>7} {:>8}",
-                subject.name(),
-                share(fig.answerable_percent(), fig.correct_answerable, fig.answerable),
-                share(fig.percent(), fig.correct, fig.counted),
-                format!("{}/{}", fig.correct_all, fig.reads),
-                fig.requests_per_read(),
-                fig.probes_per_provider_sec.map_or_else(|| "-".to_owned(), |p| format!("{p:.3}")),
-                ms(fig.p50),
-                ms(fig.p99),
-                fig.refused_hits
-            )?;
-        }
-        writeln!(
-            f,
-            "  (answerable: some provider healthy throughout; counted: one also eligible throughout; req/read: attempts per read;\n   probes/s: its own monitor's probes per provider per second;\n   p50/p99: latency of the reads answered correctly; refused: attempts that reached a provider while it was refused)"
-        )?;
-        for (subject, fig) in &self.figures {
-            writeln!(
-                f,
-                "  {} = {}; answerable reads not answered correctly (of them counted):",
-                subject.name(),
-                subject.describe()
-            )?;
-            if fig.misses.is_empty() {
-                writeln!(f, "    none")?;
-            }
-            for (why, (n, counted)) in &fig.misses {
-                writeln!(f, "    {:<46} {n:>10} {:>12}", why.to_string(), format!("({counted})"))?;
-            }
-            if !fig.extra.is_empty() {
-                writeln!(f, "    attempts beyond the first, by the first attempt's provider:")?;
-                for (why, n) in &fig.extra {
-                    writeln!(f, "      {why:<44} {n:>10}")?;
-                }
-            }
-            if !fig.slow.is_empty() {
-                writeln!(f, "    correct reads over 100 ms:")?;
-                for (why, n) in &fig.slow {
-                    writeln!(f, "      {why:<44} {n:>10}")?;
-                }
-            }
-        }
-        if !self.followed.is_empty() {
-            writeln!(f, "\n  Chain followers over the same providers and faults (each its own transport):")?;
-        }
-        for (subject, followed) in &self.followed {
-            writeln!(f, "  {:<20} {followed}", subject.name())?;
-            for problem in &followed.problems {
-                writeln!(f, "    {problem}")?;
-            }
-        }
-        if self.elapsed < Duration::from_secs(60) && matches!(self.run.scenario, Scenario::Flapping { .. }) {
-            writeln!(
-                f,
-                "  (a short measure: the reference's 30 s cooldown has not cycled; figures are indicative)"
-            )?;
-        }
-        Ok(())
-    }
+        .collect()
 }

@@ -20,7 +20,7 @@ use failnext::{
     Observation,
 };
 
-use super::ReadLog;
+use super::recording::ReadLog;
 use crate::soak::record::Endpoints;
 
 /// One failnext configuration under measure.

@@ -172,7 +172,7 @@ pub(crate) async fn half_stale(providers: &[Provider], seed: u64, timeline: &Mut
         let began = Instant::now();
         let kind = if provider.set(behaviour).await.is_ok() { kind } else { FaultKind::Down };
         let done = Instant::now();
-        super::debug(|| format!("p{p} -> {kind}"));
+        super::trace::debug(|| format!("p{p} -> {kind}"));
         let mut t = timeline.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(s) = t.providers.get_mut(p) {
             s.push(Switch { began, done, kind });
@@ -190,7 +190,7 @@ pub(crate) async fn flap(
 ) {
     let record = |began: Instant, kind: FaultKind| {
         let done = Instant::now();
-        super::debug(|| format!("p{p} -> {kind}"));
+        super::trace::debug(|| format!("p{p} -> {kind}"));
         let mut t = timeline.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(s) = t.providers.get_mut(p) {
             s.push(Switch { began, done, kind });
