@@ -119,62 +119,67 @@ impl fmt::Display for Raised {
                 Ok(())
             }
             Detail::Broadcast(outcome) => fmt::Display::fmt(outcome, f),
-            Detail::FilterPinned { filter, endpoint, pin } => {
-                write!(
-                    f,
-                    "filter {filter} was created on endpoint {endpoint} and cannot be used elsewhere: "
-                )?;
-                match pin {
-                    Pin::Unusable => f.write_str(
-                        "that endpoint is not usable now (cooling, ineligible or excluded); the filter lives only there",
-                    )?,
-                    Pin::Batched { filter, endpoint } => {
-                        write!(f, "the same batch uses filter {filter} of endpoint {endpoint}")?
-                    }
-                }
-                f.write_str("; create a new filter")
-            }
-            Detail::BundleRefused { method, refusal } => {
-                write!(f, "{method} is not sent through a bundle: ")?;
-                f.write_str(match refusal {
-                    Refusal::Write => "a bundle only reads; send writes through the transport",
-                    Refusal::PendingNonce => "the pending nonce counts transactions no block holds yet",
-                    Refusal::Unwritable => "its block parameter could not be written",
-                })
-            }
-            Detail::ReferenceUnknown { reference, missed } => {
-                write!(f, "no usable provider knows the reference block {reference}")?;
-                if !missed.is_empty() {
-                    let ids: Vec<&str> = missed.iter().map(EndpointId::as_str).collect();
-                    write!(f, " (unknown to {})", ids.join(", "))?;
-                }
-                f.write_str("; restart the decision at a new reference")
-            }
-            Detail::BelowFloor { floor, behind } => {
-                write!(f, "no provider is at or above block {floor} (the highest head already observed)")?;
-                for (k, (endpoint, head)) in behind.iter().enumerate() {
-                    f.write_str(if k == 0 { ": " } else { ", " })?;
-                    match head {
-                        Some(h) => write!(f, "{endpoint} at {h}")?,
-                        None => write!(f, "{endpoint} at an unknown head")?,
-                    }
-                }
-                f.write_str("; read again once they catch up")
-            }
-            Detail::StartUnknown { hash, replaced_by: None } => {
-                write!(f, "the follower cannot start: no provider knows block {hash}")
-            }
-            Detail::StartUnknown { hash, replaced_by: Some(now) } => {
-                write!(
-                    f,
-                    "the follower cannot start: block {hash} is not on the chain, its height holds {now} now"
-                )
-            }
-            Detail::ReorgTooDeep { restart_from } => write!(
-                f,
-                "a reorg replaced every remembered block: the fork is before block {restart_from}; follow again from there or earlier"
-            ),
+            other => describe(other, f),
         }
+    }
+}
+
+/// What a failure of a read, a bundle, a filter or the follower says.
+fn describe(detail: &Detail, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    match detail {
+        Detail::FilterPinned { filter, endpoint, pin } => {
+            write!(f, "filter {filter} was created on endpoint {endpoint} and cannot be used elsewhere: ")?;
+            match pin {
+                Pin::Unusable => f.write_str(
+                    "that endpoint is not usable now (cooling, ineligible or excluded); the filter lives only there",
+                )?,
+                Pin::Batched { filter, endpoint } => {
+                    write!(f, "the same batch uses filter {filter} of endpoint {endpoint}")?
+                }
+            }
+            f.write_str("; create a new filter")
+        }
+        Detail::BundleRefused { method, refusal } => {
+            write!(f, "{method} is not sent through a bundle: ")?;
+            f.write_str(match refusal {
+                Refusal::Write => "a bundle only reads; send writes through the transport",
+                Refusal::PendingNonce => "the pending nonce counts transactions no block holds yet",
+                Refusal::Unwritable => "its block parameter could not be written",
+            })
+        }
+        Detail::ReferenceUnknown { reference, missed } => {
+            write!(f, "no usable provider knows the reference block {reference}")?;
+            if !missed.is_empty() {
+                let ids: Vec<&str> = missed.iter().map(EndpointId::as_str).collect();
+                write!(f, " (unknown to {})", ids.join(", "))?;
+            }
+            f.write_str("; restart the decision at a new reference")
+        }
+        Detail::BelowFloor { floor, behind } => {
+            write!(f, "no provider is at or above block {floor} (the highest head already observed)")?;
+            for (k, (endpoint, head)) in behind.iter().enumerate() {
+                f.write_str(if k == 0 { ": " } else { ", " })?;
+                match head {
+                    Some(h) => write!(f, "{endpoint} at {h}")?,
+                    None => write!(f, "{endpoint} at an unknown head")?,
+                }
+            }
+            f.write_str("; read again once they catch up")
+        }
+        Detail::StartUnknown { hash, replaced_by: None } => {
+            write!(f, "the follower cannot start: no provider knows block {hash}")
+        }
+        Detail::StartUnknown { hash, replaced_by: Some(now) } => {
+            write!(
+                f,
+                "the follower cannot start: block {hash} is not on the chain, its height holds {now} now"
+            )
+        }
+        Detail::ReorgTooDeep { restart_from } => write!(
+            f,
+            "a reorg replaced every remembered block: the fork is before block {restart_from}; follow again from there or earlier"
+        ),
+        Detail::PossiblySubmitted { .. } | Detail::NeverSent { .. } | Detail::Broadcast(_) => Ok(()),
     }
 }
 

@@ -149,7 +149,7 @@ fn one(call: &Value, act: Act, started: Instant) -> (Value, bool) {
 
 /// Block `number` as a provider answers `eth_getBlockByNumber`: its hash made of its number,
 /// its timestamp the contender's start (`started`): the head does not move during a run
-/// (at most [`RUN_LIMIT`]), well within the monitor's head age.
+/// (at most [`RUN_LIMIT`](super::scenario::RUN_LIMIT)), well within the monitor's head age.
 fn block(number: u64, started: Instant) -> Value {
     let made = std::time::SystemTime::now()
         .checked_sub(started.elapsed())

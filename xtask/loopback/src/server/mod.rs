@@ -122,7 +122,7 @@ impl Default for Builder {
 
 impl Builder {
     /// Whether connections stay open between requests. Default is `true` (a reply can still
-    /// close its connection with [`Reply::closing`]).
+    /// close its connection with [`Reply::closing`](crate::Reply::closing)).
     pub fn keep_alive(mut self, keep_alive: bool) -> Builder {
         self.keep_alive = keep_alive;
         self
