@@ -324,46 +324,25 @@
 // 5. a check: probe (the I/O), round (the comparison); wake (check_now's way to a probe);
 // 6. the monitor: settings, monitor, builder, schedule (Monitor::spawn), source (the
 //    failnext::HealthSource implementation).
-mod agreed;
-mod agreement;
-mod block_hash;
-mod builder;
-mod check_error;
-mod clock;
-mod config_error;
-mod event;
-mod evidence;
-mod fitness;
-mod head;
-mod head_timing;
-mod monitor;
-mod parse;
-mod persist;
-mod probe;
-mod probe_error;
-mod reference;
-mod round;
-mod rpc;
-mod schedule;
-mod settings;
-mod snapshot;
-mod source;
-mod wake;
 
-pub use agreed::AgreedHead;
-pub use block_hash::{BlockHash, ParseBlockHashError};
-pub use builder::MonitorBuilder;
-pub use check_error::{CheckError, ProbeFailure};
-pub use config_error::ConfigError;
-pub use event::MonitorEvent;
-pub use head::parse_head_response;
-pub use monitor::Monitor;
-pub use parse::{parse_quantity, parse_response};
-pub use persist::{MonitorHealth, ProviderHealth};
-pub use probe_error::{ProbeError, ProbeErrorKind};
-pub use reference::Reference;
-pub use rpc::MAX_BODY;
-pub use schedule::MonitorHandle;
-pub use snapshot::{Snapshot, SnapshotEntry};
+mod judging;
+mod probe;
+mod runtime;
+
+pub use judging::agreed::AgreedHead;
+pub use judging::reference::Reference;
+pub use judging::snapshot::{Snapshot, SnapshotEntry};
+pub use probe::block_hash::{BlockHash, ParseBlockHashError};
+pub use probe::check_error::{CheckError, ProbeFailure};
+pub use probe::head::parse_head_response;
+pub use probe::parse::{parse_quantity, parse_response};
+pub use probe::probe_error::{ProbeError, ProbeErrorKind};
+pub use probe::rpc::MAX_BODY;
+pub use runtime::builder::MonitorBuilder;
+pub use runtime::config_error::ConfigError;
+pub use runtime::event::MonitorEvent;
+pub use runtime::monitor::Monitor;
+pub use runtime::persist::{MonitorHealth, ProviderHealth};
+pub use runtime::schedule::MonitorHandle;
 
 // The README's code is compiled as doc tests by the `failnext-examples` crate.

@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
-use crate::agreement;
-use crate::block_hash::BlockHash;
-use crate::reference::Reference;
+use crate::judging::agreement;
+use crate::judging::reference::Reference;
+use crate::probe::block_hash::BlockHash;
 
 /// The default of [`MonitorBuilder::stall_after`](crate::MonitorBuilder::stall_after).
 pub(crate) const DEFAULT_STALL_AFTER: u32 = 3;

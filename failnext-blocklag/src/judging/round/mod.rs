@@ -10,13 +10,13 @@ use tokio::time::Instant;
 
 use failnext::EndpointId;
 
-use crate::agreement;
-use crate::check_error::ProbeFailure;
-use crate::clock::{self, Stamped};
-use crate::fitness::Fitness;
-use crate::head_timing::HeadTiming;
-use crate::reference::Reference;
-use crate::snapshot::{Snapshot, SnapshotEntry};
+use crate::judging::agreement;
+use crate::judging::clock::{self, Stamped};
+use crate::judging::fitness::Fitness;
+use crate::judging::head_timing::HeadTiming;
+use crate::judging::reference::Reference;
+use crate::judging::snapshot::{Snapshot, SnapshotEntry};
+use crate::probe::check_error::ProbeFailure;
 
 mod amend;
 mod judge;
@@ -139,11 +139,11 @@ mod tests {
 
     use super::amend::Amended;
     use super::*;
-    use crate::agreed::AgreedHead;
-    use crate::block_hash::BlockHash;
-    use crate::evidence::Counts;
-    use crate::probe_error::ProbeError;
-    use crate::rpc::Method;
+    use crate::judging::agreed::AgreedHead;
+    use crate::judging::evidence::Counts;
+    use crate::probe::block_hash::BlockHash;
+    use crate::probe::probe_error::ProbeError;
+    use crate::probe::rpc::Method;
 
     fn ok(id: &str, height: u64) -> (EndpointId, Result<u64, ProbeFailure>) {
         (id.into(), Ok(height))

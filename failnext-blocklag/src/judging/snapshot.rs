@@ -9,13 +9,13 @@ use tokio::time::Instant;
 
 use failnext::EndpointId;
 
-use crate::agreed::AgreedHead;
-use crate::block_hash::BlockHash;
-use crate::clock::Stamped;
-use crate::fitness::Fitness;
-use crate::head_timing::{self, HeadTiming};
-use crate::probe_error::{ProbeError, ProbeErrorKind};
-use crate::rpc::Method;
+use crate::judging::agreed::AgreedHead;
+use crate::judging::clock::Stamped;
+use crate::judging::fitness::Fitness;
+use crate::judging::head_timing::{self, HeadTiming};
+use crate::probe::block_hash::BlockHash;
+use crate::probe::probe_error::{ProbeError, ProbeErrorKind};
+use crate::probe::rpc::Method;
 
 /// The outcome of one check, immutable once published.
 ///

@@ -6,12 +6,12 @@ use http::StatusCode;
 use http::header::{ACCEPT, CONTENT_TYPE};
 use reqwest::{Client, Response, Url};
 
-use crate::block_hash::BlockHash;
-use crate::check_error::ProbeFailure;
-use crate::head;
-use crate::parse;
-use crate::probe_error::ProbeError;
-use crate::rpc::{HEAD_BATCH_BODY, MAX_BODY, Method};
+use crate::probe::block_hash::BlockHash;
+use crate::probe::check_error::ProbeFailure;
+use crate::probe::head;
+use crate::probe::parse;
+use crate::probe::probe_error::ProbeError;
+use crate::probe::rpc::{HEAD_BATCH_BODY, MAX_BODY, Method};
 
 /// Everything a probe needs besides the provider.
 #[derive(Clone, Copy, Debug)]

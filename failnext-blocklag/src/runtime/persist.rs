@@ -4,8 +4,8 @@ use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
-use crate::fitness::Fitness;
-use crate::snapshot::{Snapshot, SnapshotEntry};
+use crate::judging::fitness::Fitness;
+use crate::judging::snapshot::{Snapshot, SnapshotEntry};
 
 /// What a [`Monitor`](crate::Monitor) learnt, to restore into the monitor of a restarted
 /// process ([`Monitor::health`](crate::Monitor::health),

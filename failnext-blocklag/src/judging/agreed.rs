@@ -4,7 +4,7 @@
 
 use failnext::EndpointId;
 
-use crate::block_hash::BlockHash;
+use crate::probe::block_hash::BlockHash;
 
 /// A block that enough eligible providers of one check reported as their head, with the same
 /// hash: [`Snapshot::agreed`](crate::Snapshot::agreed).

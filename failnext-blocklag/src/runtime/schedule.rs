@@ -14,8 +14,8 @@ use failnext::Jitter;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
-use crate::monitor::Monitor;
-use crate::wake::Link;
+use crate::runtime::monitor::Monitor;
+use crate::runtime::wake::Link;
 
 impl Monitor {
     /// Starts probing on a schedule, in a task of the current Tokio runtime
@@ -219,7 +219,7 @@ impl fmt::Debug for MonitorHandle {
 /// While the view admits the provider, its idle probe is skipped while real traffic vouches
 /// for it ([`View::answered_ago`] within `interval`: the sleep is extended to `interval`
 /// after that answer), for up to [`VOUCHED_INTERVALS`]; answers after a silence of
-/// [`QUIET`](crate::monitor::traffic::QUIET) or more vouch for nothing until a probe answers. After a check that found it unfit,
+/// [`QUIET`](crate::runtime::monitor::traffic::QUIET) or more vouch for nothing until a probe answers. After a check that found it unfit,
 /// the sleep is a backoff ([`pace`]): short at first, doubling while it stays unfit, never
 /// beyond `interval`. A provider the view holds out is checked at the end of its sleep (or
 /// when woken) only while the reads need it ([`View::needed`]); otherwise it looks again
@@ -335,7 +335,7 @@ const VOUCHED_INTERVALS: u32 = 4;
 /// needed now.
 const LOOK: Duration = Duration::from_millis(200);
 
-use crate::wake::FIRST_RECHECK;
+use crate::runtime::wake::FIRST_RECHECK;
 
 /// The sleep after a check: `interval` when the provider was fit (`unfit_streak` 0), else the
 /// backoff [`FIRST_RECHECK`] × 2^(streak − 1), at most `interval`; times a uniform factor in

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use failnext::EndpointId;
 
-use crate::probe_error::ProbeError;
-use crate::rpc::Method;
+use crate::probe::probe_error::ProbeError;
+use crate::probe::rpc::Method;
 
 /// One provider whose probe failed in a check: which endpoint, which call, and why.
 #[derive(Clone)]
@@ -157,8 +157,8 @@ mod tests {
     use http::StatusCode;
 
     use super::*;
-    use crate::config_error::ConfigError;
-    use crate::probe_error::ProbeError;
+    use crate::probe::probe_error::ProbeError;
+    use crate::runtime::config_error::ConfigError;
 
     fn assert_send_sync<T: Send + Sync + 'static>() {}
 

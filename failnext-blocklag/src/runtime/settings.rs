@@ -27,13 +27,13 @@ pub(crate) struct Settings {
     pub(crate) expected_chain_id: Option<u64>,
     /// The call that reads each provider's head: `eth_blockNumber`, or
     /// `eth_getBlockByNumber` with head-with-hash.
-    pub(crate) head: crate::rpc::Method,
+    pub(crate) head: crate::probe::rpc::Method,
     /// The rules carried across checks (re-admission, reference height).
-    pub(crate) rules: crate::round::Rules,
+    pub(crate) rules: crate::judging::round::Rules,
     /// How unknown and old answers count (fail-closed, grace, maximum age).
     pub(crate) freshness: Freshness,
     /// Told of each [`MonitorEvent`](crate::MonitorEvent).
-    pub(crate) on_event: Option<crate::event::Hook>,
+    pub(crate) on_event: Option<crate::runtime::event::Hook>,
 }
 
 /// The "unknown is not healthy" rules: what eligibility is before the first publication, and

@@ -8,11 +8,11 @@ use std::time::Duration;
 use failnext::{Endpoint, EndpointId, Observation};
 use tokio::time::Instant;
 
-use crate::event::MonitorEvent;
-use crate::fitness::Fitness;
-use crate::probe::ProbeReport;
-use crate::round;
-use crate::snapshot::{Snapshot, SnapshotEntry};
+use crate::judging::fitness::Fitness;
+use crate::judging::round;
+use crate::judging::snapshot::{Snapshot, SnapshotEntry};
+use crate::probe::exchange::ProbeReport;
+use crate::runtime::event::MonitorEvent;
 
 use super::{Fresh, Inner, decide, mask};
 

@@ -10,15 +10,15 @@ use arc_swap::ArcSwapOption;
 use failnext::{Eligibility, Endpoint, EndpointId, Observation};
 use tokio::time::Instant;
 
-use crate::check_error::CheckError;
-use crate::evidence::{self, Evidence};
-use crate::fitness::Fitness;
-use crate::persist::MonitorHealth;
-use crate::probe::{self, ProbeConfig};
-use crate::round;
-use crate::rpc::Method;
-use crate::settings::{Freshness, Settings};
-use crate::snapshot::Snapshot;
+use crate::judging::evidence::{self, Evidence};
+use crate::judging::fitness::Fitness;
+use crate::judging::round;
+use crate::judging::snapshot::Snapshot;
+use crate::probe::check_error::CheckError;
+use crate::probe::exchange::{self, ProbeConfig};
+use crate::probe::rpc::Method;
+use crate::runtime::persist::MonitorHealth;
+use crate::runtime::settings::{Freshness, Settings};
 
 mod publish;
 pub(crate) mod traffic;
@@ -70,7 +70,7 @@ pub(crate) struct Inner {
     /// started, applied to every publication until its next probe.
     contradicted: Vec<ArcSwapOption<Observation>>,
     /// The latest spawned schedule's wake-ups, for `check_now`.
-    pub(crate) schedule: ArcSwapOption<crate::wake::Link>,
+    pub(crate) schedule: ArcSwapOption<crate::runtime::wake::Link>,
     /// Per endpoint: 1 + the millisecond time ([`Inner::now_ms`]) of its latest answer judged
     /// good that showed its head (an observed `eth_blockNumber`); 0 for never. Traffic is the
     /// probe: the spawned schedule skips the idle probe of a provider answering well.
@@ -187,8 +187,8 @@ impl Monitor {
                 async move {
                     match config.head {
                         // The block's timestamp is read too: heads are judged by the clock.
-                        Method::BlockByNumber => probe::endpoint_stamped(config, ep.id(), url).await,
-                        _ => probe::endpoint(config, ep.id(), url).await,
+                        Method::BlockByNumber => exchange::endpoint_stamped(config, ep.id(), url).await,
+                        _ => exchange::endpoint(config, ep.id(), url).await,
                     }
                 }
             },
@@ -369,7 +369,7 @@ impl Monitor {
         // One HTTP request: the head block (number, hash, timestamp) and the chain id in a
         // batch, or separate calls for a provider found not to answer batches.
         let separately = inner.separately.get(i).is_some_and(|s| s.load(Ordering::Relaxed));
-        let (report, refuses) = probe::stamped(config, ep.id(), url, separately).await;
+        let (report, refuses) = exchange::stamped(config, ep.id(), url, separately).await;
         if let (true, Some(flag)) = (refuses && !separately, inner.separately.get(i)) {
             flag.store(true, Ordering::Relaxed);
         }
@@ -504,9 +504,9 @@ mod tests {
     use super::publish::{PENALTY_BAD_SHARE, penalised};
     use super::traffic::QUIET;
     use super::*;
-    use crate::check_error::ProbeFailure;
-    use crate::probe_error::ProbeError;
-    use crate::rpc::Method;
+    use crate::probe::check_error::ProbeFailure;
+    use crate::probe::probe_error::ProbeError;
+    use crate::probe::rpc::Method;
 
     fn monitor_of(n: usize) -> Monitor {
         let endpoints = (0..n).map(|i| Endpoint::new(format!("e{i}"), "http://127.0.0.1:9/rpc"));

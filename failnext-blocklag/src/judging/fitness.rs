@@ -53,7 +53,7 @@ pub(crate) enum Fitness {
     /// answered): not eligible.
     Unheard,
     /// Its probe succeeded within the lag threshold, but it was ineligible before and its
-    /// recent evidence (probes and real traffic, [`crate::evidence`]) was bad too often for one
+    /// recent evidence (probes and real traffic, [`crate::judging::evidence`]) was bad too often for one
     /// good probe to re-admit it (spawned schedule only).
     Doubted {
         /// Blocks behind the reference height.

@@ -6,9 +6,9 @@
 
 use failnext::EndpointId;
 
-use crate::agreed::AgreedHead;
-use crate::block_hash::BlockHash;
-use crate::snapshot::SnapshotEntry;
+use crate::judging::agreed::AgreedHead;
+use crate::judging::snapshot::SnapshotEntry;
+use crate::probe::block_hash::BlockHash;
 
 /// The default of [`MonitorBuilder::agreement`](crate::MonitorBuilder::agreement).
 pub(crate) const DEFAULT_AGREEMENT: u32 = 2;
@@ -56,7 +56,7 @@ pub(crate) fn agree(entries: &[SnapshotEntry], k: u32) -> Option<AgreedHead> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fitness::Fitness;
+    use crate::judging::fitness::Fitness;
 
     fn hash(byte: u8) -> BlockHash {
         BlockHash::new([byte; 32])

@@ -7,14 +7,14 @@ use tokio::time::Instant;
 
 use failnext::EndpointId;
 
-use crate::agreement;
-use crate::check_error::ProbeFailure;
-use crate::clock::{self, Stamped};
-use crate::evidence::Counts;
-use crate::fitness::Fitness;
-use crate::head_timing::HeadTiming;
-use crate::reference::Reference;
-use crate::snapshot::{Snapshot, SnapshotEntry};
+use crate::judging::agreement;
+use crate::judging::clock::{self, Stamped};
+use crate::judging::evidence::Counts;
+use crate::judging::fitness::Fitness;
+use crate::judging::head_timing::HeadTiming;
+use crate::judging::reference::Reference;
+use crate::judging::snapshot::{Snapshot, SnapshotEntry};
+use crate::probe::check_error::ProbeFailure;
 
 use super::judge::{READMIT_BAD_SHARE, carry_probe_health, readmission, within_seconds};
 use super::rules::{Measured, Rules};
@@ -374,7 +374,7 @@ fn agreed_after(
     previous: Option<&Snapshot>,
     entries: &[SnapshotEntry],
     rules: Rules,
-) -> Option<crate::agreed::AgreedHead> {
+) -> Option<crate::judging::agreed::AgreedHead> {
     let carried = previous.and_then(Snapshot::agreed).filter(|agreed| {
         let still = |id: &EndpointId| {
             entries.iter().any(|e| {

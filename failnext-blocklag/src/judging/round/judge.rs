@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
-use crate::fitness::Fitness;
-use crate::head_timing::{self};
-use crate::probe_error::ProbeErrorKind;
-use crate::rpc::Method;
-use crate::snapshot::SnapshotEntry;
+use crate::judging::fitness::Fitness;
+use crate::judging::head_timing::{self};
+use crate::judging::snapshot::SnapshotEntry;
+use crate::probe::probe_error::ProbeErrorKind;
+use crate::probe::rpc::Method;
 
 /// The largest bad share of a provider's recent evidence ([`Counts::bad_share`], this probe
 /// counted) at which a good probe of the spawned schedule re-admits it when it was ineligible:

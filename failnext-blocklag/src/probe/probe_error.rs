@@ -5,7 +5,7 @@ use std::fmt;
 
 use http::StatusCode;
 
-use crate::rpc::MAX_BODY;
+use crate::probe::rpc::MAX_BODY;
 
 /// Why one probe of one provider failed.
 ///

@@ -13,10 +13,10 @@ use std::ops::Range;
 
 use serde_json::Value;
 
-use crate::block_hash::BlockHash;
-use crate::parse::{invalid_quantity, parse_quantity, rpc_error, shortened};
-use crate::probe_error::ProbeError;
-use crate::rpc::MAX_BODY;
+use crate::probe::block_hash::BlockHash;
+use crate::probe::parse::{invalid_quantity, parse_quantity, rpc_error, shortened};
+use crate::probe::probe_error::ProbeError;
+use crate::probe::rpc::MAX_BODY;
 
 /// Reads a JSON-RPC 2.0 answer to `eth_getBlockByNumber("latest", false)` to the number and
 /// hash of the block in its `result`, looking at no more than its first [`MAX_BODY`] bytes.
@@ -170,7 +170,7 @@ pub(crate) fn parse_batch(read: &[u8], whole: bool) -> Result<BatchAnswers, Batc
     if !chain.starts_with(b"{") || !id_is(chain, CHAIN_ID) {
         return Err(BatchRefused::Refused);
     }
-    let chain = crate::parse::parse_response(chain, CHAIN_ID);
+    let chain = crate::probe::parse::parse_response(chain, CHAIN_ID);
     s.skip_whitespace();
     if s.peek() != Some(b',') {
         return Err(BatchRefused::Refused);
@@ -605,7 +605,7 @@ mod tests {
     fn arbitrary_bytes_never_panic() {
         let valid =
             block(&format!(r#""hash":"{HASH}","number":"0x64","parentHash":"{PARENT}",{}"#, transactions(3)));
-        let mut bodies = crate::parse::Bodies::new();
+        let mut bodies = crate::probe::parse::Bodies::new();
         for round in 0..20_000 {
             let mut body = bodies.body(valid.as_bytes(), round);
             if round % 3 == 0 {

@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use failnext::Endpoint;
 
-use crate::config_error::ConfigError;
-use crate::monitor::Monitor;
-use crate::reference::Reference;
-use crate::rpc::Method;
-use crate::settings::{Freshness, Settings};
+use crate::judging::reference::Reference;
+use crate::probe::rpc::Method;
+use crate::runtime::config_error::ConfigError;
+use crate::runtime::monitor::Monitor;
+use crate::runtime::settings::{Freshness, Settings};
 
 /// The probe timeout used when none is set.
 const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -42,7 +42,7 @@ pub struct MonitorBuilder {
     head: Method,
     agreement: u32,
     max_head_age: Option<Duration>,
-    on_event: Option<crate::event::Hook>,
+    on_event: Option<crate::runtime::event::Hook>,
 }
 
 impl MonitorBuilder {
@@ -57,9 +57,9 @@ impl MonitorBuilder {
             readmit_after: 1,
             reference: Reference::Plausible,
             max_lag_secs: None,
-            stall_after: crate::round::DEFAULT_STALL_AFTER,
+            stall_after: crate::judging::round::DEFAULT_STALL_AFTER,
             head: Method::BlockNumber,
-            agreement: crate::agreement::DEFAULT_AGREEMENT,
+            agreement: crate::judging::agreement::DEFAULT_AGREEMENT,
             max_head_age: None,
             on_event: None,
         }
@@ -175,7 +175,10 @@ impl MonitorBuilder {
     /// Calls `hook` with each [`MonitorEvent`](crate::MonitorEvent) (the reference head
     /// stalling and moving again), right after the check that saw it publishes. The hook runs on
     /// the checking task: keep it short, do not block, do not call `check` from it.
-    pub fn on_event(mut self, hook: impl Fn(&crate::event::MonitorEvent) + Send + Sync + 'static) -> Self {
+    pub fn on_event(
+        mut self,
+        hook: impl Fn(&crate::runtime::event::MonitorEvent) + Send + Sync + 'static,
+    ) -> Self {
         self.on_event = Some(std::sync::Arc::new(hook));
         self
     }
@@ -367,7 +370,7 @@ impl MonitorBuilder {
             expected_chain_id: self.expected_chain_id,
             head: self.head,
             freshness: self.freshness,
-            rules: crate::round::Rules {
+            rules: crate::judging::round::Rules {
                 readmit_after: self.readmit_after,
                 reference: self.reference,
                 max_lag_secs: self.max_lag_secs,

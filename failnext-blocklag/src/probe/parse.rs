@@ -4,8 +4,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::probe_error::ProbeError;
-use crate::rpc::MAX_BODY;
+use crate::probe::probe_error::ProbeError;
+use crate::probe::rpc::MAX_BODY;
 
 /// How much of an offending `result` an [`ProbeError::InvalidQuantity`] keeps, in characters.
 const SHOWN_CHARS: usize = 40;
@@ -129,7 +129,7 @@ impl Bodies {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rpc::Method;
+    use crate::probe::rpc::Method;
 
     fn parse(body: &str) -> Result<u64, String> {
         parse_response(body.as_bytes(), 1).map_err(|e| format!("{e:?}"))

@@ -3,8 +3,8 @@
 
 use failnext::{EndpointId, Head, HealthSource, LatencyFeed, Observation};
 
-use crate::monitor::Monitor;
-use crate::schedule::MonitorHandle;
+use crate::runtime::monitor::Monitor;
+use crate::runtime::schedule::MonitorHandle;
 
 /// Pairs the monitor with a `Failover` both ways, through
 /// [`FailoverBuilder::monitor`](failnext::FailoverBuilder::monitor): see
@@ -140,5 +140,5 @@ fn projected_head(monitor: &Monitor, id: &EndpointId) -> Option<u64> {
         let entry = s.entries().get(i)?;
         Some((entry.height()?, entry.checked()))
     });
-    crate::clock::newest_head(probed, inner.answered(i), now, block_time)
+    crate::judging::clock::newest_head(probed, inner.answered(i), now, block_time)
 }

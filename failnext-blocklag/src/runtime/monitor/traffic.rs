@@ -9,9 +9,9 @@ use std::time::Duration;
 use failnext::Observation;
 use tokio::time::Instant;
 
-use crate::evidence::Counts;
-use crate::fitness::Fitness;
-use crate::wake::Gap;
+use crate::judging::evidence::Counts;
+use crate::judging::fitness::Fitness;
+use crate::runtime::wake::Gap;
 
 use super::Inner;
 
@@ -157,7 +157,7 @@ impl Inner {
     /// Wakes endpoint `i`'s probe in the spawned schedule (see [`Link::wake`]), unless one was
     /// woken within `gap`; nothing without a schedule.
     ///
-    /// [`Link::wake`]: crate::wake::Link::wake
+    /// [`Link::wake`]: crate::runtime::wake::Link::wake
     pub(super) fn wake(&self, i: usize, gap: Gap) {
         if let Some(link) = &*self.schedule.load() {
             link.wake(i, self.now_ms(), gap);
@@ -189,7 +189,7 @@ impl Inner {
     /// schedule runs it when the reads need it, [`Inner::needed`]); nothing without a
     /// schedule.
     ///
-    /// [`Link::wake`]: crate::wake::Link::wake
+    /// [`Link::wake`]: crate::runtime::wake::Link::wake
     pub(crate) fn check_now(&self, i: usize) {
         self.wake(i, Gap::Interval);
     }
