@@ -330,8 +330,9 @@ mod probe;
 mod runtime;
 
 pub use judging::agreed::AgreedHead;
+pub use judging::entry::SnapshotEntry;
 pub use judging::reference::Reference;
-pub use judging::snapshot::{Snapshot, SnapshotEntry};
+pub use judging::snapshot::Snapshot;
 pub use probe::block_hash::{BlockHash, ParseBlockHashError};
 pub use probe::check_error::{CheckError, ProbeFailure};
 pub use probe::head::parse_head_response;

@@ -7,7 +7,7 @@
 use failnext::EndpointId;
 
 use crate::judging::agreed::AgreedHead;
-use crate::judging::snapshot::SnapshotEntry;
+use crate::judging::entry::SnapshotEntry;
 use crate::probe::block_hash::BlockHash;
 
 /// The default of [`MonitorBuilder::agreement`](crate::MonitorBuilder::agreement).

@@ -4,6 +4,7 @@
 pub(crate) mod agreed;
 pub(crate) mod agreement;
 pub(crate) mod clock;
+pub(crate) mod entry;
 pub(crate) mod evidence;
 pub(crate) mod fitness;
 pub(crate) mod head_timing;

@@ -4,8 +4,9 @@ use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
+use crate::judging::entry::SnapshotEntry;
 use crate::judging::fitness::Fitness;
-use crate::judging::snapshot::{Snapshot, SnapshotEntry};
+use crate::judging::snapshot::Snapshot;
 
 /// What a [`Monitor`](crate::Monitor) learnt, to restore into the monitor of a restarted
 /// process ([`Monitor::health`](crate::Monitor::health),

@@ -181,11 +181,13 @@
 mod answer;
 mod body;
 mod classifier;
+mod error_object;
 mod parse;
 mod result;
 mod table;
 mod tally;
 mod text;
+mod visit;
 
 pub use classifier::JsonRpcClassifier;
 

@@ -16,11 +16,12 @@ use bytes::Bytes;
 use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use super::answer::{answer, otherwise};
+use super::answer::answer;
 use super::result::Source;
 use super::table::Kind;
 use super::tally::Tally;
 use super::text;
+use super::visit::otherwise;
 
 /// Parses a whole body (its chunks in order) and tallies its answers. Malformed JSON,
 /// trailing garbage, or a value that is neither an object nor an array tallies as broken.

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
+use crate::judging::entry::SnapshotEntry;
 use crate::judging::fitness::Fitness;
 use crate::judging::head_timing::{self};
-use crate::judging::snapshot::SnapshotEntry;
 use crate::probe::probe_error::ProbeErrorKind;
 use crate::probe::rpc::Method;
 

@@ -12,10 +12,11 @@ use failnext::EndpointId;
 
 use crate::judging::agreement;
 use crate::judging::clock::{self, Stamped};
+use crate::judging::entry::SnapshotEntry;
 use crate::judging::fitness::Fitness;
 use crate::judging::head_timing::HeadTiming;
 use crate::judging::reference::Reference;
-use crate::judging::snapshot::{Snapshot, SnapshotEntry};
+use crate::judging::snapshot::Snapshot;
 use crate::probe::check_error::ProbeFailure;
 
 mod amend;

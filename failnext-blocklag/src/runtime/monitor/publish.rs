@@ -8,9 +8,10 @@ use std::time::Duration;
 use failnext::{Endpoint, EndpointId, Observation};
 use tokio::time::Instant;
 
+use crate::judging::entry::SnapshotEntry;
 use crate::judging::fitness::Fitness;
 use crate::judging::round;
-use crate::judging::snapshot::{Snapshot, SnapshotEntry};
+use crate::judging::snapshot::Snapshot;
 use crate::probe::exchange::ProbeReport;
 use crate::runtime::event::MonitorEvent;
 
