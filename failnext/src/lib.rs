@@ -630,19 +630,20 @@ pub use events::error::{Attempt, Error, PassedOver};
 pub use events::event::{AttemptOutcome, Event, ResultOutcome, SkipReason};
 pub use events::trace::{NotTried, Trace, TraceEntry, TraceStep};
 pub use flow::budget::Budget;
+pub use flow::builder::FailoverBuilder;
 pub use flow::hedge::Hedge;
 pub use flow::middleware::Failover;
-pub use flow::random::Jitter;
 pub use health::BreakerState;
 pub use health::cooldown::Cooldown;
 pub use health::eligibility::Eligibility;
 pub use health::feed::LatencyFeed;
 pub use health::latency::LatencyOrdering;
 pub use health::persist::{EndpointHealth, HealthSnapshot};
+pub use health::random::Jitter;
 pub use health::source::{DEFAULT_TOLERANCE, Head, HealthSource, Observation};
 pub use judging::classify::{Class, Classified, Classifier, Evidence, Judgement, Verdict};
 pub use judging::findings::Findings;
-pub use request::builder::FailoverBuilder;
+pub use judging::scope::{RequestScope, Scope, Unfit};
 pub use request::config_error::ConfigError;
 pub use request::endpoint::{Endpoint, EndpointId};
 pub use request::options::{
@@ -650,7 +651,6 @@ pub use request::options::{
     TraceRequest,
 };
 pub use request::permission::Permission;
-pub use request::scope::{RequestScope, Scope, Unfit};
 pub use request::validate::validate_endpoints;
 
 // The READMEs' code is compiled as doc tests by the `failnext-examples` crate, which has

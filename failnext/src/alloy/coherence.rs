@@ -20,7 +20,7 @@ use super::monotonic::{Head, Heads};
 use super::reference::BundleState;
 use crate::EndpointId;
 use crate::judging::findings::{Missed, Missing};
-use crate::request::scope::Unfit;
+use crate::judging::scope::Unfit;
 
 /// How long an endpoint found to lack a capability is skipped for it, by default.
 pub(crate) const LACK_FOR: Duration = Duration::from_secs(600);

@@ -11,9 +11,9 @@ use crate::judging::classify::{Classified, Classifier};
 use crate::flow::attempt::Sender;
 use crate::flow::run::{begin, ended, run};
 use crate::flow::session::Outcome;
+use crate::judging::scope::Scope;
 use crate::request::endpoint::EndpointId;
 use crate::request::options::RequestOptions;
-use crate::request::scope::Scope;
 use crate::{Failover, FailoverBuilder};
 
 /// A plain `reqwest::Client` as the sender: no middleware chain.

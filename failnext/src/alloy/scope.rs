@@ -13,7 +13,7 @@ use reqwest::Response;
 
 use super::coherence::{Coherence, Packet, Rules};
 use super::reference::BundleState;
-use crate::request::scope::{Scope, Unfit};
+use crate::judging::scope::{Scope, Unfit};
 use crate::{EndpointId, Judgement};
 
 /// One packet's scope. `P` is the packet: borrowed on the transport's own route, shared (an

@@ -48,7 +48,7 @@ pub struct Error {
 
 struct Inner {
     kind: Kind,
-    trace: Option<crate::Trace>,
+    trace: Option<crate::events::trace::Trace>,
     /// Every configured endpoint the request sent nothing to, and why, in configured order.
     passed: Vec<PassedOver>,
 }
@@ -89,11 +89,11 @@ fn attempts_text(attempts: &[Attempt]) -> String {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PassedOver {
     endpoint: EndpointId,
-    why: crate::TraceStep,
+    why: crate::events::trace::TraceStep,
 }
 
 impl PassedOver {
-    pub(crate) fn new(endpoint: EndpointId, why: crate::TraceStep) -> PassedOver {
+    pub(crate) fn new(endpoint: EndpointId, why: crate::events::trace::TraceStep) -> PassedOver {
         PassedOver { endpoint, why }
     }
 
@@ -106,7 +106,7 @@ impl PassedOver {
     /// ineligible, unfit (and why), cooling down, breaker open, its trial taken by another
     /// request, or not tried (and why: the deadline passed, the budget was spent, the request
     /// may not fail over, ...).
-    pub fn why(&self) -> &crate::TraceStep {
+    pub fn why(&self) -> &crate::events::trace::TraceStep {
         &self.why
     }
 }
@@ -223,11 +223,11 @@ impl Error {
     }
 
     /// The request's [`Trace`](crate::Trace), when it asked for one.
-    pub fn trace(&self) -> Option<&crate::Trace> {
+    pub fn trace(&self) -> Option<&crate::events::trace::Trace> {
         self.inner.trace.as_ref()
     }
 
-    pub(crate) fn with_trace(mut self, trace: Option<crate::Trace>) -> Error {
+    pub(crate) fn with_trace(mut self, trace: Option<crate::events::trace::Trace>) -> Error {
         self.inner.trace = trace;
         self
     }

@@ -74,7 +74,7 @@ pub enum Event<'a> {
         evidence: Evidence,
         /// The answer was overruled by the request's [`Scope`](crate::Scope) (no answer for
         /// this request), and why; the judgement above is the overruling one.
-        overruled: Option<&'a crate::Unfit>,
+        overruled: Option<&'a crate::judging::scope::Unfit>,
     },
     /// `endpoint` was passed over because it is cooling down (the reference rule) or its
     /// breaker is open or half-open with its trial taken (the adaptive breaker). It is not
@@ -91,7 +91,7 @@ pub enum Event<'a> {
         /// The endpoint whose breaker changed.
         endpoint: &'a EndpointId,
         /// Its new state.
-        state: crate::BreakerState,
+        state: crate::health::BreakerState,
     },
     /// The request passed over `endpoint`, and why: at its start (excluded, ineligible), or
     /// when its turn came (cooling, breaker open, trial taken; then a [`Event::CooldownSkip`]
@@ -104,7 +104,7 @@ pub enum Event<'a> {
         /// Why.
         reason: SkipReason,
         /// For [`SkipReason::Unfit`]: what the request's [`Scope`](crate::Scope) said.
-        unfit: Option<&'a crate::Unfit>,
+        unfit: Option<&'a crate::judging::scope::Unfit>,
     },
     /// Failover wanted to try `endpoint`, but the request body is a stream that cannot be
     /// sent twice, so the request stops there.

@@ -67,11 +67,11 @@ pub enum TraceStep {
     },
     /// The request's [`Scope`](crate::Scope) ruled it out from the start: it cannot serve
     /// this request, and why.
-    Unfit(crate::Unfit),
+    Unfit(crate::judging::scope::Unfit),
     /// Its answer (the attempt before this step) was overruled by the request's
     /// [`Scope`](crate::Scope): no answer for this request, and why. The request went on as
     /// for any flagged answer.
-    Overruled(crate::Unfit),
+    Overruled(crate::judging::scope::Unfit),
     /// It was not reached, and why.
     NotTried(NotTried),
     /// It was the first attempt's endpoint, and the first attempt ran past the hedge's delay,

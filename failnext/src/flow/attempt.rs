@@ -18,9 +18,9 @@ use crate::events::event::{AttemptOutcome, Event};
 use crate::flow::shared::Shared;
 use crate::judging::classify::{Class, Classified, Classifier, Evidence, Judgement, Verdict};
 use crate::judging::judge;
+use crate::judging::scope::{Scope, Unfit};
 use crate::request::destination::HostRule;
 use crate::request::endpoint::EndpointId;
-use crate::request::scope::{Scope, Unfit};
 
 /// What one attempt produced, as judged.
 pub(crate) enum Attempted {

@@ -13,9 +13,9 @@ use reqwest_middleware::{Middleware, Next};
 use crate::flow::run::{begin, ended, run, served};
 use crate::flow::shared::Shared;
 use crate::flow::slot::position;
+use crate::judging::scope::RequestScope;
 use crate::request::endpoint::Endpoint;
 use crate::request::options::RequestOptions;
-use crate::request::scope::RequestScope;
 
 /// The failover middleware: sends each request to the first usable endpoint of an ordered
 /// set, and to the next one only when that is safe.
@@ -107,7 +107,7 @@ impl Middleware for Failover {
 impl Failover {
     /// Every endpoint's health now (breaker state, open-until as a wall-clock deadline, latency
     /// average), to restore after a restart; see [`HealthSnapshot`](crate::HealthSnapshot).
-    pub fn health(&self) -> crate::HealthSnapshot {
+    pub fn health(&self) -> crate::health::persist::HealthSnapshot {
         let now = std::time::SystemTime::now();
         let endpoints = self
             .shared
@@ -122,7 +122,7 @@ impl Failover {
                 )
             })
             .collect();
-        crate::HealthSnapshot { taken_at: now, endpoints }
+        crate::health::persist::HealthSnapshot { taken_at: now, endpoints }
     }
 
     /// Takes over `snapshot` (from [`health`](Failover::health), before a restart), endpoint by
@@ -130,7 +130,7 @@ impl Failover {
     /// leaves the breaker half-open), failed trials keep growing the next open time, latency
     /// averages are kept. Ids not configured here are ignored. Returns how many endpoints took
     /// their state over. Meant for a fresh `Failover`: it replaces what this one has learnt.
-    pub fn restore_health(&self, snapshot: &crate::HealthSnapshot) -> usize {
+    pub fn restore_health(&self, snapshot: &crate::health::persist::HealthSnapshot) -> usize {
         let now = std::time::SystemTime::now();
         let slots = &self.shared.slots;
         let mut restored = 0;
@@ -150,9 +150,9 @@ impl Failover {
     /// weak reference): what a monitor holds when it passes its probe latencies on, so that
     /// the `Failover` (which holds the monitor as its eligibility) and the monitor do not keep
     /// each other forever. See [`LatencyFeed`](crate::LatencyFeed).
-    pub fn latency_feed(&self) -> crate::LatencyFeed {
+    pub fn latency_feed(&self) -> crate::health::feed::LatencyFeed {
         let shared: Weak<Shared> = Arc::downgrade(&self.shared);
-        crate::LatencyFeed(shared)
+        crate::health::feed::LatencyFeed(shared)
     }
 
     /// Adds a latency sample for endpoint `id` to its average (see [`LatencyOrdering`]): a

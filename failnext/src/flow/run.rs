@@ -22,8 +22,8 @@ use crate::flow::drain::discard;
 use crate::flow::session::{Outcome, Partner, Session, Step};
 use crate::flow::shared::Shared;
 use crate::health::Permit;
+use crate::judging::scope::Scope;
 use crate::request::options::{RequestOptions, ServedBy};
-use crate::request::scope::Scope;
 
 /// One request, from its first step to its outcome.
 pub(crate) async fn run<S: Sender>(

@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::flow::skip::Skip;
 use crate::flow::slot::{Slot, position};
 use crate::health::Admit;
 use crate::health::eligibility::Eligibility;
 use crate::health::latency::{Ordered, faster_than};
+use crate::health::skip::Skip;
 use crate::health::source::HealthSource;
 use crate::request::endpoint::EndpointId;
 use crate::request::options::RequestOptions;

@@ -31,7 +31,7 @@ pub(crate) struct Shared {
     /// Every request's deadline, unless it sets its own.
     pub(crate) deadline: Option<Duration>,
     /// Hedged reads, when opted in.
-    pub(crate) hedge: Option<crate::Hedge>,
+    pub(crate) hedge: Option<crate::flow::hedge::Hedge>,
     /// Every request keeps a trace.
     pub(crate) trace_all: bool,
     /// The failover budget, when opted in.

@@ -10,9 +10,9 @@ use tokio::time::Instant;
 
 use super::cell::{Clean, Guarded};
 use super::state::{BreakerState, Kept, deadline};
-use crate::flow::random::Jitter;
-use crate::flow::skip::Skip;
 use crate::health::cooldown::Adaptive;
+use crate::health::random::Jitter;
+use crate::health::skip::Skip;
 use crate::judging::classify::Evidence;
 
 /// A candidate that may be sent to now: with a trial permit when it is the breaker's trial.

@@ -12,6 +12,10 @@
 //!
 //! Each keeps its state behind a lock with a lock-free flag beside it ([`cell`]), so that a
 //! healthy endpoint is recognised from one atomic load.
+//!
+//! Beside the breaker: why an endpoint is skipped ([`skip`]), the breaker's jitter
+//! ([`random`]), and the paired view kept outside the request path ([`source`], [`paired`],
+//! [`eligibility`], [`latency`], [`feed`], [`recent`], [`persist`]).
 
 mod adaptive;
 mod cell;
@@ -21,8 +25,10 @@ pub(crate) mod feed;
 pub(crate) mod latency;
 pub(crate) mod paired;
 pub(crate) mod persist;
+pub(crate) mod random;
 pub(crate) mod recent;
 mod reference;
+pub(crate) mod skip;
 pub(crate) mod source;
 mod state;
 #[cfg(test)]
@@ -33,8 +39,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::flow::skip::Skip;
 use crate::health::cooldown::{Cooldown, Rule};
+use crate::health::skip::Skip;
 use crate::judging::classify::Evidence;
 use adaptive::Breaker;
 pub(crate) use adaptive::{Admit, Permit};

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use tokio::time::Instant;
 
 use crate::health::source::{Head, HealthSource};
-use crate::request::scope::Unfit;
+use crate::judging::scope::Unfit;
 
 /// A `Failover`'s paired source, and what its answers taught it about the head.
 pub(crate) struct Paired {
@@ -71,8 +71,11 @@ impl Paired {
             // A head seen in an answer was judged only against the floor: it may itself have
             // been a tolerance behind the chain, and an honest answer that much above it is
             // plausible.
-            let behind =
-                if from_answers { best.blocks_of_tolerance().max(crate::DEFAULT_TOLERANCE) } else { 0 };
+            let behind = if from_answers {
+                best.blocks_of_tolerance().max(crate::health::source::DEFAULT_TOLERANCE)
+            } else {
+                0
+            };
             if let Some(limit) = best.plausible_limit(now).map(|limit| limit.saturating_add(behind)) {
                 if head > limit {
                     return Some(Unfit::Implausible { head, limit });
@@ -107,7 +110,7 @@ fn newer(heads: (Option<Head>, Option<Head>), now: Instant) -> Option<(Head, boo
 /// blocks: providers a block or two apart are both current). A provider that stalled is
 /// overruled within a few blocks, an honest one a block or two behind never.
 fn floor(best: &Head, sent: Instant) -> u64 {
-    let tolerance = best.blocks_of_tolerance().max(crate::DEFAULT_TOLERANCE);
+    let tolerance = best.blocks_of_tolerance().max(crate::health::source::DEFAULT_TOLERANCE);
     let made = best.projected(sent).saturating_sub(best.number());
     best.number().saturating_add(made - made / 8).saturating_sub(tolerance)
 }
@@ -144,7 +147,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::EndpointId;
+    use crate::request::endpoint::EndpointId;
 
     /// A source that knows one head: block 1000 at `seen`, a block every 50 ms.
     struct Known {

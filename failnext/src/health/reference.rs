@@ -7,7 +7,7 @@ use tokio::time::Instant;
 
 use super::cell::{Clean, Guarded};
 use super::state::{Kept, deadline};
-use crate::flow::skip::Skip;
+use crate::health::skip::Skip;
 use crate::judging::classify::Evidence;
 
 /// One endpoint's cooldown under the reference rule: `threshold` consecutive failures cool it

@@ -182,7 +182,11 @@ pub enum Classified {
 #[async_trait::async_trait]
 pub trait Classifier: Send + Sync + 'static {
     /// Judges `response`, an answer of the endpoint `endpoint`.
-    async fn classify(&self, endpoint: &crate::EndpointId, response: Response) -> Classified;
+    async fn classify(
+        &self,
+        endpoint: &crate::request::endpoint::EndpointId,
+        response: Response,
+    ) -> Classified;
 }
 
 #[cfg(test)]

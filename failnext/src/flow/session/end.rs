@@ -9,7 +9,7 @@ use crate::events::trace::{NotTried, Trace, TraceStep};
 use crate::flow::drain::discard;
 use crate::flow::select::Fate;
 use crate::judging::classify::Class;
-use crate::request::scope::Unfit;
+use crate::judging::scope::Unfit;
 
 impl Session<'_> {
     /// A response from endpoint `i` judged `FailOver` (a trigger status, or flagged by the
@@ -87,7 +87,7 @@ impl Session<'_> {
         let now = tokio::time::Instant::now();
         let left = |until: tokio::time::Instant| until.saturating_duration_since(now);
         let slots = &self.shared.slots;
-        let not_tried = |id: &crate::EndpointId| !tried.iter().any(|a| a.endpoint() == id);
+        let not_tried = |id: &crate::request::endpoint::EndpointId| !tried.iter().any(|a| a.endpoint() == id);
         (0..slots.len())
             .filter(|&i| not_tried(slots[i].id()))
             .map(|i| {
@@ -117,7 +117,7 @@ impl Session<'_> {
         let tried = self.tally.as_ref().map_or(&[][..], |t| &t.failed[..]);
         let passed = if fails { self.passed_over(tried, reason) } else { Vec::new() };
         let mw = |err: Error| mw(err.with_passed_over(passed.clone()));
-        let untried = |tried: &[Attempt]| -> Vec<crate::EndpointId> {
+        let untried = |tried: &[Attempt]| -> Vec<crate::request::endpoint::EndpointId> {
             let slots = &self.shared.slots;
             slots
                 .iter()

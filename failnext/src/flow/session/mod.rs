@@ -9,12 +9,12 @@ use crate::events::trace::{NotTried, TraceStep, Tracer};
 use crate::flow::replay::Replay;
 use crate::flow::select::{self, LastResort, Plan};
 use crate::flow::shared::Shared;
-use crate::flow::skip::Skip;
+use crate::health::skip::Skip;
 use crate::health::{Admit, BreakerState, Permit};
+use crate::judging::scope::Scope;
 use crate::request::destination::HostRule;
 use crate::request::options::RequestOptions;
 use crate::request::permission::{self, Permission, Settled};
-use crate::request::scope::Scope;
 
 /// What a request ends with: a response and the index of the endpoint that produced it.
 pub(crate) type Outcome = Result<(Response, usize), reqwest_middleware::Error>;

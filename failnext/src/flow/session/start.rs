@@ -5,9 +5,9 @@ use crate::events::event::{Event, SkipReason};
 use crate::events::trace::{TraceStep, Tracer};
 use crate::flow::select::Plan;
 use crate::flow::shared::Shared;
-use crate::flow::skip::Skip;
+use crate::health::skip::Skip;
+use crate::judging::scope::{Scope, Unfit};
 use crate::request::options::RequestOptions;
-use crate::request::scope::{Scope, Unfit};
 
 /// Asks `scope` about every endpoint still usable, in configured order, and takes the ones it
 /// rules out out of `plan`: each with why.

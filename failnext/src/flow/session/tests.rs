@@ -6,7 +6,9 @@
 use http::Extensions;
 
 use super::*;
-use crate::{Endpoint, ExcludedEndpoints, Failover};
+use crate::flow::middleware::Failover;
+use crate::request::endpoint::Endpoint;
+use crate::request::options::ExcludedEndpoints;
 
 fn failover(n: u16) -> Failover {
     let eps = (1..=n).map(|i| Endpoint::new(format!("e{i}"), format!("http://127.0.0.1:{i}/")));

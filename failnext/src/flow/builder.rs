@@ -44,9 +44,9 @@ pub struct FailoverBuilder {
     cooldown: Cooldown,
     attempt_timeout: Option<Duration>,
     deadline: Option<Duration>,
-    budget: Option<crate::Budget>,
+    budget: Option<crate::flow::budget::Budget>,
     trace_all: bool,
-    pub(crate) hedge: crate::request::setting::Setting<crate::Hedge>,
+    pub(crate) hedge: crate::request::setting::Setting<crate::flow::hedge::Hedge>,
     ordering: Option<LatencyOrdering>,
     hook: Option<HookFn>,
     source: Option<Arc<dyn HealthSource>>,
@@ -206,7 +206,7 @@ impl FailoverBuilder {
     /// before 10 ms, as the alloy transport's reads (a hung provider is then raced within a
     /// few hundred milliseconds instead of holding a read for the attempt timeout; the
     /// monitor's view of heads keeps a faster provider that lags from winning the race).
-    pub fn hedge(mut self, hedge: crate::Hedge) -> Self {
+    pub fn hedge(mut self, hedge: crate::flow::hedge::Hedge) -> Self {
         self.hedge = crate::request::setting::Setting::Set(hedge);
         self
     }
@@ -228,7 +228,7 @@ impl FailoverBuilder {
     /// Limits failover attempts across all requests of this `Failover` and its clones; see
     /// [`Budget`](crate::Budget). Default: none (0.1's rule: every request may try every
     /// endpoint). Setting one costs an atomic add per request.
-    pub fn failover_budget(mut self, budget: crate::Budget) -> Self {
+    pub fn failover_budget(mut self, budget: crate::flow::budget::Budget) -> Self {
         self.budget = Some(budget);
         self
     }
@@ -390,12 +390,12 @@ mod tests {
     struct Admits;
 
     impl HealthSource for Admits {
-        fn eligible(&self, _: &crate::EndpointId) -> bool {
+        fn eligible(&self, _: &crate::request::endpoint::EndpointId) -> bool {
             true
         }
     }
 
-    fn hedge_of(builder: FailoverBuilder) -> Option<crate::Hedge> {
+    fn hedge_of(builder: FailoverBuilder) -> Option<crate::flow::hedge::Hedge> {
         builder.build().unwrap().shared().hedge
     }
 
