@@ -13,7 +13,7 @@ use crate::runtime::schedule::MonitorHandle;
 /// - [`eligible`](HealthSource::eligible) is [`Monitor::eligible`];
 /// - [`head`](HealthSource::head) is the latest snapshot's reference head: its
 ///   [height](crate::Snapshot::highest), [when it was last reported](crate::Snapshot::reference_seen),
-///   the learned [block time](crate::Snapshot::block_time) when there is one, and `max_lag` as
+///   the learned [block time](crate::judging::snapshot::Snapshot::block_time) when there is one, and `max_lag` as
 ///   the tolerance; `None` before a probe published (and after
 ///   [`restore_health`](Monitor::restore_health), until one does);
 /// - [`pair`](HealthSource::pair) is [`Monitor::feed_latency`];
@@ -38,7 +38,7 @@ impl HealthSource for Monitor {
         snapshot
             .entry(id)
             .and_then(|e| e.error())
-            .is_some_and(|e| e.kind() == crate::ProbeErrorKind::WrongChain)
+            .is_some_and(|e| e.kind() == crate::probe::probe_error::ProbeErrorKind::WrongChain)
     }
 
     fn head(&self) -> Option<Head> {
@@ -134,7 +134,7 @@ fn projected_head(monitor: &Monitor, id: &EndpointId) -> Option<u64> {
     let snapshot = monitor.snapshot();
     let inner = monitor.inner();
     let i = inner.settings.position(id)?;
-    let block_time = snapshot.as_deref().and_then(crate::Snapshot::block_time);
+    let block_time = snapshot.as_deref().and_then(crate::judging::snapshot::Snapshot::block_time);
     let now = tokio::time::Instant::now();
     let probed = snapshot.as_deref().and_then(|s| {
         let entry = s.entries().get(i)?;
