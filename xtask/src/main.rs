@@ -4,6 +4,8 @@
 //! - `demo`: the demo bot against simulated providers (or real ones with `--rpc URL`; with
 //!   `--metrics ADDR`, its metrics on a loopback Prometheus endpoint).
 //! - `bench`: the release benchmark, figures as ratios to the bare reqwest client.
+//! - `callgrind`: the healthy path's instructions per request beyond its baseline, counted by
+//!   valgrind (installed when missing).
 //! - `soak`: the fault-injection soak (full profile; `cargo xtask ci` runs the short one).
 //! - `props`: the judging property tests at the full profile's case count (`cargo xtask ci`
 //!   runs them at the default count, with the other tests).
@@ -13,6 +15,7 @@
 //! - `fmt`, `lint`, `test`, `doc`: one step each.
 
 mod anvil;
+mod callgrind;
 mod examples;
 mod publish;
 mod steps;
@@ -53,6 +56,7 @@ fn try_main() -> Result<(), DynError> {
         Some("examples") => examples(),
         Some("demo") => demo(&rest),
         Some("bench") => bench(&rest),
+        Some("callgrind") => callgrind::callgrind(),
         Some("soak") => soak(&rest),
         Some("props") => props(&rest),
         Some("anvil") => anvil::ensure_anvil().map(|path| say(&path.display().to_string())),
@@ -76,6 +80,8 @@ fn print_help() {
                 correctly per configuration (full profile by default: flapping ~2 s and ~200 ms,\n         \
                 half-stale, and issue 20's targets for the paired configuration)\n  \
          bench  [--quick] [--rounds N] [--scenario NAME]  release benchmark, written to target/bench/\n  \
+         callgrind  instructions per request beyond the baseline (middleware vs a do-nothing one,\n         \
+                transport vs alloy's Http), counted by valgrind; profiles in target/callgrind/\n  \
          props  [CASES]  the judging property tests at CASES cases each (default 10000; ci runs\n         \
                 the test default)\n  \
          anvil  install anvil (npm @foundry-rs/anvil-linux-amd64) into target/anvil/, print its path\n  \
