@@ -29,7 +29,9 @@ pub(crate) fn callgrind() -> Result<(), DynError> {
     let bench = target_dir().join("release").join("failnext-bench");
     let out = target_dir().join("callgrind");
     std::fs::create_dir_all(&out)?;
-    say("| scenario | variant | instructions/request | baseline | instructions/request | beyond it | ratio |");
+    say(
+        "| scenario | variant | instructions/request | baseline | instructions/request | beyond it | ratio |",
+    );
     say("|---|---|--:|---|--:|--:|--:|");
     for (scenario, variant, baseline) in PAIRS {
         let measured = per_request(&bench, &out, scenario, variant)?;
@@ -71,8 +73,9 @@ fn run(bench: &Path, out: &Path, scenario: &str, variant: &str, rounds: u32) -> 
         return Err(format!("valgrind on {scenario}/{variant}: {}", output.status).into());
     }
     let stdout = String::from_utf8_lossy(&output.stdout);
-    let per_round = requests_per_round(&stdout)
-        .ok_or_else(|| format!("{scenario}/{variant}: no \"Requests per batch\" line in the bench's report"))?;
+    let per_round = requests_per_round(&stdout).ok_or_else(|| {
+        format!("{scenario}/{variant}: no \"Requests per batch\" line in the bench's report")
+    })?;
     let counted = summary(&std::fs::read_to_string(&profile)?)
         .ok_or_else(|| format!("{}: no summary line", profile.display()))?;
     Ok((counted, per_round * u64::from(rounds)))
@@ -86,7 +89,10 @@ fn summary(profile: &str) -> Option<u64> {
 /// The requests of one round, from the bench's "Requests per batch: c=1: 20, c=32: 64." line.
 fn requests_per_round(report: &str) -> Option<u64> {
     let line = report.lines().find_map(|line| line.strip_prefix("Requests per batch:"))?;
-    line.trim_end_matches('.').split(',').map(|part| part.rsplit(':').next()?.trim().parse::<u64>().ok()).sum()
+    line.trim_end_matches('.')
+        .split(',')
+        .map(|part| part.rsplit(':').next()?.trim().parse::<u64>().ok())
+        .sum()
 }
 
 /// Installs valgrind (the Debian package) when it is missing.
