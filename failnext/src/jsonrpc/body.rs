@@ -127,18 +127,17 @@ pub(crate) fn rebuild(parts: Parts, chunks: Chunks, rest: Option<reqwest::Body>)
     *rebuilt.status_mut() = parts.status;
     *rebuilt.version_mut() = parts.version;
     *rebuilt.headers_mut() = parts.headers;
-    *rebuilt.extensions_mut() = parts.extensions;
     // reqwest keeps a response's URL in an extension only its builder extension can set;
     // `From<http::Response>` takes it from there (and would say "no.url.provided" without).
-    // Building an empty response cannot fail: it sets no fallible part.
-    if let Ok(carrier) = http::Response::builder().url(parts.url).body(()) {
-        let carried = carrier.into_parts().0.extensions;
-        // Moved whole when the response had no extensions of its own: one map less.
-        if rebuilt.extensions().is_empty() {
-            *rebuilt.extensions_mut() = carried;
-        } else {
-            rebuilt.extensions_mut().extend(carried);
-        }
+    // The builder is lent the response's own extensions, so the URL joins that map (no second
+    // map, no merge), and hands them back. An empty response with no fallible part set
+    // cannot fail to build.
+    let mut carrier = http::Response::builder();
+    if let Some(extensions) = carrier.extensions_mut() {
+        *extensions = parts.extensions;
+    }
+    if let Ok(carrier) = carrier.url(parts.url).body(()) {
+        *rebuilt.extensions_mut() = carrier.into_parts().0.extensions;
     }
     Response::from(rebuilt)
 }
