@@ -3,7 +3,7 @@
 //! do-nothing middleware (`healthy-post`: `failover` vs `pass-through`), the alloy transport
 //! beyond alloy's own `Http` (`alloy-healthy`: `failnext-transport` vs `alloy-http`).
 //!
-//! Each variant runs alone in the release bench (`--quick --no-pin`) twice, with 3 and with 9
+//! Each variant runs alone in the release bench (`--quick --no-pin`) twice, with 3 and with 27
 //! rounds; what the second run counts more, over the requests it makes more, is the cost of a
 //! request, without the process's start, the servers' set-up and the report. Whole process:
 //! the loopback server's instructions are in both sides and cancel out. A copy of 2 KiB or
@@ -21,7 +21,7 @@ const PAIRS: [(&str, &str, &str); 2] =
     [("healthy-post", "failover", "pass-through"), ("alloy-healthy", "failnext-transport", "alloy-http")];
 
 /// The rounds of the short and the long run.
-const ROUNDS: (u32, u32) = (3, 9);
+const ROUNDS: (u32, u32) = (3, 27);
 
 pub(crate) fn callgrind() -> Result<(), DynError> {
     ensure_valgrind()?;

@@ -9,6 +9,7 @@ use crate::jsonrpc::JsonRpcClassifier;
 use crate::judging::classify::{Classified, Classifier};
 
 use crate::flow::attempt::Sender;
+use crate::flow::fast;
 use crate::flow::run::{begin, ended, run};
 use crate::flow::session::Outcome;
 use crate::judging::scope::Scope;
@@ -39,9 +40,17 @@ impl Failover {
     ) -> Outcome {
         let shared = &*self.shared;
         let mut ext = Extensions::new();
-        let (session, guard) = begin(shared, req, opts, Some(scope))?;
-        let outcome = run(shared, session, &mut ext, &Direct(client)).await;
-        ended(shared, guard, outcome)
+        let sender = Direct(client);
+        if let Some(plain) = fast::plain(shared, opts, Some(scope)) {
+            return fast::request(shared, req, plain, Some(scope), (&mut ext, sender), |_, outcome| outcome)
+                .await;
+        }
+        Box::pin(async {
+            let (session, guard) = begin(shared, req, opts, Some(scope))?;
+            let outcome = run(shared, session, &mut ext, &sender).await;
+            ended(shared, guard, outcome)
+        })
+        .await
     }
 
     /// The id of endpoint `i`.

@@ -118,7 +118,7 @@ pub(crate) async fn judged_attempt<S: Sender>(
     sender: &S,
 ) -> Judged {
     let sending = std::pin::pin!(dispatch(shared, turn, req, host, ext, sender));
-    judged(shared, turn, sending).await
+    judged(shared, &turn, sending).await
 }
 
 /// Sends attempt `turn`: points the request at its endpoint and hands it to `sender`. The
@@ -142,15 +142,16 @@ pub(crate) fn dispatch<'s, S: Sender>(
 ///
 /// With no classifier configured nothing here is boxed or allocated: the classifier's future
 /// (boxed by `async_trait`) exists only for a response that reaches a configured classifier.
-pub(crate) async fn judged<F>(shared: &Shared, turn: Turn<'_>, sending: Pin<&mut F>) -> Judged
+pub(crate) async fn judged<F>(shared: &Shared, turn: &Turn<'_>, sending: Pin<&mut F>) -> Judged
 where
     F: Future<Output = reqwest_middleware::Result<Response>>,
 {
-    let (judging, retry_after) = match on_sent(shared, turn, sending.await) {
+    let sent = sending.await;
+    let (judging, retry_after) = match on_sent(shared, *turn, sent) {
         Sent::Settled(attempted, class, overruled) => return (attempted, class, overruled),
         Sent::Judging(judging, retry_after) => (judging, retry_after),
     };
-    classified_attempt(shared, turn, classify(judging).await, retry_after)
+    classified_attempt(shared, *turn, classify(judging).await, retry_after)
 }
 
 /// What attempt `turn`'s result is, as far as its status (or error) says; a response left to

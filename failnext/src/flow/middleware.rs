@@ -3,6 +3,8 @@
 //! `replay` and `judge`.
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -10,6 +12,7 @@ use http::Extensions;
 use reqwest::{Request, Response};
 use reqwest_middleware::{Middleware, Next};
 
+use crate::flow::fast;
 use crate::flow::run::{begin, ended, run, served};
 use crate::flow::shared::Shared;
 use crate::flow::slot::position;
@@ -85,22 +88,39 @@ impl fmt::Debug for Failover {
     }
 }
 
-#[async_trait::async_trait]
+/// Written out as `async_trait` expands it, so that what is decided before the first attempt
+/// is decided before the request's future is made, and the future `reqwest-middleware` boxes
+/// is the fast path's own (small) or the session's, not one wrapped around the other.
 impl Middleware for Failover {
-    async fn handle(
-        &self,
+    fn handle<'life0, 'life1, 'life2, 'async_trait>(
+        &'life0 self,
         req: Request,
-        extensions: &mut Extensions,
-        next: Next<'_>,
-    ) -> reqwest_middleware::Result<Response> {
+        extensions: &'life1 mut Extensions,
+        next: Next<'life2>,
+    ) -> Pin<Box<dyn Future<Output = reqwest_middleware::Result<Response>> + Send + 'async_trait>>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        'life2: 'async_trait,
+        Self: 'async_trait,
+    {
         let shared = &*self.shared;
-        // A clone of the request's scope (a reference count), so that it outlives the borrow
-        // of the extensions the attempts need.
         let scope = extensions.get::<RequestScope>().map(|s| Arc::clone(&s.0));
-        // Begun before the await: only the session and the guard are kept across it.
-        let (session, guard) = begin(shared, req, &RequestOptions::read(extensions), scope.as_deref())?;
-        let outcome = run(shared, session, extensions, &next).await;
-        served(shared, ended(shared, guard, outcome))
+        let plain = fast::plain(shared, &RequestOptions::read(extensions), scope.as_deref());
+        match (plain, scope) {
+            (Some(plain), None) => {
+                Box::pin(fast::request(shared, req, plain, None, (extensions, next), served))
+            }
+            (Some(plain), Some(scope)) => Box::pin(async move {
+                fast::request(shared, req, plain, Some(&*scope), (extensions, next), served).await
+            }),
+            (None, scope) => Box::pin(async move {
+                let opts = RequestOptions::read(extensions);
+                let (session, guard) = begin(shared, req, &opts, scope.as_deref())?;
+                let outcome = run(shared, session, extensions, &next).await;
+                served(shared, ended(shared, guard, outcome))
+            }),
+        }
     }
 }
 

@@ -7,6 +7,7 @@ pub(crate) mod attempt;
 pub(crate) mod budget;
 pub(crate) mod builder;
 pub(crate) mod drain;
+pub(crate) mod fast;
 pub(crate) mod hedge;
 pub(crate) mod middleware;
 pub(crate) mod replay;

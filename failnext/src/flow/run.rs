@@ -42,7 +42,7 @@ pub(crate) async fn run<S: Sender>(
     let turn = turn_of(shared, &session, i);
     let judged = {
         let sending = std::pin::pin!(dispatch(shared, turn, req, session.host, ext, sender));
-        attempt::judged(shared, turn, sending).await
+        attempt::judged(shared, &turn, sending).await
     };
     if let Some(outcome) = settle(&mut session, turn, judged) {
         return outcome;
@@ -53,7 +53,7 @@ pub(crate) async fn run<S: Sender>(
 }
 
 /// The loop after the first step: runs `step`, then whatever the session decides next.
-async fn rest<S: Sender>(
+pub(crate) async fn rest<S: Sender>(
     shared: &Shared,
     mut session: Session<'_>,
     mut step: Step,
@@ -66,7 +66,7 @@ async fn rest<S: Sender>(
                 let turn = turn_of(shared, &session, i);
                 let judged = {
                     let sending = std::pin::pin!(dispatch(shared, turn, req, session.host, ext, sender));
-                    attempt::judged(shared, turn, sending).await
+                    attempt::judged(shared, &turn, sending).await
                 };
                 if let Some(outcome) = settle(&mut session, turn, judged) {
                     return outcome;
@@ -92,19 +92,12 @@ async fn rest<S: Sender>(
 /// The attempt `session` is about to send to endpoint `i`.
 #[inline]
 fn turn_of<'s>(shared: &Shared, session: &Session<'s>, i: usize) -> Turn<'s> {
-    // Timed only when someone looks: an event hook, latency-aware ordering, metrics, a paired
-    // monitor, a percentile hedge (which keeps the endpoint's recent latencies).
-    let timed = shared.events.is_active()
-        || shared.ordering.is_some()
-        || cfg!(feature = "metrics")
-        || shared.paired.is_some()
-        || shared.slots[i].recent.is_some();
     let (limit, by_deadline) = session.limit();
     Turn {
         i,
         number: session.sent,
         trial: session.trial(),
-        started: timed.then(Instant::now),
+        started: timed(shared, i).then(Instant::now),
         limit,
         by_deadline,
         scope: session.scope,
@@ -112,10 +105,22 @@ fn turn_of<'s>(shared: &Shared, session: &Session<'s>, i: usize) -> Turn<'s> {
     }
 }
 
+/// Whether an attempt to endpoint `i` is timed. Only when someone looks: an event hook,
+/// latency-aware ordering, metrics, a paired monitor, a percentile hedge (which keeps the
+/// endpoint's recent latencies).
+#[inline]
+pub(crate) fn timed(shared: &Shared, i: usize) -> bool {
+    shared.events.is_active()
+        || shared.ordering.is_some()
+        || cfg!(feature = "metrics")
+        || shared.paired.is_some()
+        || shared.slots[i].recent.is_some()
+}
+
 /// What a judged attempt leaves: the request's outcome if it returns, else `None` (retained or
 /// failed, recorded in the session).
 #[inline]
-fn settle(session: &mut Session<'_>, turn: Turn<'_>, judged: Judged) -> Option<Outcome> {
+pub(crate) fn settle(session: &mut Session<'_>, turn: Turn<'_>, judged: Judged) -> Option<Outcome> {
     let (attempted, class, overruled) = judged;
     let i = turn.i;
     session.traced(i, turn.number, || attempted.outcome(), class, overruled);
@@ -336,7 +341,7 @@ pub(crate) fn begin<'a>(
     opts: &RequestOptions<'_>,
     scope: Option<&'a dyn Scope>,
 ) -> Result<(Session<'a>, CancelGuard<'a>), reqwest_middleware::Error> {
-    let mut guard = CancelGuard { events: &shared.events, armed: shared.events.is_active() };
+    let mut guard = guard(shared);
     match Session::start(shared, req, opts, scope) {
         Ok(session) => Ok((session, guard)),
         Err(err) => {
@@ -345,6 +350,11 @@ pub(crate) fn begin<'a>(
             Err(err)
         }
     }
+}
+
+/// The guard that tells a request's cancellation (armed only when someone listens).
+pub(crate) fn guard(shared: &Shared) -> CancelGuard<'_> {
+    CancelGuard { events: &shared.events, armed: shared.events.is_active() }
 }
 
 /// Ends a request begun with [`begin`]: its `Result` event, and no `Cancelled` after it.

@@ -59,6 +59,12 @@ pub(crate) fn plan(
     Ok(plan)
 }
 
+/// The plan of a request that named no endpoint, under a builder with no eligibility
+/// predicate, health source or ordering: every endpoint usable, in configured order.
+pub(crate) fn plain(len: usize) -> Plan {
+    Plan::new(len, None, |_| None)
+}
+
 /// Why `slot` is out of the request from its start, or `None` when it is usable. Eligibility
 /// is asked only of an endpoint the request did not exclude, and its answer is told to the
 /// endpoint's breaker ([`Health::saw_eligibility`](crate::health::Health::saw_eligibility)).

@@ -188,6 +188,12 @@ impl Breaker {
         admitted.map(|epoch| self.admission(epoch))
     }
 
+    /// Whether [`admit`](Self::admit) would admit without a trial permit (closed).
+    #[inline]
+    pub(super) fn admits_freely(&self) -> bool {
+        self.state.dirty().is_none_or(|state| state.until.is_none())
+    }
+
     /// The last resort: the trial now, even before the open time is over, unless another
     /// request holds the trial permit.
     pub(super) fn force_trial(&self) -> Option<Admit<'_>> {

@@ -151,6 +151,17 @@ impl Health {
         }
     }
 
+    /// Whether [`admit`](Health::admit) would admit now without a trial permit, asked without
+    /// taking one: the fast path's check (a clean breaker answers from one atomic load).
+    #[inline]
+    pub(crate) fn admits_freely(&self) -> bool {
+        match self {
+            Health::Off => true,
+            Health::Reference(rule) => rule.admit().is_ok(),
+            Health::Adaptive(breaker) => breaker.admits_freely(),
+        }
+    }
+
     /// The last resort, for an endpoint skipped as open: its trial now, even before its open
     /// time is over, unless another request holds its trial permit. Adaptive rule only.
     pub(crate) fn force_trial(&self) -> Option<Admit<'_>> {

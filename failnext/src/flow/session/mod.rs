@@ -57,6 +57,20 @@ pub(crate) enum Partner {
 /// races it: four times the hedge's delay, at least 250 ms. A slow answer is a provider's to
 /// give; an attempt still out that long is one the reads should not wait out (the attempt
 /// timeout is 10 s by default).
+/// The bound of an attempt: the attempt timeout, or what is left of the deadline when that is
+/// sooner (then `true`: a timeout is the deadline's, not the endpoint's fault).
+#[inline]
+pub(crate) fn limit_of(
+    timeout: Option<std::time::Duration>,
+    left: Option<std::time::Duration>,
+) -> (Option<std::time::Duration>, bool) {
+    match (timeout, left) {
+        (Some(t), Some(left)) if left < t => (Some(left), true),
+        (None, Some(left)) => (Some(left), true),
+        (t, _) => (t, false),
+    }
+}
+
 pub(crate) fn reserve_hedge_after(after: std::time::Duration) -> std::time::Duration {
     after.saturating_mul(4).max(std::time::Duration::from_millis(250))
 }
@@ -136,6 +150,21 @@ pub(crate) struct Session<'a> {
 mod end;
 mod start;
 
+pub(crate) use self::start::Begun;
+
+#[cfg(test)]
+thread_local! {
+    /// Sessions built on this thread (started or resumed): the fast path's tests count them.
+    pub(crate) static BUILT: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts a session built (tests only).
+#[inline]
+fn built() {
+    #[cfg(test)]
+    BUILT.with(|n| n.set(n.get() + 1));
+}
+
 /// What the attempts that did not return left behind.
 #[derive(Default)]
 struct Tally {
@@ -171,7 +200,7 @@ impl<'a> Session<'a> {
         )
         .map_err(|unknown| mw(Error::unknown(unknown)))?;
         // What the request's scope rules out: allocation-free when it rules out nothing.
-        let unfit = scope.map(|scope| rule_out(shared, scope, &mut plan)).unwrap_or_default();
+        let unfit = scope.map(|scope| rule_out(shared, scope, &mut plan, None)).unwrap_or_default();
         if let Some(budget) = &shared.budget {
             budget.deposit();
         }
@@ -179,6 +208,7 @@ impl<'a> Session<'a> {
         if shared.events.is_active() || tracer.is_some() {
             passed_over_at_start(shared, opts, &plan, &unfit, tracer.as_deref_mut());
         }
+        built();
         let heads = shared.paired.is_some() && crate::health::paired::asks_block_number(&req);
         Ok(Session {
             shared,
@@ -442,12 +472,7 @@ impl<'a> Session<'a> {
     /// How long the next attempt (or wait) may take: the attempt timeout, or what is left of
     /// the deadline if that is shorter; and whether the deadline is what bounds it.
     pub(crate) fn limit(&self) -> (Option<std::time::Duration>, bool) {
-        let timeout = self.shared.attempt_timeout;
-        match (timeout, self.left()) {
-            (Some(t), Some(left)) if left < t => (Some(left), true),
-            (None, Some(left)) => (Some(left), true),
-            (t, _) => (t, false),
-        }
+        limit_of(self.shared.attempt_timeout, self.left())
     }
 
     /// The epoch of the trial permit the attempt in flight holds, if it is its breaker's trial.

@@ -1,20 +1,89 @@
 //! How a request's session starts: what its scope rules out, and who is passed over from the
 //! start, told as events and the trace's first steps.
 
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::Session;
 use crate::events::event::{Event, SkipReason};
 use crate::events::trace::{TraceStep, Tracer};
+use crate::flow::replay::Replay;
+use crate::flow::select;
 use crate::flow::select::Plan;
 use crate::flow::shared::Shared;
 use crate::health::skip::Skip;
 use crate::judging::scope::{Scope, Unfit};
+use crate::request::destination::HostRule;
 use crate::request::options::RequestOptions;
+use crate::request::permission::{Permission, Settled};
+
+/// Where a request stands after its first attempt went out without a session (the fast path,
+/// [`crate::flow::fast`]): what the session would have settled before sending it.
+pub(crate) struct Begun<'a> {
+    /// The endpoint the first attempt went to (the first configured).
+    pub(crate) first: usize,
+    pub(crate) explicit: Option<Permission>,
+    /// Settled when another endpoint was configured to fail over to.
+    pub(crate) permission: Option<Settled>,
+    pub(crate) replay: Option<Replay>,
+    pub(crate) scope: Option<&'a dyn Scope>,
+    pub(crate) host: HostRule,
+    pub(crate) deadline: Option<(Instant, Duration)>,
+}
+
+impl<'a> Session<'a> {
+    /// The session of a request whose first attempt, to `begun.first`, went out on the fast
+    /// path and did not settle it: as [`Session::start`] would have left it after sending that
+    /// attempt. What the scope rules out is asked now (of the other endpoints), so its events
+    /// come after the first attempt's.
+    pub(crate) fn resume(shared: &'a Shared, begun: Begun<'a>, opts: &RequestOptions<'_>) -> Session<'a> {
+        super::built();
+        let mut plan = select::plain(shared.slots.len());
+        let _first = plan.next();
+        debug_assert_eq!(_first, Some(begun.first));
+        let unfit = begun
+            .scope
+            .map(|scope| rule_out(shared, scope, &mut plan, Some(begun.first)))
+            .unwrap_or_default();
+        if shared.events.is_active() {
+            passed_over_at_start(shared, opts, &plan, &unfit, None);
+        }
+        // As `settle` leaves them: permission and the copy only when another candidate is left.
+        let (permission, replay) = match plan.has_more() {
+            true => (begun.permission, begun.replay),
+            false => (None, None),
+        };
+        Session {
+            shared,
+            plan,
+            first: None,
+            explicit: begun.explicit,
+            permission,
+            replay,
+            scope: begun.scope,
+            heads: false,
+            host: begun.host,
+            sent: 1,
+            trial: None,
+            tally: None,
+            deadline: begun.deadline,
+            tracer: None,
+        }
+    }
+}
 
 /// Asks `scope` about every endpoint still usable, in configured order, and takes the ones it
 /// rules out out of `plan`: each with why.
-pub(super) fn rule_out(shared: &Shared, scope: &dyn Scope, plan: &mut Plan) -> Vec<(usize, Unfit)> {
+pub(super) fn rule_out(
+    shared: &Shared,
+    scope: &dyn Scope,
+    plan: &mut Plan,
+    tried: Option<usize>,
+) -> Vec<(usize, Unfit)> {
     let mut unfit = Vec::new();
     for (i, slot) in shared.slots.iter().enumerate() {
-        if plan.is_usable(i) {
+        if plan.is_usable(i) && tried != Some(i) {
             if let Some(why) = scope.unfit(slot.id()) {
                 // A head known below the floor may be old news: the endpoint goes behind the
                 // others, and its answer is judged if its turn comes. Anything else it lacks
