@@ -33,6 +33,9 @@ impl reqwest_middleware::Middleware for PassThrough {
 
 #[path = "shared/stubs.rs"]
 mod stubs;
+
+#[path = "alloy/verified.rs"]
+mod verified;
 use stubs::{Answer, node, ok, status};
 
 /// A transport over `urls`, each attempt bounded by 2 s, with no request deadline or failover

@@ -484,6 +484,7 @@ fn label(err: &TransportError) -> &'static str {
         FailureKind::BelowFloor => "BelowFloor",
         FailureKind::StartUnknown => "StartUnknown",
         FailureKind::ReorgTooDeep => "ReorgTooDeep",
+        FailureKind::Forged => "Forged",
         _ => "a kind added later",
     }
 }
@@ -575,7 +576,18 @@ async fn provoke_every_failure() -> Vec<(&'static str, TransportError)> {
     provoked.push(("StartUnknown", unknown.unwrap_err()));
     let had = failnext::alloy::BlockRef::new(5, B256::repeat_byte(0x44));
     provoked.push(("ReorgTooDeep", t.follow(Start::After(had)).next().await.unwrap_err()));
+    // The only provider answers another block than the one asked for.
+    let liar = node(|_, _| ok(true_block(8))).await;
+    let t = builder(&[("liar", keyed(&liar))]).build().unwrap();
+    let seven = single("eth_getBlockByNumber", json!(["0x7", false]));
+    provoked.push(("Forged", rpc(&t, seven).await.unwrap_err()));
     provoked
+}
+
+/// Block `number` as a node answers it: a consensus header hashed by alloy.
+fn true_block(number: u64) -> Value {
+    let inner = alloy_consensus::Header { number, gas_limit: 30_000_000, ..Default::default() };
+    serde_json::to_value(alloy_rpc_types_eth::Header::new(inner)).unwrap_or_default()
 }
 
 /// A block header as `eth_getBlockByNumber` answers it, its hash made of `byte`.
@@ -633,6 +645,8 @@ async fn one_match_on_failure_covers_every_failure_of_the_transport_and_the_foll
     assert_eq!(find("ReferenceUnknown").reference().map(|r| r.number), Some(100));
     assert_eq!(find("StartUnknown").hash(), Some(B256::repeat_byte(0x99)));
     assert_eq!(find("ReorgTooDeep").restart_from(), Some(5));
+    let forged_by: Vec<&str> = find("Forged").forged_by().iter().map(|e| e.as_str()).collect();
+    assert_eq!(forged_by, ["liar"]);
 }
 
 // ===== the builder's defaults =====

@@ -37,6 +37,11 @@ pub enum Capability {
     /// a proxy or node with a smaller body limit. Found from an HTTP 413 answer to a packet of
     /// reads: the provider then lacks requests of that packet's size and larger.
     RequestSize(usize),
+    /// Blocks that are the chain's: a provider that answered a block whose header does not
+    /// hash to the hash it claims, or another block than the one asked for, is found to lack
+    /// it (see [verified blocks](super#verified-blocks)) and is skipped by every request for
+    /// the lack period.
+    TrueBlocks,
 }
 
 impl Capability {
@@ -71,6 +76,7 @@ impl Capability {
                 method.split_once('_').is_some_and(|(prefix, _)| prefix == ns.trim_end_matches('_'))
             }
             Capability::Archive | Capability::BlockHash | Capability::RequestSize(_) => false,
+            Capability::TrueBlocks => true,
         }
     }
 }
@@ -84,6 +90,7 @@ impl fmt::Display for Capability {
             Capability::Namespace(ns) => write!(f, "namespace {}_", ns.trim_end_matches('_')),
             Capability::BlockHash => f.write_str("block selection by hash"),
             Capability::RequestSize(bytes) => write!(f, "requests over {bytes} bytes"),
+            Capability::TrueBlocks => f.write_str("the chain's blocks"),
         }
     }
 }

@@ -34,6 +34,8 @@ pub(crate) const ARCHIVE_DEPTH: u64 = 128;
 pub(crate) struct Coherence {
     pub(crate) head: Head,
     pub(crate) capabilities: Capabilities,
+    /// Whether the chain's block headers hash as Ethereum's (see `verify.rs`).
+    pub(crate) blocks: super::verify::BlockCheck,
 }
 
 /// How the transport is configured for coherence (copied with it).

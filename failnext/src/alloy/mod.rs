@@ -154,6 +154,24 @@
 //! limit or an internal error, a malformed or truncated body fail over (a read), a revert is
 //! returned at once.
 //!
+//! # Verified blocks
+//!
+//! A block read by number or hash (`eth_getBlockByNumber`, `eth_getBlockByHash`, the
+//! follower's reads included) is an answer only when its header hashes to the hash it claims
+//! (alloy's header hashing: Keccak-256 of the RLP header), and that hash and number are the
+//! ones asked for. A block that fails is not returned: the provider that answered it is put
+//! off the chain (found to lack [`Capability::TrueBlocks`], so every request skips it for the
+//! [lack period](FailoverTransportBuilder::lack_found_for)), told as
+//! [`Event::ForgedBlock`](crate::Event::ForgedBlock), and the read goes to the next provider;
+//! when every provider asked fails, the read fails with [`FailureKind::Forged`]. A chain whose
+//! headers do not hash this way (some L2s) is found at its first failing block, before any
+//! provider is blamed: another provider is asked for the same block, and when its block fails
+//! the same way the check is off for this transport (told once as
+//! [`Event::BlocksUnverifiable`](crate::Event::BlocksUnverifiable)); once a block has
+//! verified, the chain is known to hash this way and a failing block is a forgery. A chain's
+//! format never fails a read, and with one provider its word is taken. Cost: none for other
+//! methods; a block read is parsed once more and its header hashed.
+//!
 //! # Read bundles
 //!
 //! A quote read from several providers, each at its own latest block, can combine states
@@ -327,6 +345,7 @@ mod reference;
 mod route;
 mod scope;
 mod transport;
+mod verify;
 #[cfg(feature = "ws")]
 mod wake;
 

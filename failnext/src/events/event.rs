@@ -148,6 +148,23 @@ pub enum Event<'a> {
         /// The endpoint whose answer showed the new branch.
         endpoint: Option<&'a EndpointId>,
     },
+    /// The alloy transport (feature `alloy`) was answered a block that failed its check: its
+    /// header does not hash to the hash it claims, or it is not the block asked for. Not an
+    /// answer: `endpoint` is put off the chain (every request skips it for the transport's
+    /// lack period) and the read goes to the next provider. Not part of a request's sequence.
+    ForgedBlock {
+        /// The provider that answered it.
+        endpoint: &'a EndpointId,
+        /// The number the block claimed.
+        number: Option<u64>,
+    },
+    /// The alloy transport (feature `alloy`) found that this chain's block headers do not hash
+    /// as Ethereum's (two providers' blocks `number` failed the same way): block checks are off
+    /// for the transport. Told once per transport. Not part of a request's sequence.
+    BlocksUnverifiable {
+        /// The block both providers answered.
+        number: Option<u64>,
+    },
     /// The request is about to return; always the last event of a request.
     Result {
         /// The endpoint whose response is returned (for a retained response, the one that
@@ -338,6 +355,15 @@ fn trace(event: &Event<'_>) {
         Event::Reorged { depth, kept, endpoint } => {
             let endpoint = endpoint.map_or("", |e| e.as_str());
             tracing::warn!(depth, kept, endpoint, "failnext follower saw a reorg");
+        }
+        Event::ForgedBlock { endpoint, number } => {
+            tracing::warn!(endpoint = endpoint.as_str(), ?number, "failnext rejected a forged block");
+        }
+        Event::BlocksUnverifiable { number } => {
+            tracing::warn!(
+                ?number,
+                "failnext: this chain's block headers do not hash as Ethereum's; block checks are off"
+            );
         }
         Event::Result { endpoint, outcome } => {
             let endpoint = endpoint.map_or("", |e| e.as_str());

@@ -125,6 +125,10 @@ pub enum FailureKind {
     /// A reorg replaced every block a follower remembers: the fork is older. Follow again from
     /// [`restart_from`](Failure::restart_from) or earlier.
     ReorgTooDeep,
+    /// Every provider asked answered a block that failed its check (its header does not hash
+    /// to its hash, or it is not the block asked for): no block was returned, and each is off
+    /// the chain for the transport's lack period. [`forged_by`](Failure::forged_by).
+    Forged,
 }
 
 impl<'a> Failure<'a> {
@@ -166,6 +170,7 @@ impl<'a> Failure<'a> {
                 Detail::BelowFloor { .. } => FailureKind::BelowFloor,
                 Detail::StartUnknown { .. } => FailureKind::StartUnknown,
                 Detail::ReorgTooDeep { .. } => FailureKind::ReorgTooDeep,
+                Detail::Forged { .. } => FailureKind::Forged,
             },
         }
     }
@@ -174,6 +179,15 @@ impl<'a> Failure<'a> {
         match self.0 {
             Found::Raised(raised) => Some(&raised.detail),
             _ => None,
+        }
+    }
+
+    /// The providers whose blocks failed their check ([`FailureKind::Forged`]; empty for
+    /// other kinds).
+    pub fn forged_by(&self) -> &'a [EndpointId] {
+        match self.detail() {
+            Some(Detail::Forged { by, .. }) => by,
+            _ => &[],
         }
     }
 

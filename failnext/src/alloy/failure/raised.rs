@@ -48,6 +48,7 @@ pub(crate) enum Detail {
     BelowFloor { floor: u64, behind: Vec<(EndpointId, Option<u64>)> },
     StartUnknown { hash: B256, replaced_by: Option<B256> },
     ReorgTooDeep { restart_from: u64 },
+    Forged { number: Option<u64>, by: Vec<EndpointId> },
 }
 
 /// The one custom error the transport and the follower raise (a read no provider answered is
@@ -179,6 +180,14 @@ fn describe(detail: &Detail, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f,
             "a reorg replaced every remembered block: the fork is before block {restart_from}; follow again from there or earlier"
         ),
+        Detail::Forged { number, by } => {
+            f.write_str("every provider asked answered a block that is not the chain's")?;
+            if let Some(n) = number {
+                write!(f, " (block {n})")?;
+            }
+            let ids: Vec<&str> = by.iter().map(EndpointId::as_str).collect();
+            write!(f, ": {}; they are off the chain for a while", ids.join(", "))
+        }
         Detail::PossiblySubmitted { .. } | Detail::NeverSent { .. } | Detail::Broadcast(_) => Ok(()),
     }
 }

@@ -16,6 +16,7 @@ use crate::alloy::fanout::Fault;
 use crate::alloy::plan::Plan;
 use crate::alloy::reference::BundleState;
 use crate::alloy::scope::PacketScope;
+use crate::alloy::verify::Found;
 use crate::request::options::RequestOptions;
 use crate::{
     EndpointId, Error, ExcludedEndpoints, Permission, PreferredEndpoint, RequestBuilderExt, RequestScope,
@@ -48,6 +49,13 @@ macro_rules! posting {
 }
 
 /// Where one send is aimed ([`FailoverTransport::aim`]).
+/// What the check of an answer's blocks left: the answer to go on with, or a complete
+/// answer of another provider to return as it is.
+enum Checked {
+    Keep(ResponsePacket, Option<EndpointId>),
+    Replaced(ResponsePacket),
+}
+
 struct Aim<'s> {
     permission: Permission,
     excluded: std::borrow::Cow<'s, [EndpointId]>,
@@ -92,12 +100,25 @@ impl FailoverTransport {
     /// with the packet in view (HTTP 413, an `eth_blockNumber` below the floor, a bundle's
     /// block an endpoint did not know fail over there). What comes back is checked once more
     /// for what the loop had to return for want of another endpoint.
-    pub(crate) async fn send_in(
+    pub(crate) fn send_in<'a>(
+        &'a self,
+        packet: RequestPacket,
+        bundle: Option<&'a Arc<BundleState>>,
+    ) -> impl std::future::Future<Output = TransportResult<ResponsePacket>> + Send + 'a {
+        self.send_with(packet, bundle, Vec::new(), true)
+    }
+
+    /// `send_in`, never to the providers of `forgers` (found to answer blocks that are not
+    /// the chain's); `verify`: the answer's blocks are checked (see `verify.rs`).
+    async fn send_with(
         &self,
         packet: RequestPacket,
         bundle: Option<&Arc<BundleState>>,
+        forgers: Vec<EndpointId>,
+        verify: bool,
     ) -> TransportResult<ResponsePacket> {
         let mut plan = Plan::of(&packet, &self.table, &self.memory, &self.endpoints)?;
+        plan.excluded.extend(forgers.iter().cloned());
         let reads = plan.calls.is_empty();
         // Writes go only where the user routed them; a raw transaction to every fan-out
         // endpoint at once.
@@ -148,6 +169,14 @@ impl FailoverTransport {
             }
         };
         let (answer, served) = outcome?;
+        let found = if verify { self.coherence.blocks.check(&packet, &answer) } else { Found::Nothing };
+        let (answer, served) = match found {
+            Found::Nothing | Found::Verified => (answer, served),
+            failed => match self.checked(&packet, bundle, (answer, served), forgers, failed).await? {
+                Checked::Keep(answer, served) => (answer, served),
+                Checked::Replaced(answer) => return Ok(answer),
+            },
+        };
         if let (Some(bundle), Some(id)) = (bundle, &served) {
             if bundle.did_miss(id) {
                 // What the loop returned for want of another endpoint was a miss: never an
@@ -178,6 +207,71 @@ impl FailoverTransport {
     }
 
     /// The packet through the loop on the transport's own client, its options handed over.
+    /// `answer` (from `served`), whose blocks failed their check (`found`): kept when the
+    /// chain's headers turn out not to hash this way (or no other provider can tell); else
+    /// `served` is put off the chain and the packet goes to another provider, whose (checked)
+    /// answer replaces it. Boxed: only a failed check pays for it.
+    fn checked<'a>(
+        &'a self,
+        packet: &'a RequestPacket,
+        bundle: Option<&'a Arc<BundleState>>,
+        (answer, served): (ResponsePacket, Option<EndpointId>),
+        mut forgers: Vec<EndpointId>,
+        found: Found,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = TransportResult<Checked>> + Send + 'a>> {
+        Box::pin(async move {
+            let blocks = &self.coherence.blocks;
+            let (number, unhashed) = match found {
+                Found::Nothing | Found::Verified => return Ok(Checked::Keep(answer, served)),
+                Found::Unhashed(number) => (number, true),
+                Found::NotAsked(number) => (number, false),
+            };
+            // Who answered it is not known: its word is taken.
+            let Some(by) = served else { return Ok(Checked::Keep(answer, None)) };
+            forgers.push(by.clone());
+            let others = self.endpoints.iter().any(|e| !forgers.contains(e));
+            if unhashed && !blocks.is_on() {
+                // No block has verified yet: a forgery, or a chain whose headers do not hash
+                // this way? Another provider's block says. With none, its word is taken.
+                if !others {
+                    return Ok(Checked::Keep(answer, Some(by)));
+                }
+                let second = self.send_with(packet.clone(), bundle, forgers.clone(), false).await;
+                let Ok(second) = second else { return Ok(Checked::Keep(answer, Some(by))) };
+                return Ok(match crate::alloy::verify::check_answer(packet, &second) {
+                    Found::Unhashed(_) => {
+                        if blocks.turn_off() {
+                            self.failover.shared.emit(|| crate::Event::BlocksUnverifiable { number });
+                        }
+                        Checked::Keep(answer, Some(by))
+                    }
+                    Found::Verified => {
+                        blocks.verified();
+                        self.forged(&by, number);
+                        Checked::Replaced(second)
+                    }
+                    // Neither says: the first answer stands.
+                    Found::Nothing | Found::NotAsked(_) => Checked::Keep(answer, Some(by)),
+                });
+            }
+            self.forged(&by, number);
+            if !others {
+                return Err(Raised::new(Detail::Forged { number, by: forgers }).into_transport());
+            }
+            self.send_with(packet.clone(), bundle, forgers, true).await.map(Checked::Replaced)
+        })
+    }
+
+    /// `endpoint` answered a block that is not the chain's: off the chain for the lack period.
+    fn forged(&self, endpoint: &EndpointId, number: Option<u64>) {
+        self.coherence.capabilities.found(
+            endpoint,
+            crate::alloy::Capability::TrueBlocks,
+            self.rules.lack_for,
+        );
+        self.failover.shared.emit(|| crate::Event::ForgedBlock { endpoint, number });
+    }
+
     async fn direct(
         &self,
         client: &reqwest::Client,
