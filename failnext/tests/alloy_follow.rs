@@ -14,6 +14,12 @@ use failnext::alloy::{BlockRef, ChainEvent, FailoverTransport, Failure, FailureK
 use failnext_loopback::{Action, Received, Reply, Server};
 use serde_json::{Value, json};
 
+#[path = "shared/stubs.rs"]
+mod stubs;
+
+#[path = "alloy_follow/verified.rs"]
+mod verified;
+
 const EMITTER: &str = "0x00000000000000000000000000000000000000ee";
 
 /// A chain: block `n`'s hash is derived from `n` and the branch it was made on.
