@@ -36,6 +36,9 @@ mod stubs;
 
 #[path = "alloy/verified.rs"]
 mod verified;
+
+#[path = "alloy/consensus.rs"]
+mod consensus;
 use stubs::{Answer, node, ok, status};
 
 /// A transport over `urls`, each attempt bounded by 2 s, with no request deadline or failover

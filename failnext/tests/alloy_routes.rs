@@ -485,6 +485,7 @@ fn label(err: &TransportError) -> &'static str {
         FailureKind::StartUnknown => "StartUnknown",
         FailureKind::ReorgTooDeep => "ReorgTooDeep",
         FailureKind::Forged => "Forged",
+        FailureKind::NoConsensus => "NoConsensus",
         _ => "a kind added later",
     }
 }
@@ -581,6 +582,14 @@ async fn provoke_every_failure() -> Vec<(&'static str, TransportError)> {
     let t = builder(&[("liar", keyed(&liar))]).build().unwrap();
     let seven = single("eth_getBlockByNumber", json!(["0x7", false]));
     provoked.push(("Forged", rpc(&t, seven).await.unwrap_err()));
+    // A consensus read whose two providers answer differently.
+    let (one, two) = (node(|_, _| ok(json!("0x1"))).await, node(|_, _| ok(json!("0x2"))).await);
+    let t = builder(&[("one", keyed(&one)), ("two", keyed(&two))])
+        .consensus(["eth_getBalance"], failnext::alloy::Quorum::new(2, 2))
+        .build()
+        .unwrap();
+    let balance = single("eth_getBalance", json!([ADDR, "latest"]));
+    provoked.push(("NoConsensus", rpc(&t, balance).await.unwrap_err()));
     provoked
 }
 
@@ -647,6 +656,7 @@ async fn one_match_on_failure_covers_every_failure_of_the_transport_and_the_foll
     assert_eq!(find("ReorgTooDeep").restart_from(), Some(5));
     let forged_by: Vec<&str> = find("Forged").forged_by().iter().map(|e| e.as_str()).collect();
     assert_eq!(forged_by, ["liar"]);
+    assert_eq!(find("NoConsensus").ballots().len(), 2);
 }
 
 // ===== the builder's defaults =====

@@ -98,6 +98,7 @@ pub struct FailoverTransportBuilder {
     writes: Option<Vec<EndpointId>>,
     broadcast: Option<Vec<EndpointId>>,
     split_logs: bool,
+    consensus: Option<(Vec<String>, super::Quorum)>,
 }
 
 impl FailoverTransport {
@@ -125,6 +126,7 @@ impl FailoverTransport {
             writes: None,
             broadcast: None,
             split_logs: true,
+            consensus: None,
         }
     }
 }
@@ -237,6 +239,40 @@ impl FailoverTransportBuilder {
     /// Default is on.
     pub fn split_logs(mut self, on: bool) -> Self {
         self.split_logs = on;
+        self
+    }
+
+    /// Consensus reads: a read of one of `methods` (a single call, never a write) goes to
+    /// several providers at once and returns only an answer `quorum.agree()` of them gave,
+    /// asking no more than `quorum.of()`; a provider that answers otherwise is told as
+    /// [`Event::Disagreed`](crate::Event::Disagreed) and, after [`DISSENTS`](super::DISSENTS)
+    /// disagreements in a row, ruled out for that method for the
+    /// [lack period](Self::lack_found_for); no agreement is
+    /// [`FailureKind::NoConsensus`](super::FailureKind::NoConsensus) with each provider's
+    /// answer digest. See [the consensus module's rules](super#consensus-reads). Costs
+    /// `quorum.agree()` requests per read while the providers agree.
+    ///
+    /// ```
+    /// use failnext::Endpoint;
+    /// use failnext::alloy::{FailoverTransport, Quorum};
+    ///
+    /// let transport = FailoverTransport::builder([
+    ///     Endpoint::new("a", "https://a.example/rpc"),
+    ///     Endpoint::new("b", "https://b.example/rpc"),
+    ///     Endpoint::new("c", "https://c.example/rpc"),
+    /// ])
+    /// .consensus(["eth_call", "eth_getBalance"], Quorum::new(2, 3))
+    /// .build()?;
+    /// # Ok::<(), failnext::ConfigError>(())
+    /// ```
+    ///
+    /// Default: no method is voted.
+    pub fn consensus<I, S>(mut self, methods: I, quorum: super::Quorum) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.consensus = Some((methods.into_iter().map(Into::into).collect(), quorum));
         self
     }
 
@@ -539,6 +575,7 @@ impl FailoverTransportBuilder {
             source: self.source,
             writes: self.writes,
             fanout: self.broadcast,
+            consensus: self.consensus,
         };
         Ok(FailoverTransport::assemble(route, failover, settings))
     }
@@ -556,6 +593,7 @@ impl fmt::Debug for FailoverTransportBuilder {
             .field("writes_to", &self.writes)
             .field("broadcast_to", &self.broadcast)
             .field("split_logs", &self.split_logs)
+            .field("consensus", &self.consensus)
             .finish_non_exhaustive()
     }
 }

@@ -172,6 +172,20 @@
 //! format never fails a read, and with one provider its word is taken. Cost: none for other
 //! methods; a block read is parsed once more and its header hashed.
 //!
+//! # Consensus reads
+//!
+//! [`FailoverTransportBuilder::consensus`] names methods whose reads are voted: a read goes to
+//! [`Quorum::agree`] providers at once (the first usable ones in order, each asked alone, so a
+//! hedge is never a vote), and to more when their answers differ, as many as the best answer
+//! lacks, up to [`Quorum::of`]. Answers are compared normalised (the result as JSON, keys in
+//! any order, hex in any case; never the request id; a JSON-RPC error by its code; no answer
+//! is no vote). The first answer enough providers gave is returned; each provider that
+//! answered otherwise is told as [`Event::Disagreed`](crate::Event::Disagreed) and, after
+//! [`DISSENTS`] in a row, ruled out for that method for the lack period. No agreement is
+//! [`FailureKind::NoConsensus`], whose [`ballots`](Failure::ballots) give each provider's
+//! answer digest. Writes and batches are never voted. While the providers agree a read costs
+//! `agree` requests.
+//!
 //! # Read bundles
 //!
 //! A quote read from several providers, each at its own latest block, can combine states
@@ -332,6 +346,7 @@ mod bundle;
 mod call;
 mod capability;
 mod coherence;
+mod consensus;
 mod empty;
 mod failure;
 mod fanout;
@@ -356,6 +371,7 @@ pub use builder::{
 pub use bundle::Bundle;
 pub use call::{CallExt, ServedByCell, TraceCell};
 pub use capability::Capability;
+pub use consensus::{DISSENTS, Quorum};
 pub use failure::{Failure, FailureKind};
 pub use fanout::{Broadcast, Delivery, Fault};
 pub use follow::{ChainEvent, DEFAULT_FOLLOW_DEPTH, FollowStats, FollowedBlock, Follower, Start};

@@ -213,6 +213,32 @@ mod tests {
         assert_eq!(check(&balance, &answer(json!("0x1"))), Found::Nothing);
     }
 
+    /// Real blocks, verbatim from public sources (`tests/corpus/blocks/SOURCES.md`): each one
+    /// verifies; with one header field changed and its hash kept, it no longer does.
+    #[test]
+    fn real_blocks_of_mainnet_a_testnet_and_two_l2s_verify_and_a_changed_field_does_not() {
+        let blocks = [
+            include_str!("../../tests/corpus/blocks/mainnet-19449567-cancun.json"),
+            include_str!("../../tests/corpus/blocks/mainnet-11117104-prelondon.json"),
+            include_str!("../../tests/corpus/blocks/base-mainnet-29139628.json"),
+            include_str!("../../tests/corpus/blocks/op-goerli-8381743.json"),
+            include_str!("../../tests/corpus/blocks/sepolia-8324337-prague.json"),
+            include_str!("../../tests/corpus/blocks/devnet-prague-789-header.json"),
+        ];
+        for text in blocks {
+            let raw = RawValue::from_string(text.trim().to_owned()).unwrap();
+            let value: serde_json::Value = serde_json::from_str(text).unwrap();
+            let number =
+                u64::from_str_radix(value["number"].as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+            assert_eq!(block(&raw, Asked::Any), Found::Verified, "block {number}");
+            assert_eq!(block(&raw, Asked::Number(number)), Found::Verified, "block {number}");
+            let mut changed = value.clone();
+            changed["gasUsed"] = json!("0x1");
+            let changed = RawValue::from_string(changed.to_string()).unwrap();
+            assert_eq!(block(&changed, Asked::Any), Found::Unhashed(Some(number)), "block {number}");
+        }
+    }
+
     #[test]
     fn the_check_turns_on_at_a_verified_block_and_stays_off_once_turned_off() {
         let check = BlockCheck::default();

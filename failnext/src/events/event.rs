@@ -148,6 +148,15 @@ pub enum Event<'a> {
         /// The endpoint whose answer showed the new branch.
         endpoint: Option<&'a EndpointId>,
     },
+    /// A consensus read of the alloy transport (feature `alloy`) was answered by `endpoint`
+    /// otherwise than by the quorum: evidence against it (after `DISSENTS` in a row it is
+    /// ruled out for the method). Not part of a request's sequence.
+    Disagreed {
+        /// The provider in the minority.
+        endpoint: &'a EndpointId,
+        /// The method voted.
+        method: &'a str,
+    },
     /// The alloy transport (feature `alloy`) was answered a block that failed its check: its
     /// header does not hash to the hash it claims, or it is not the block asked for. Not an
     /// answer: `endpoint` is put off the chain (every request skips it for the transport's
@@ -355,6 +364,13 @@ fn trace(event: &Event<'_>) {
         Event::Reorged { depth, kept, endpoint } => {
             let endpoint = endpoint.map_or("", |e| e.as_str());
             tracing::warn!(depth, kept, endpoint, "failnext follower saw a reorg");
+        }
+        Event::Disagreed { endpoint, method } => {
+            tracing::info!(
+                endpoint = endpoint.as_str(),
+                method,
+                "failnext: a provider disagreed with the quorum"
+            );
         }
         Event::ForgedBlock { endpoint, number } => {
             tracing::warn!(endpoint = endpoint.as_str(), ?number, "failnext rejected a forged block");

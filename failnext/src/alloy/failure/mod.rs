@@ -129,6 +129,10 @@ pub enum FailureKind {
     /// to its hash, or it is not the block asked for): no block was returned, and each is off
     /// the chain for the transport's lack period. [`forged_by`](Failure::forged_by).
     Forged,
+    /// A [consensus read](super::FailoverTransportBuilder::consensus) whose providers did not
+    /// agree: no answer reached the quorum. [`ballots`](Failure::ballots) give each
+    /// provider's answer digest.
+    NoConsensus,
 }
 
 impl<'a> Failure<'a> {
@@ -171,6 +175,7 @@ impl<'a> Failure<'a> {
                 Detail::StartUnknown { .. } => FailureKind::StartUnknown,
                 Detail::ReorgTooDeep { .. } => FailureKind::ReorgTooDeep,
                 Detail::Forged { .. } => FailureKind::Forged,
+                Detail::NoConsensus { .. } => FailureKind::NoConsensus,
             },
         }
     }
@@ -187,6 +192,16 @@ impl<'a> Failure<'a> {
     pub fn forged_by(&self) -> &'a [EndpointId] {
         match self.detail() {
             Some(Detail::Forged { by, .. }) => by,
+            _ => &[],
+        }
+    }
+
+    /// Each provider a consensus read asked, with a digest of its answer (the first 8 bytes
+    /// of the Keccak-256 of the normalised answer, in hex; `None` when it did not answer):
+    /// [`FailureKind::NoConsensus`]; empty for other kinds.
+    pub fn ballots(&self) -> &'a [(EndpointId, Option<String>)] {
+        match self.detail() {
+            Some(Detail::NoConsensus { ballots, .. }) => ballots,
             _ => &[],
         }
     }

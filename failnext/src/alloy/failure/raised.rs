@@ -49,6 +49,7 @@ pub(crate) enum Detail {
     StartUnknown { hash: B256, replaced_by: Option<B256> },
     ReorgTooDeep { restart_from: u64 },
     Forged { number: Option<u64>, by: Vec<EndpointId> },
+    NoConsensus { method: String, agree: usize, ballots: Vec<(EndpointId, Option<String>)> },
 }
 
 /// The one custom error the transport and the follower raise (a read no provider answered is
@@ -180,6 +181,17 @@ fn describe(detail: &Detail, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f,
             "a reorg replaced every remembered block: the fork is before block {restart_from}; follow again from there or earlier"
         ),
+        Detail::NoConsensus { method, agree, ballots } => {
+            write!(f, "no {agree} providers gave the same answer to {method}")?;
+            for (k, (endpoint, said)) in ballots.iter().enumerate() {
+                f.write_str(if k == 0 { ": " } else { ", " })?;
+                match said {
+                    Some(digest) => write!(f, "{endpoint} answered {digest}")?,
+                    None => write!(f, "{endpoint} did not answer")?,
+                }
+            }
+            Ok(())
+        }
         Detail::Forged { number, by } => {
             f.write_str("every provider asked answered a block that is not the chain's")?;
             if let Some(n) = number {

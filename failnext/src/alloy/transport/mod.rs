@@ -17,6 +17,7 @@ use crate::{ConfigError, Endpoint, EndpointId, Failover};
 
 mod calls;
 mod send;
+mod vote;
 
 /// How long a broadcast's endpoint is preferred for lookups of its hash and its sender's
 /// pending nonce, by default.
@@ -63,6 +64,8 @@ pub struct FailoverTransport {
     fanout: Option<Arc<[EndpointId]>>,
     /// The logs ranges learnt, when refused logs queries are split (see `logs.rs`).
     pub(super) logs: Option<Arc<super::logs::Limits>>,
+    /// Consensus reads, when the user named methods to vote.
+    consensus: Option<Arc<super::consensus::Consensus>>,
 }
 
 /// A paired health source, shown as such in `Debug`.
@@ -117,6 +120,9 @@ impl FailoverTransport {
             writes: settings.writes.map(Into::into),
             fanout: settings.fanout.map(Into::into),
             logs: settings.split_logs.then(|| Arc::new(super::logs::Limits::until(settings.deadline))),
+            consensus: settings
+                .consensus
+                .map(|(methods, quorum)| Arc::new(super::consensus::Consensus::new(methods, quorum))),
         }
     }
 
@@ -230,6 +236,7 @@ pub(super) struct Settings {
     pub(super) source: Option<Arc<dyn crate::HealthSource>>,
     pub(super) writes: Option<Vec<EndpointId>>,
     pub(super) fanout: Option<Vec<EndpointId>>,
+    pub(super) consensus: Option<(Vec<String>, super::consensus::Quorum)>,
 }
 
 /// How the transport reaches `Failover`.

@@ -132,6 +132,22 @@ impl FailoverTransport {
             None => self.coherence.unfit(&self.rules, &view, &self.endpoints, &plan.excluded)?,
             Some(_) => Vec::new(),
         };
+        // A consensus read: its method, and the providers that may vote, in order.
+        let vote = match (&self.consensus, &fanout) {
+            (Some(consensus), None) if reads && plan.may_fail_over && plan.pinned.is_none() => {
+                consensus.covers(&packet).map(|method| (&**consensus, method))
+            }
+            _ => None,
+        };
+        let voters: Vec<EndpointId> = match vote {
+            Some(_) => self
+                .endpoints
+                .iter()
+                .filter(|id| !plan.excluded.contains(id) && !unfit.iter().any(|(e, _)| e == *id))
+                .cloned()
+                .collect(),
+            None => Vec::new(),
+        };
         let asks_head = coherence::asks_head(&packet);
         let monotonic = self.rules.heads.is_some() && reads && plan.may_fail_over;
         let single_head = asks_head && matches!(&packet, RequestPacket::Single(_));
@@ -151,9 +167,10 @@ impl FailoverTransport {
             Route::Direct { client } => {
                 let scope = scope.with(&packet);
                 let send = |only| self.direct(client, &packet, body.clone(), &plan, &scope, only);
-                let outcome = match fanout {
-                    Some((targets, hash)) => self.fan_out(targets, hash, &plan, send).await,
-                    None => send(None).await,
+                let outcome = match (fanout, vote) {
+                    (Some((targets, hash)), _) => self.fan_out(targets, hash, &plan, send).await,
+                    (None, Some((consensus, method))) => self.vote(consensus, method, &voters, send).await,
+                    (None, None) => send(None).await,
                 };
                 (outcome, scope.behind())
             }
@@ -161,14 +178,19 @@ impl FailoverTransport {
                 // Down a chain the scope rides in the request's extensions: it owns its packet.
                 let scope = Arc::new(scope.with(Arc::new(packet.clone())));
                 let send = |only| self.chain(client, &packet, body.clone(), &plan, &scope, only);
-                let outcome = match fanout {
-                    Some((targets, hash)) => self.fan_out(targets, hash, &plan, send).await,
-                    None => send(None).await,
+                let outcome = match (fanout, vote) {
+                    (Some((targets, hash)), _) => self.fan_out(targets, hash, &plan, send).await,
+                    (None, Some((consensus, method))) => self.vote(consensus, method, &voters, send).await,
+                    (None, None) => send(None).await,
                 };
                 (outcome, scope.behind())
             }
         };
         let (answer, served) = outcome?;
+        if let (Some(_), Some(id)) = (vote, &served) {
+            // Each voter's answer marked the call's cells: the one returned names its provider.
+            plan.cells.iter().for_each(|cell| cell.set(id));
+        }
         let found = if verify { self.coherence.blocks.check(&packet, &answer) } else { Found::Nothing };
         let (answer, served) = match found {
             Found::Nothing | Found::Verified => (answer, served),
@@ -206,7 +228,6 @@ impl FailoverTransport {
         Ok(answer)
     }
 
-    /// The packet through the loop on the transport's own client, its options handed over.
     /// `answer` (from `served`), whose blocks failed their check (`found`): kept when the
     /// chain's headers turn out not to hash this way (or no other provider can tell); else
     /// `served` is put off the chain and the packet goes to another provider, whose (checked)
@@ -272,6 +293,7 @@ impl FailoverTransport {
         self.failover.shared.emit(|| crate::Event::ForgedBlock { endpoint, number });
     }
 
+    /// The packet through the loop on the transport's own client, its options handed over.
     async fn direct(
         &self,
         client: &reqwest::Client,
