@@ -357,6 +357,30 @@ fn trace(event: &Event<'_>) {
         Event::NotReplayable { endpoint } => {
             tracing::info!(endpoint = endpoint.as_str(), "failnext cannot replay a streaming body");
         }
+        Event::Backfilled { .. }
+        | Event::Reorged { .. }
+        | Event::Disagreed { .. }
+        | Event::ForgedBlock { .. }
+        | Event::BlocksUnverifiable { .. } => trace_chain(event),
+        Event::Result { endpoint, outcome } => {
+            let endpoint = endpoint.map_or("", |e| e.as_str());
+            match outcome {
+                ResultOutcome::Status(status) => {
+                    tracing::debug!(endpoint, status = status.as_u16(), "failnext result");
+                }
+                ResultOutcome::Error(e) => {
+                    tracing::warn!(error_kind = error_kind(e), "failnext result: error");
+                }
+                ResultOutcome::Cancelled => tracing::debug!("failnext result: cancelled"),
+            }
+        }
+    }
+}
+
+/// The events of the alloy transport and the follower, not of one request.
+#[cfg(feature = "tracing")]
+fn trace_chain(event: &Event<'_>) {
+    match *event {
         Event::Backfilled { from, blocks, endpoint } => {
             let endpoint = endpoint.map_or("", |e| e.as_str());
             tracing::debug!(from, blocks, endpoint, "failnext follower backfilled");
@@ -381,18 +405,7 @@ fn trace(event: &Event<'_>) {
                 "failnext: this chain's block headers do not hash as Ethereum's; block checks are off"
             );
         }
-        Event::Result { endpoint, outcome } => {
-            let endpoint = endpoint.map_or("", |e| e.as_str());
-            match outcome {
-                ResultOutcome::Status(status) => {
-                    tracing::debug!(endpoint, status = status.as_u16(), "failnext result");
-                }
-                ResultOutcome::Error(e) => {
-                    tracing::warn!(error_kind = error_kind(e), "failnext result: error");
-                }
-                ResultOutcome::Cancelled => tracing::debug!("failnext result: cancelled"),
-            }
-        }
+        _ => {}
     }
 }
 

@@ -17,6 +17,7 @@ use crate::{ConfigError, Endpoint, EndpointId, Failover};
 
 mod calls;
 mod send;
+mod verified;
 mod vote;
 
 /// How long a broadcast's endpoint is preferred for lookups of its hash and its sender's

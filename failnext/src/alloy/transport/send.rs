@@ -17,6 +17,8 @@ use crate::alloy::plan::Plan;
 use crate::alloy::reference::BundleState;
 use crate::alloy::scope::PacketScope;
 use crate::alloy::verify::Found;
+
+use super::verified::Checked;
 use crate::request::options::RequestOptions;
 use crate::{
     EndpointId, Error, ExcludedEndpoints, Permission, PreferredEndpoint, RequestBuilderExt, RequestScope,
@@ -49,13 +51,6 @@ macro_rules! posting {
 }
 
 /// Where one send is aimed ([`FailoverTransport::aim`]).
-/// What the check of an answer's blocks left: the answer to go on with, or a complete
-/// answer of another provider to return as it is.
-enum Checked {
-    Keep(ResponsePacket, Option<EndpointId>),
-    Replaced(ResponsePacket),
-}
-
 struct Aim<'s> {
     permission: Permission,
     excluded: std::borrow::Cow<'s, [EndpointId]>,
@@ -110,7 +105,7 @@ impl FailoverTransport {
 
     /// `send_in`, never to the providers of `forgers` (found to answer blocks that are not
     /// the chain's); `verify`: the answer's blocks are checked (see `verify.rs`).
-    async fn send_with(
+    pub(super) async fn send_with(
         &self,
         packet: RequestPacket,
         bundle: Option<&Arc<BundleState>>,
@@ -132,22 +127,7 @@ impl FailoverTransport {
             None => self.coherence.unfit(&self.rules, &view, &self.endpoints, &plan.excluded)?,
             Some(_) => Vec::new(),
         };
-        // A consensus read: its method, and the providers that may vote, in order.
-        let vote = match (&self.consensus, &fanout) {
-            (Some(consensus), None) if reads && plan.may_fail_over && plan.pinned.is_none() => {
-                consensus.covers(&packet).map(|method| (&**consensus, method))
-            }
-            _ => None,
-        };
-        let voters: Vec<EndpointId> = match vote {
-            Some(_) => self
-                .endpoints
-                .iter()
-                .filter(|id| !plan.excluded.contains(id) && !unfit.iter().any(|(e, _)| e == *id))
-                .cloned()
-                .collect(),
-            None => Vec::new(),
-        };
+        let (vote, voters) = self.voting(&packet, &plan, &unfit, reads && fanout.is_none());
         let asks_head = coherence::asks_head(&packet);
         let monotonic = self.rules.heads.is_some() && reads && plan.may_fail_over;
         let single_head = asks_head && matches!(&packet, RequestPacket::Single(_));
@@ -199,6 +179,19 @@ impl FailoverTransport {
                 Checked::Replaced(answer) => return Ok(answer),
             },
         };
+        self.settled(&packet, bundle, (answer, served), behind, (monotonic, single_head, asks_head))
+    }
+
+    /// What the loop returned, checked once more for what it had to return for want of
+    /// another endpoint: a bundle's miss, a head below the floor of monotonic reads.
+    fn settled(
+        &self,
+        packet: &RequestPacket,
+        bundle: Option<&Arc<BundleState>>,
+        (answer, served): (ResponsePacket, Option<EndpointId>),
+        behind: Vec<(EndpointId, Option<u64>)>,
+        (monotonic, single_head, asks_head): (bool, bool, bool),
+    ) -> TransportResult<ResponsePacket> {
         if let (Some(bundle), Some(id)) = (bundle, &served) {
             if bundle.did_miss(id) {
                 // What the loop returned for want of another endpoint was a miss: never an
@@ -206,7 +199,7 @@ impl FailoverTransport {
                 return Err(bundle.unknown());
             }
         }
-        if let Some(n) = asks_head.then(|| coherence::lowest_head(&packet, &answer)).flatten() {
+        if let Some(n) = asks_head.then(|| coherence::lowest_head(packet, &answer)).flatten() {
             let floor = self.coherence.head.get();
             if monotonic && single_head && n < floor && floor - n <= crate::DEFAULT_TOLERANCE {
                 // A block or two below the head already observed (the provider answered a
@@ -226,71 +219,6 @@ impl FailoverTransport {
             self.coherence.head.observe(n);
         }
         Ok(answer)
-    }
-
-    /// `answer` (from `served`), whose blocks failed their check (`found`): kept when the
-    /// chain's headers turn out not to hash this way (or no other provider can tell); else
-    /// `served` is put off the chain and the packet goes to another provider, whose (checked)
-    /// answer replaces it. Boxed: only a failed check pays for it.
-    fn checked<'a>(
-        &'a self,
-        packet: &'a RequestPacket,
-        bundle: Option<&'a Arc<BundleState>>,
-        (answer, served): (ResponsePacket, Option<EndpointId>),
-        mut forgers: Vec<EndpointId>,
-        found: Found,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = TransportResult<Checked>> + Send + 'a>> {
-        Box::pin(async move {
-            let blocks = &self.coherence.blocks;
-            let (number, unhashed) = match found {
-                Found::Nothing | Found::Verified => return Ok(Checked::Keep(answer, served)),
-                Found::Unhashed(number) => (number, true),
-                Found::NotAsked(number) => (number, false),
-            };
-            // Who answered it is not known: its word is taken.
-            let Some(by) = served else { return Ok(Checked::Keep(answer, None)) };
-            forgers.push(by.clone());
-            let others = self.endpoints.iter().any(|e| !forgers.contains(e));
-            if unhashed && !blocks.is_on() {
-                // No block has verified yet: a forgery, or a chain whose headers do not hash
-                // this way? Another provider's block says. With none, its word is taken.
-                if !others {
-                    return Ok(Checked::Keep(answer, Some(by)));
-                }
-                let second = self.send_with(packet.clone(), bundle, forgers.clone(), false).await;
-                let Ok(second) = second else { return Ok(Checked::Keep(answer, Some(by))) };
-                return Ok(match crate::alloy::verify::check_answer(packet, &second) {
-                    Found::Unhashed(_) => {
-                        if blocks.turn_off() {
-                            self.failover.shared.emit(|| crate::Event::BlocksUnverifiable { number });
-                        }
-                        Checked::Keep(answer, Some(by))
-                    }
-                    Found::Verified => {
-                        blocks.verified();
-                        self.forged(&by, number);
-                        Checked::Replaced(second)
-                    }
-                    // Neither says: the first answer stands.
-                    Found::Nothing | Found::NotAsked(_) => Checked::Keep(answer, Some(by)),
-                });
-            }
-            self.forged(&by, number);
-            if !others {
-                return Err(Raised::new(Detail::Forged { number, by: forgers }).into_transport());
-            }
-            self.send_with(packet.clone(), bundle, forgers, true).await.map(Checked::Replaced)
-        })
-    }
-
-    /// `endpoint` answered a block that is not the chain's: off the chain for the lack period.
-    fn forged(&self, endpoint: &EndpointId, number: Option<u64>) {
-        self.coherence.capabilities.found(
-            endpoint,
-            crate::alloy::Capability::TrueBlocks,
-            self.rules.lack_for,
-        );
-        self.failover.shared.emit(|| crate::Event::ForgedBlock { endpoint, number });
     }
 
     /// The packet through the loop on the transport's own client, its options handed over.
