@@ -263,6 +263,7 @@ impl FailoverTransportBuilder {
     /// ])
     /// .consensus(["eth_call", "eth_getBalance"], Quorum::new(2, 3))
     /// .build()?;
+    /// # drop(transport);
     /// # Ok::<(), failnext::ConfigError>(())
     /// ```
     ///
