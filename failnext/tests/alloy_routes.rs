@@ -786,3 +786,34 @@ fn neither_the_transport_nor_its_builder_shows_a_secret_in_debug() {
     let shown = format!("{transport:?}");
     assert!(!shown.contains(secret), "{shown}");
 }
+
+/// A relay that accepts the raw transaction and answers lookups of it with `receipt`.
+async fn relay_answering(receipt: Value) -> Server {
+    node(move |method, _| match method {
+        "eth_sendRawTransaction" => ok(json!(raw_hash())),
+        _ => ok(receipt.clone()),
+    })
+    .await
+}
+
+#[tokio::test]
+async fn after_a_fanout_a_receipt_lookup_asks_every_relay_and_one_relays_null_is_not_final() {
+    let mined = json!({"transactionHash": raw_hash(), "status": "0x1", "blockNumber": "0x10"});
+    let (pending, mining) = (relay_answering(json!(null)).await, relay_answering(mined.clone()).await);
+    let t = builder(&[("pending", pending.url("/")), ("mining", mining.url("/"))])
+        .broadcast_to(["pending", "mining"])
+        .build()
+        .unwrap();
+    assert_eq!(rpc(&t, raw_tx()).await.unwrap(), json!(raw_hash()));
+    let lookup = single("eth_getTransactionReceipt", json!([raw_hash()]));
+    assert_eq!(rpc(&t, lookup).await.unwrap(), mined, "the relay that mined it");
+    assert_eq!(count(&pending, "eth_getTransactionReceipt"), 1);
+    assert_eq!(count(&mining, "eth_getTransactionReceipt"), 1);
+    // Null only when every relay says so.
+    let (a, b) = (relay_answering(json!(null)).await, relay_answering(json!(null)).await);
+    let t = builder(&[("a", a.url("/")), ("b", b.url("/"))]).broadcast_to(["a", "b"]).build().unwrap();
+    rpc(&t, raw_tx()).await.unwrap();
+    let lookup = single("eth_getTransactionByHash", json!([raw_hash()]));
+    assert_eq!(rpc(&t, lookup).await.unwrap(), json!(null));
+    assert_eq!((count(&a, "eth_getTransactionByHash"), count(&b, "eth_getTransactionByHash")), (1, 1));
+}

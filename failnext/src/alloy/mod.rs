@@ -126,7 +126,10 @@
 //! accepted by endpoint E, for 2 minutes ([`FailoverTransportBuilder::remember_broadcasts_for`]):
 //! `eth_getTransactionReceipt` and `eth_getTransactionByHash` of its hash prefer E, and
 //! `eth_getTransactionCount(sender, "pending")` prefers the endpoint of that sender's latest
-//! broadcast. A preference is not a pin: if E is down the lookup fails over. The sender of a
+//! broadcast. A preference is not a pin: if E is down the lookup fails over. After a
+//! [fan-out](FailoverTransportBuilder::broadcast_to), the lookups of its hash ask every relay
+//! the transaction went to at once and return the first answer that is not `null`: one
+//! relay's `null` is not final while another may have mined it. The sender of a
 //! raw transaction is recovered locally from its signature. Bounded memory: 4096 hashes and
 //! 4096 senders.
 //!

@@ -16,6 +16,7 @@ use super::monotonic::Heads;
 use crate::{ConfigError, Endpoint, EndpointId, Failover};
 
 mod calls;
+mod relays;
 mod send;
 mod verified;
 mod vote;

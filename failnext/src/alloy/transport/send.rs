@@ -128,6 +128,7 @@ impl FailoverTransport {
             Some(_) => Vec::new(),
         };
         let (vote, voters) = self.voting(&packet, &plan, &unfit, reads && fanout.is_none());
+        let relays = if reads && vote.is_none() { self.relays(&packet) } else { Vec::new() };
         let asks_head = coherence::asks_head(&packet);
         let monotonic = self.rules.heads.is_some() && reads && plan.may_fail_over;
         let single_head = asks_head && matches!(&packet, RequestPacket::Single(_));
@@ -150,6 +151,7 @@ impl FailoverTransport {
                 let outcome = match (fanout, vote) {
                     (Some((targets, hash)), _) => self.fan_out(targets, hash, &plan, send).await,
                     (None, Some((consensus, method))) => self.vote(consensus, method, &voters, send).await,
+                    (None, None) if !relays.is_empty() => self.ask_relays(&relays, send).await,
                     (None, None) => send(None).await,
                 };
                 (outcome, scope.behind())
@@ -161,6 +163,7 @@ impl FailoverTransport {
                 let outcome = match (fanout, vote) {
                     (Some((targets, hash)), _) => self.fan_out(targets, hash, &plan, send).await,
                     (None, Some((consensus, method))) => self.vote(consensus, method, &voters, send).await,
+                    (None, None) if !relays.is_empty() => self.ask_relays(&relays, send).await,
                     (None, None) => send(None).await,
                 };
                 (outcome, scope.behind())
