@@ -85,3 +85,100 @@ async fn a_provider_rewriting_a_blocks_hash_has_it_never_yielded_and_the_true_bl
     let forgeries = forgeries.lock().unwrap();
     assert!(forgeries.iter().any(|(e, _)| e == "liar"), "{forgeries:?}");
 }
+
+const EMITS: alloy_primitives::Address = alloy_primitives::Address::repeat_byte(0xee);
+
+/// Block `number`'s one log, as a node answers it.
+fn log_of(number: u64, hash: B256, address: alloy_primitives::Address) -> Value {
+    json!({
+        "address": address,
+        "topics": [B256::with_last_byte(1)],
+        "data": format!("0x{number:064x}"),
+        "blockHash": hash,
+        "blockNumber": format!("{number:#x}"),
+        "transactionHash": B256::repeat_byte(0x77),
+        "transactionIndex": "0x0",
+        "logIndex": "0x0",
+        "removed": false,
+    })
+}
+
+/// Blocks 0..=`head` whose headers carry the logs bloom of one log each (from `EMITS`).
+fn chain_with_logs(head: u64) -> Vec<Value> {
+    let mut parent = B256::ZERO;
+    (0..=head)
+        .map(|number| {
+            let log = alloy_primitives::Log::new_unchecked(
+                EMITS,
+                vec![B256::with_last_byte(1)],
+                alloy_primitives::Bytes::from(number.to_be_bytes().to_vec()),
+            );
+            let mut bloom = alloy_primitives::Bloom::default();
+            bloom.accrue_log(&log);
+            let inner = alloy_consensus::Header {
+                number,
+                parent_hash: parent,
+                logs_bloom: bloom,
+                gas_limit: 30_000_000,
+                timestamp: 1_700_000_000 + 12 * number,
+                ..Default::default()
+            };
+            let header = alloy_rpc_types_eth::Header::new(inner);
+            parent = header.hash;
+            let mut block = serde_json::to_value(header).unwrap();
+            block["transactions"] = json!([]);
+            block
+        })
+        .collect()
+}
+
+/// `answer`, and logs by block hash: the block's one log, plus `extra`'s at block 20.
+fn with_logs(
+    blocks: &[Value],
+    method: &str,
+    params: &Value,
+    extra: Option<alloy_primitives::Address>,
+) -> Value {
+    if method != "eth_getLogs" {
+        return answer(blocks, method, params);
+    }
+    let hash = params[0]["blockHash"].clone();
+    let Some(number) = blocks.iter().position(|b| b["hash"] == hash) else { return json!([]) };
+    let hash: B256 = serde_json::from_value(hash).unwrap();
+    let mut logs = vec![log_of(number as u64, hash, EMITS)];
+    if let (20, Some(address)) = (number, extra) {
+        let mut added = log_of(20, hash, address);
+        added["logIndex"] = json!("0x1");
+        logs.push(added);
+    }
+    json!(logs)
+}
+
+#[tokio::test]
+async fn a_log_the_blocks_bloom_does_not_hold_is_never_yielded_and_its_provider_is_avoided() {
+    let blocks = chain_with_logs(25);
+    let (lies, truth) = (blocks.clone(), blocks.clone());
+    let stranger = alloy_primitives::Address::repeat_byte(0x5a);
+    let liar = node(move |method, params| ok(with_logs(&lies, method, params, Some(stranger)))).await;
+    let good = node(move |method, params| ok(with_logs(&truth, method, params, None))).await;
+    let t = failnext::alloy::FailoverTransport::builder([
+        failnext::Endpoint::new("liar", liar.url("/")),
+        failnext::Endpoint::new("honest", good.url("/")),
+    ])
+    .attempt_timeout(std::time::Duration::from_secs(2))
+    .build()
+    .unwrap();
+    let filter = alloy_rpc_types_eth::Filter::new();
+    let mut follower = t.follow(Start::Number(15)).logs(filter);
+    let mut logs_of_20 = None;
+    while logs_of_20.is_none() {
+        if let ChainEvent::Logs { block, logs, .. } = next(&mut follower).await.unwrap() {
+            assert!(logs.iter().all(|log| log.address() == EMITS), "block {}: {logs:?}", block.number);
+            if block.number == 20 {
+                logs_of_20 = Some(logs);
+            }
+        }
+    }
+    assert_eq!(logs_of_20.map(|l| l.len()), Some(1), "the block's one log, not the one added");
+    assert!(follower.stats().off_chain >= 1, "the liar was found off the chain");
+}

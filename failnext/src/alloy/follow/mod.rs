@@ -183,6 +183,8 @@ pub struct Follower {
     served: Option<EndpointId>,
     /// Providers whose blocks were off the chain followed, avoided until then.
     off_chain: Vec<(EndpointId, tokio::time::Instant)>,
+    /// The logs blooms of the blocks read last, by hash, for the check of their logs.
+    blooms: VecDeque<(B256, alloy_primitives::Bloom)>,
     /// Times in a row no other provider answered about a block off the chain followed (or the
     /// first one): after [`UNCONFIRMED_TRIES`], the one answering is believed.
     unconfirmed: u32,
@@ -209,6 +211,7 @@ impl FailoverTransport {
             head: 0,
             served: None,
             off_chain: Vec::new(),
+            blooms: VecDeque::new(),
             unconfirmed: 0,
             #[cfg(feature = "ws")]
             wake: None,
@@ -220,6 +223,14 @@ impl FailoverTransport {
 impl Follower {
     /// Yields, with each block, the logs matching `filter` (its block range is ignored: each
     /// block's logs are read by the block's hash).
+    ///
+    /// Each block's logs are checked before they are yielded: every log names the block (its
+    /// hash and number), log indexes strictly increase, and the block's logs bloom (from its
+    /// header) holds every log's address and topics. Logs that fail were not the block's: the
+    /// provider that answered them is put off the chain (its reads avoided for a while,
+    /// counted in [`FollowStats::off_chain`]) and the logs are read again elsewhere. This
+    /// catches a log added or taken from another block; a log dropped needs the block's
+    /// receipts, which this check does not read.
     #[must_use]
     pub fn logs(mut self, filter: Filter) -> Follower {
         self.filter = Some(filter);
@@ -368,6 +379,7 @@ impl Follower {
         let mut run: Vec<FollowedBlock> = Vec::with_capacity(headers.len());
         for header in headers {
             let Some(header) = header else { break };
+            self.keep_bloom(&header);
             let block = header.block();
             let parent = run.last().copied().or_else(|| self.ring.back().map(|(b, _)| *b));
             let links = parent.is_none_or(|p| p.hash == block.parent_hash);

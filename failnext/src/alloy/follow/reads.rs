@@ -18,9 +18,18 @@ pub(crate) struct Header {
     pub(super) hash: B256,
     parent_hash: B256,
     timestamp: alloy_primitives::U64,
+    /// The block's logs bloom, when the provider gave it: every log's address and topics are
+    /// in it.
+    #[serde(default)]
+    logs_bloom: Option<alloy_primitives::Bloom>,
 }
 
 impl Header {
+    /// The block's hash and logs bloom, when it has one.
+    pub(super) fn bloom(&self) -> Option<(B256, alloy_primitives::Bloom)> {
+        self.logs_bloom.map(|bloom| (self.hash, bloom))
+    }
+
     pub(crate) fn block(&self) -> FollowedBlock {
         FollowedBlock {
             number: self.number.to::<u64>(),
@@ -45,16 +54,55 @@ impl Follower {
             }
             logs => logs?,
         };
-        let foreign = run.iter().zip(&logs).any(|(block, logs)| {
-            logs.iter().any(|log| log.block_hash.is_some_and(|hash| hash != block.hash))
-        });
-        if foreign {
+        let unfit = run.iter().zip(&logs).any(|(block, logs)| !self.logs_fit(block, logs));
+        if unfit {
             if let Some(by) = self.served.clone().filter(|_| self.has_others()) {
                 self.avoid_off_chain(by);
             }
             return None;
         }
         Some(logs)
+    }
+
+    /// Whether `logs` can be `block`'s: each names the block (its hash and number, where the
+    /// log gives them), their indexes strictly increase, and the block's logs bloom (when its
+    /// header gave one) holds each log's address and topics. A provider that adds a log, or
+    /// hands over another block's, fails this; one that drops a log does not (see
+    /// [`Follower::logs`]).
+    fn logs_fit(&self, block: &FollowedBlock, logs: &[Log]) -> bool {
+        use alloy_primitives::BloomInput;
+        let bloom = self.blooms.iter().find(|(hash, _)| *hash == block.hash).map(|(_, bloom)| bloom);
+        let mut last = None;
+        for log in logs {
+            let names_it = log.block_hash.is_none_or(|hash| hash == block.hash)
+                && log.block_number.is_none_or(|number| number == block.number);
+            let ordered = match (last, log.log_index) {
+                (Some(previous), Some(index)) => index > previous,
+                _ => true,
+            };
+            last = log.log_index.or(last);
+            let in_bloom = bloom.is_none_or(|bloom| {
+                bloom.contains_input(BloomInput::Raw(log.address().as_slice()))
+                    && log
+                        .topics()
+                        .iter()
+                        .all(|topic| bloom.contains_input(BloomInput::Raw(topic.as_slice())))
+            });
+            if !(names_it && ordered && in_bloom) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Keeps `header`'s logs bloom for the check of its logs (the latest few blocks').
+    pub(super) fn keep_bloom(&mut self, header: &Header) {
+        if let Some(kept) = header.bloom() {
+            if self.blooms.len() >= 2 * super::BACKFILL as usize {
+                self.blooms.pop_front();
+            }
+            self.blooms.push_back(kept);
+        }
     }
 
     /// The head to follow up to, and, when it shows no new block, the block now at the height
