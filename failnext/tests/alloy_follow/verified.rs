@@ -169,7 +169,8 @@ async fn a_log_the_blocks_bloom_does_not_hold_is_never_yielded_and_its_provider_
     .build()
     .unwrap();
     let filter = alloy_rpc_types_eth::Filter::new();
-    let mut follower = t.follow(Start::Number(15)).logs(filter);
+    let mut follower =
+        t.follow(Start::Number(15)).logs(filter).poll_every(std::time::Duration::from_millis(50));
     let mut logs_of_20 = None;
     while logs_of_20.is_none() {
         if let ChainEvent::Logs { block, logs, .. } = next(&mut follower).await.unwrap() {
@@ -181,4 +182,120 @@ async fn a_log_the_blocks_bloom_does_not_hold_is_never_yielded_and_its_provider_
     }
     assert_eq!(logs_of_20.map(|l| l.len()), Some(1), "the block's one log, not the one added");
     assert!(follower.stats().off_chain >= 1, "the liar was found off the chain");
+}
+
+/// A chain whose block `n` holds one transaction with one log (from `EMITS`), its receipt
+/// hashed into the header's receipts root: the blocks, and each block's receipts as a node
+/// answers `eth_getBlockReceipts`.
+fn chain_with_receipts(head: u64) -> (Vec<Value>, Vec<Vec<Value>>) {
+    use alloy_consensus::{Receipt, ReceiptEnvelope, ReceiptWithBloom};
+    let mut parent = B256::ZERO;
+    let mut blocks = Vec::new();
+    let mut receipts = Vec::new();
+    for number in 0..=head {
+        let log = alloy_primitives::Log::new_unchecked(
+            EMITS,
+            vec![B256::with_last_byte(1)],
+            alloy_primitives::Bytes::from(number.to_be_bytes().to_vec()),
+        );
+        let receipt = Receipt { status: true.into(), cumulative_gas_used: 21_000, logs: vec![log.clone()] };
+        let with_bloom = ReceiptWithBloom::from(receipt);
+        let bloom = with_bloom.logs_bloom;
+        let envelope = ReceiptEnvelope::Eip1559(with_bloom);
+        let inner = alloy_consensus::Header {
+            number,
+            parent_hash: parent,
+            logs_bloom: bloom,
+            receipts_root: alloy_consensus::proofs::calculate_receipt_root(std::slice::from_ref(&envelope)),
+            gas_limit: 30_000_000,
+            gas_used: 21_000,
+            timestamp: 1_700_000_000 + 12 * number,
+            ..Default::default()
+        };
+        let header = alloy_rpc_types_eth::Header::new(inner);
+        parent = header.hash;
+        let tx = B256::with_last_byte(number as u8);
+        let rpc_log = alloy_rpc_types_eth::Log {
+            inner: log,
+            block_hash: Some(header.hash),
+            block_number: Some(number),
+            block_timestamp: None,
+            transaction_hash: Some(tx),
+            transaction_index: Some(0),
+            log_index: Some(0),
+            removed: false,
+        };
+        let rpc = alloy_rpc_types_eth::TransactionReceipt {
+            inner: envelope.map_logs(|_| rpc_log.clone()),
+            transaction_hash: tx,
+            transaction_index: Some(0),
+            block_hash: Some(header.hash),
+            block_number: Some(number),
+            gas_used: 21_000,
+            effective_gas_price: 1,
+            blob_gas_used: None,
+            blob_gas_price: None,
+            from: alloy_primitives::Address::repeat_byte(1),
+            to: Some(EMITS),
+            contract_address: None,
+        };
+        receipts.push(vec![serde_json::to_value(rpc).unwrap()]);
+        let mut block = serde_json::to_value(header).unwrap();
+        block["transactions"] = json!([tx]);
+        blocks.push(block);
+    }
+    (blocks, receipts)
+}
+
+/// A node of that chain; a liar drops block 20's log from its logs and its receipts.
+fn chain_node(blocks: &[Value], receipts: &[Vec<Value>], method: &str, params: &Value, liar: bool) -> Value {
+    let at = |hash: &Value| blocks.iter().position(|b| b["hash"] == *hash);
+    match method {
+        "eth_getBlockReceipts" => {
+            let Some(n) = at(&params[0]) else { return Value::Null };
+            let mut list = receipts[n].clone();
+            if liar && n == 20 {
+                list[0]["logs"] = json!([]);
+            }
+            json!(list)
+        }
+        "eth_getLogs" => {
+            let Some(n) = at(&params[0]["blockHash"]) else { return json!([]) };
+            if liar && n == 20 { json!([]) } else { receipts[n][0]["logs"].clone() }
+        }
+        _ => answer(blocks, method, params),
+    }
+}
+
+/// The logs a follower over the liar (first) and an honest node yields for block 20.
+async fn logs_of_block_20(prove: bool) -> Vec<alloy_rpc_types_eth::Log> {
+    let (blocks, receipts) = chain_with_receipts(25);
+    let (b1, r1, b2, r2) = (blocks.clone(), receipts.clone(), blocks, receipts);
+    let liar = node(move |method, params| ok(chain_node(&b1, &r1, method, params, true))).await;
+    let good = node(move |method, params| ok(chain_node(&b2, &r2, method, params, false))).await;
+    let t = failnext::alloy::FailoverTransport::builder([
+        failnext::Endpoint::new("liar", liar.url("/")),
+        failnext::Endpoint::new("honest", good.url("/")),
+    ])
+    .attempt_timeout(std::time::Duration::from_secs(2))
+    .build()
+    .unwrap();
+    // Polled every 50 ms: a read retried after the liar is avoided waits one poll.
+    let mut follower = t
+        .follow(Start::Number(18))
+        .logs(alloy_rpc_types_eth::Filter::new())
+        .prove_logs(prove)
+        .poll_every(std::time::Duration::from_millis(50));
+    loop {
+        if let ChainEvent::Logs { block, logs, .. } = next(&mut follower).await.unwrap() {
+            if block.number == 20 {
+                return logs;
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_dropped_log_is_caught_only_by_logs_proven_by_the_receipts_root() {
+    assert_eq!(logs_of_block_20(false).await.len(), 0, "the bloom check cannot see a log dropped");
 }

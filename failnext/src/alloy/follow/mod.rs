@@ -16,6 +16,7 @@ use crate::EndpointId;
 mod chain;
 mod opinions;
 mod pacing;
+mod proof;
 mod reads;
 
 pub(crate) use reads::Header;
@@ -183,8 +184,10 @@ pub struct Follower {
     served: Option<EndpointId>,
     /// Providers whose blocks were off the chain followed, avoided until then.
     off_chain: Vec<(EndpointId, tokio::time::Instant)>,
-    /// The logs blooms of the blocks read last, by hash, for the check of their logs.
-    blooms: VecDeque<(B256, alloy_primitives::Bloom)>,
+    /// What the check of their logs needs of the blocks read last.
+    kept: VecDeque<reads::Kept>,
+    /// Logs are proven complete by the block's receipts.
+    prove: bool,
     /// Times in a row no other provider answered about a block off the chain followed (or the
     /// first one): after [`UNCONFIRMED_TRIES`], the one answering is believed.
     unconfirmed: u32,
@@ -211,7 +214,8 @@ impl FailoverTransport {
             head: 0,
             served: None,
             off_chain: Vec::new(),
-            blooms: VecDeque::new(),
+            kept: VecDeque::new(),
+            prove: false,
             unconfirmed: 0,
             #[cfg(feature = "ws")]
             wake: None,
@@ -242,6 +246,20 @@ impl Follower {
     #[must_use]
     pub fn depth(mut self, blocks: usize) -> Follower {
         self.depth = blocks.max(1);
+        self
+    }
+
+    /// Logs proven complete: each block's logs are taken from its receipts
+    /// (`eth_getBlockReceipts`), which must hash to the receipts root of the block's header,
+    /// so that a provider can neither drop a log nor add one. A provider whose receipts do not
+    /// is put off the chain and the receipts are read elsewhere. The blocks' logs then come
+    /// one block at a time, one request each (instead of one `eth_getLogs`, batched while
+    /// catching up). Where the receipts cannot be read or hashed (a provider without the
+    /// method, a chain whose receipts are not Ethereum's), that block's logs are read as
+    /// without it (checked against its bloom). Needs a [filter](Self::logs). Default: off.
+    #[must_use]
+    pub fn prove_logs(mut self, on: bool) -> Follower {
+        self.prove = on;
         self
     }
 
@@ -379,7 +397,7 @@ impl Follower {
         let mut run: Vec<FollowedBlock> = Vec::with_capacity(headers.len());
         for header in headers {
             let Some(header) = header else { break };
-            self.keep_bloom(&header);
+            self.keep(&header);
             let block = header.block();
             let parent = run.last().copied().or_else(|| self.ring.back().map(|(b, _)| *b));
             let links = parent.is_none_or(|p| p.hash == block.parent_hash);

@@ -22,12 +22,23 @@ pub(crate) struct Header {
     /// in it.
     #[serde(default)]
     logs_bloom: Option<alloy_primitives::Bloom>,
+    /// The root of the block's receipts trie, when the provider gave it.
+    #[serde(default)]
+    receipts_root: Option<B256>,
+}
+
+/// What the follower keeps of a block it read, for the check of its logs.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Kept {
+    pub(super) hash: B256,
+    pub(super) bloom: Option<alloy_primitives::Bloom>,
+    pub(super) receipts_root: Option<B256>,
 }
 
 impl Header {
-    /// The block's hash and logs bloom, when it has one.
-    pub(super) fn bloom(&self) -> Option<(B256, alloy_primitives::Bloom)> {
-        self.logs_bloom.map(|bloom| (self.hash, bloom))
+    /// What the follower keeps of it for the check of its logs.
+    pub(super) fn kept(&self) -> Kept {
+        Kept { hash: self.hash, bloom: self.logs_bloom, receipts_root: self.receipts_root }
     }
 
     pub(crate) fn block(&self) -> FollowedBlock {
@@ -47,6 +58,12 @@ impl Follower {
     /// another block (that provider is then put off the chain).
     pub(super) async fn logs_for(&mut self, run: &mut Vec<FollowedBlock>) -> Option<Vec<Vec<Log>>> {
         let Some(filter) = self.filter.clone() else { return Some(vec![Vec::new(); run.len()]) };
+        if self.prove {
+            run.truncate(1);
+            if let Some(proven) = self.proven_logs(&filter, run[0]).await {
+                return proven.map(|logs| vec![logs]);
+            }
+        }
         let logs = match self.logs_of(filter.clone(), run).await {
             None if run.len() > 1 => {
                 run.truncate(1);
@@ -71,7 +88,7 @@ impl Follower {
     /// [`Follower::logs`]).
     fn logs_fit(&self, block: &FollowedBlock, logs: &[Log]) -> bool {
         use alloy_primitives::BloomInput;
-        let bloom = self.blooms.iter().find(|(hash, _)| *hash == block.hash).map(|(_, bloom)| bloom);
+        let bloom = self.kept(block).and_then(|kept| kept.bloom);
         let mut last = None;
         for log in logs {
             let names_it = log.block_hash.is_none_or(|hash| hash == block.hash)
@@ -95,14 +112,17 @@ impl Follower {
         true
     }
 
-    /// Keeps `header`'s logs bloom for the check of its logs (the latest few blocks').
-    pub(super) fn keep_bloom(&mut self, header: &Header) {
-        if let Some(kept) = header.bloom() {
-            if self.blooms.len() >= 2 * super::BACKFILL as usize {
-                self.blooms.pop_front();
-            }
-            self.blooms.push_back(kept);
+    /// Keeps what the check of `header`'s logs needs (the latest few blocks').
+    pub(super) fn keep(&mut self, header: &Header) {
+        if self.kept.len() >= 2 * super::BACKFILL as usize {
+            self.kept.pop_front();
         }
+        self.kept.push_back(header.kept());
+    }
+
+    /// What was kept of `block`, if it was read lately.
+    pub(super) fn kept(&self, block: &FollowedBlock) -> Option<Kept> {
+        self.kept.iter().find(|kept| kept.hash == block.hash).copied()
     }
 
     /// The head to follow up to, and, when it shows no new block, the block now at the height
