@@ -1,6 +1,6 @@
-//! The follower over providers serving real headers (hashed as alloy hashes them): a provider
-//! that rewrites a block's hash, keeping the parent link of the next block consistent, has
-//! neither block yielded; the honest provider's are.
+//! The follower over providers serving real headers (hashed as alloy hashes them, with real
+//! logs blooms and receipts roots): a block whose hash a provider rewrote, a log the bloom does
+//! not hold and (with logs proven) a log dropped are never yielded.
 
 use std::sync::{Arc, Mutex};
 
@@ -10,27 +10,6 @@ use serde_json::{Value, json};
 
 use super::next;
 use super::stubs::{node, ok};
-
-/// Blocks 0..=`head` of one chain, each header hashed by alloy, each linked to its parent.
-fn chain(head: u64) -> Vec<Value> {
-    let mut parent = B256::ZERO;
-    (0..=head)
-        .map(|number| {
-            let inner = alloy_consensus::Header {
-                number,
-                parent_hash: parent,
-                gas_limit: 30_000_000,
-                timestamp: 1_700_000_000 + 12 * number,
-                ..Default::default()
-            };
-            let header = alloy_rpc_types_eth::Header::new(inner);
-            parent = header.hash;
-            let mut block = serde_json::to_value(header).unwrap();
-            block["transactions"] = json!([]);
-            block
-        })
-        .collect()
-}
 
 /// The block the call `params` asks for (by number), or the head.
 fn answer(blocks: &[Value], method: &str, params: &Value) -> Value {
@@ -48,7 +27,7 @@ fn answer(blocks: &[Value], method: &str, params: &Value) -> Value {
 
 #[tokio::test]
 async fn a_provider_rewriting_a_blocks_hash_has_it_never_yielded_and_the_true_block_is() {
-    let honest = chain(25);
+    let (honest, _) = chain_with_receipts(25);
     let mut lies = honest.clone();
     let forged = B256::repeat_byte(0x20);
     lies[20]["hash"] = json!(forged);
@@ -103,35 +82,6 @@ fn log_of(number: u64, hash: B256, address: alloy_primitives::Address) -> Value 
     })
 }
 
-/// Blocks 0..=`head` whose headers carry the logs bloom of one log each (from `EMITS`).
-fn chain_with_logs(head: u64) -> Vec<Value> {
-    let mut parent = B256::ZERO;
-    (0..=head)
-        .map(|number| {
-            let log = alloy_primitives::Log::new_unchecked(
-                EMITS,
-                vec![B256::with_last_byte(1)],
-                alloy_primitives::Bytes::from(number.to_be_bytes().to_vec()),
-            );
-            let mut bloom = alloy_primitives::Bloom::default();
-            bloom.accrue_log(&log);
-            let inner = alloy_consensus::Header {
-                number,
-                parent_hash: parent,
-                logs_bloom: bloom,
-                gas_limit: 30_000_000,
-                timestamp: 1_700_000_000 + 12 * number,
-                ..Default::default()
-            };
-            let header = alloy_rpc_types_eth::Header::new(inner);
-            parent = header.hash;
-            let mut block = serde_json::to_value(header).unwrap();
-            block["transactions"] = json!([]);
-            block
-        })
-        .collect()
-}
-
 /// `answer`, and logs by block hash: the block's one log, plus `extra`'s at block 20.
 fn with_logs(
     blocks: &[Value],
@@ -156,7 +106,7 @@ fn with_logs(
 
 #[tokio::test]
 async fn a_log_the_blocks_bloom_does_not_hold_is_never_yielded_and_its_provider_is_avoided() {
-    let blocks = chain_with_logs(25);
+    let (blocks, _) = chain_with_receipts(25);
     let (lies, truth) = (blocks.clone(), blocks.clone());
     let stranger = alloy_primitives::Address::repeat_byte(0x5a);
     let liar = node(move |method, params| ok(with_logs(&lies, method, params, Some(stranger)))).await;
