@@ -11,6 +11,18 @@ use serde_json::{Value, json};
 use super::next;
 use super::stubs::{node, ok};
 
+/// A transport over the liar, first, and the honest node, each attempt bounded by 2 s.
+fn liar_first(
+    liar: &failnext_loopback::Server,
+    good: &failnext_loopback::Server,
+) -> failnext::alloy::FailoverTransportBuilder {
+    failnext::alloy::FailoverTransport::builder([
+        failnext::Endpoint::new("liar", liar.url("/")),
+        failnext::Endpoint::new("honest", good.url("/")),
+    ])
+    .attempt_timeout(std::time::Duration::from_secs(2))
+}
+
 /// The block the call `params` asks for (by number), or the head.
 fn answer(blocks: &[Value], method: &str, params: &Value) -> Value {
     let head = blocks.len() as u64 - 1;
@@ -37,18 +49,14 @@ async fn a_provider_rewriting_a_blocks_hash_has_it_never_yielded_and_the_true_bl
     let good = node(move |method, params| ok(answer(&truth, method, params))).await;
     let forgeries = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&forgeries);
-    let endpoints = [("liar", liar.url("/")), ("honest", good.url("/"))];
-    let t = failnext::alloy::FailoverTransport::builder(
-        endpoints.iter().map(|(id, url)| failnext::Endpoint::new(*id, url.clone())),
-    )
-    .attempt_timeout(std::time::Duration::from_secs(2))
-    .on_event(move |event| {
-        if let failnext::Event::ForgedBlock { endpoint, number } = event {
-            seen.lock().unwrap().push((endpoint.to_string(), *number));
-        }
-    })
-    .build()
-    .unwrap();
+    let t = liar_first(&liar, &good)
+        .on_event(move |event| {
+            if let failnext::Event::ForgedBlock { endpoint, number } = event {
+                seen.lock().unwrap().push((endpoint.to_string(), *number));
+            }
+        })
+        .build()
+        .unwrap();
     let mut follower = t.follow(Start::Number(15));
     let mut yielded = Vec::new();
     while yielded.len() < 11 {
@@ -111,13 +119,7 @@ async fn a_log_the_blocks_bloom_does_not_hold_is_never_yielded_and_its_provider_
     let stranger = alloy_primitives::Address::repeat_byte(0x5a);
     let liar = node(move |method, params| ok(with_logs(&lies, method, params, Some(stranger)))).await;
     let good = node(move |method, params| ok(with_logs(&truth, method, params, None))).await;
-    let t = failnext::alloy::FailoverTransport::builder([
-        failnext::Endpoint::new("liar", liar.url("/")),
-        failnext::Endpoint::new("honest", good.url("/")),
-    ])
-    .attempt_timeout(std::time::Duration::from_secs(2))
-    .build()
-    .unwrap();
+    let t = liar_first(&liar, &good).build().unwrap();
     let filter = alloy_rpc_types_eth::Filter::new();
     let mut follower =
         t.follow(Start::Number(15)).logs(filter).poll_every(std::time::Duration::from_millis(50));
@@ -223,13 +225,7 @@ async fn logs_of_block_20(prove: bool) -> Vec<alloy_rpc_types_eth::Log> {
     let (b1, r1, b2, r2) = (blocks.clone(), receipts.clone(), blocks, receipts);
     let liar = node(move |method, params| ok(chain_node(&b1, &r1, method, params, true))).await;
     let good = node(move |method, params| ok(chain_node(&b2, &r2, method, params, false))).await;
-    let t = failnext::alloy::FailoverTransport::builder([
-        failnext::Endpoint::new("liar", liar.url("/")),
-        failnext::Endpoint::new("honest", good.url("/")),
-    ])
-    .attempt_timeout(std::time::Duration::from_secs(2))
-    .build()
-    .unwrap();
+    let t = liar_first(&liar, &good).build().unwrap();
     // Polled every 50 ms: a read retried after the liar is avoided waits one poll.
     let mut follower = t
         .follow(Start::Number(18))
