@@ -120,3 +120,20 @@ async fn an_error_answer_votes_by_its_code_and_a_provider_that_does_not_answer_c
     }
     assert_eq!((a.take_log().len(), b.take_log().len()), (1, 1), "the third asked when one cast no vote");
 }
+
+#[tokio::test]
+async fn a_provider_answering_null_for_a_mined_receipt_is_outvoted_when_receipts_are_voted() {
+    let mined = mined_receipt();
+    let liar = node(|_, _| ok(json!(null))).await;
+    let (a, b) = (node(|_, _| ok(mined_receipt())).await, node(|_, _| ok(mined_receipt())).await);
+    let t = configured(&[("liar", liar.url("/")), ("a", a.url("/")), ("b", b.url("/"))])
+        .consensus(["eth_getTransactionReceipt"], Quorum::new(2, 3))
+        .build()
+        .unwrap();
+    let lookup = single("eth_getTransactionReceipt", json!([format!("0x{}", "ab".repeat(32))]));
+    assert_eq!(result(&send(&t, lookup).await.unwrap()), mined, "not the liar's null");
+}
+
+fn mined_receipt() -> serde_json::Value {
+    json!({"transactionHash": format!("0x{}", "ab".repeat(32)), "status": "0x1", "blockNumber": "0x10"})
+}
