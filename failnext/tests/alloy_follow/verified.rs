@@ -215,16 +215,48 @@ fn chain_node(blocks: &[Value], receipts: &[Vec<Value>], method: &str, params: &
             let Some(n) = at(&params[0]["blockHash"]) else { return json!([]) };
             if liar && n == 20 { json!([]) } else { receipts[n][0]["logs"].clone() }
         }
+        "eth_getBlockByHash" => at(&params[0]).map_or(Value::Null, |n| blocks[n].clone()),
+        "eth_getTransactionReceipt" => {
+            let Some(n) = receipts.iter().position(|r| r[0]["transactionHash"] == params[0]) else {
+                return Value::Null;
+            };
+            let mut receipt = receipts[n][0].clone();
+            if liar && n == 20 {
+                receipt["logs"] = json!([]);
+            }
+            receipt
+        }
         _ => answer(blocks, method, params),
     }
 }
 
+/// A node of that chain without `eth_getBlockReceipts` when `whole` is false.
+async fn chain_server(
+    blocks: Vec<Value>,
+    receipts: Vec<Vec<Value>>,
+    liar: bool,
+    whole: bool,
+) -> failnext_loopback::Server {
+    node(move |method, params| match method {
+        "eth_getBlockReceipts" if !whole => super::stubs::Answer::Error(
+            -32601,
+            "the method eth_getBlockReceipts does not exist/is not available",
+        ),
+        _ => ok(chain_node(&blocks, &receipts, method, params, liar)),
+    })
+    .await
+}
+
 /// The logs a follower over the liar (first) and an honest node yields for block 20.
 async fn logs_of_block_20(prove: bool) -> Vec<alloy_rpc_types_eth::Log> {
+    logs_of_block_20_with(prove, true).await
+}
+
+/// The same, the nodes with `eth_getBlockReceipts` or (`whole` false) without it.
+async fn logs_of_block_20_with(prove: bool, whole: bool) -> Vec<alloy_rpc_types_eth::Log> {
     let (blocks, receipts) = chain_with_receipts(25);
-    let (b1, r1, b2, r2) = (blocks.clone(), receipts.clone(), blocks, receipts);
-    let liar = node(move |method, params| ok(chain_node(&b1, &r1, method, params, true))).await;
-    let good = node(move |method, params| ok(chain_node(&b2, &r2, method, params, false))).await;
+    let liar = chain_server(blocks.clone(), receipts.clone(), true, whole).await;
+    let good = chain_server(blocks, receipts, false, whole).await;
     let t = liar_first(&liar, &good).build().unwrap();
     // Polled every 50 ms: a read retried after the liar is avoided waits one poll.
     let mut follower = t
@@ -244,4 +276,9 @@ async fn logs_of_block_20(prove: bool) -> Vec<alloy_rpc_types_eth::Log> {
 #[tokio::test]
 async fn a_dropped_log_is_caught_only_by_logs_proven_by_the_receipts_root() {
     assert_eq!(logs_of_block_20(false).await.len(), 0, "the bloom check cannot see a log dropped");
+}
+
+#[tokio::test]
+async fn without_eth_get_block_receipts_logs_are_proven_by_each_transactions_receipt() {
+    assert_eq!(logs_of_block_20_with(true, false).await.len(), 1, "the block's one log");
 }

@@ -188,6 +188,8 @@ pub struct Follower {
     kept: VecDeque<reads::Kept>,
     /// Logs are proven complete by the block's receipts.
     prove: bool,
+    /// No provider answered `eth_getBlockReceipts`: receipts are read per transaction.
+    receipts_by_transaction: bool,
     /// Times in a row no other provider answered about a block off the chain followed (or the
     /// first one): after [`UNCONFIRMED_TRIES`], the one answering is believed.
     unconfirmed: u32,
@@ -216,6 +218,7 @@ impl FailoverTransport {
             off_chain: Vec::new(),
             kept: VecDeque::new(),
             prove: false,
+            receipts_by_transaction: false,
             unconfirmed: 0,
             #[cfg(feature = "ws")]
             wake: None,
@@ -254,9 +257,11 @@ impl Follower {
     /// so that a provider can neither drop a log nor add one. A provider whose receipts do not
     /// is put off the chain and the receipts are read elsewhere. The blocks' logs then come
     /// one block at a time, one request each (instead of one `eth_getLogs`, batched while
-    /// catching up). Where the receipts cannot be read or hashed (a provider without the
-    /// method, a chain whose receipts are not Ethereum's), that block's logs are read as
-    /// without it (checked against its bloom). Needs a [filter](Self::logs). Default: off.
+    /// catching up). When no provider answers `eth_getBlockReceipts`, the receipts are read
+    /// one per transaction from then on (the block's transaction hashes, then one batch of
+    /// `eth_getTransactionReceipt`). Where the receipts cannot be read or hashed (a chain
+    /// whose receipts are not Ethereum's), that block's logs are read as without it (checked
+    /// against its bloom). Needs a [filter](Self::logs). Default: off.
     #[must_use]
     pub fn prove_logs(mut self, on: bool) -> Follower {
         self.prove = on;

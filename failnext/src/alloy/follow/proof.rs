@@ -19,8 +19,22 @@ impl Follower {
         block: FollowedBlock,
     ) -> Option<Option<Vec<Log>>> {
         let root = self.kept(&block)?.receipts_root?;
-        let receipts: Vec<TransactionReceipt> =
-            self.read::<Option<Vec<TransactionReceipt>>>("eth_getBlockReceipts", [block.hash], &[]).await??;
+        let whole = match self.receipts_by_transaction {
+            false => {
+                self.read::<Option<Vec<TransactionReceipt>>>("eth_getBlockReceipts", [block.hash], &[]).await
+            }
+            true => None,
+        };
+        let receipts = match whole {
+            Some(Some(receipts)) => receipts,
+            Some(None) => return None,
+            None => {
+                // No provider gave the block's receipts in one call (a node without
+                // `eth_getBlockReceipts`): from now on, one receipt per transaction.
+                self.receipts_by_transaction = true;
+                self.receipts_of_each(block.hash).await?
+            }
+        };
         let envelopes: Vec<ReceiptEnvelope> =
             receipts.iter().map(|r| r.inner.clone().map_logs(|log: Log| log.inner)).collect();
         if alloy_consensus::proofs::calculate_receipt_root(&envelopes) != root {
@@ -35,6 +49,25 @@ impl Follower {
             .filter(|log| filter.matches(&log.inner) && names(log, &block))
             .collect();
         Some(Some(logs))
+    }
+}
+
+impl Follower {
+    /// The receipts of block `hash`, one `eth_getTransactionReceipt` per transaction (in one
+    /// batch), in the block's order; `None` unless every one came.
+    async fn receipts_of_each(&mut self, hash: B256) -> Option<Vec<TransactionReceipt>> {
+        #[derive(serde::Deserialize)]
+        struct Hashes {
+            transactions: Vec<B256>,
+        }
+        let block: Hashes = self.read::<Option<Hashes>>("eth_getBlockByHash", (hash, false), &[]).await??;
+        if block.transactions.is_empty() {
+            return Some(Vec::new());
+        }
+        let params: Vec<[B256; 1]> = block.transactions.iter().map(|tx| [*tx]).collect();
+        let receipts =
+            self.read_batch::<Option<TransactionReceipt>, _>("eth_getTransactionReceipt", params).await;
+        receipts.into_iter().map(Option::flatten).collect()
     }
 }
 
