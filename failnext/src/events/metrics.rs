@@ -12,6 +12,9 @@
 //! | `failnext_breaker_transitions_total` | counter | `endpoint`, `state` (`open`, `half_open`, `closed`) |
 //! | `failnext_follower_backfilled_blocks_total` | counter | none (blocks a chain follower read in a batch to catch up) |
 //! | `failnext_follower_reorgs_total`, `failnext_follower_reorged_blocks_total` | counter | none (reorgs a chain follower reported, and the blocks they dropped) |
+//! | `failnext_forged_blocks_total` | counter | `endpoint` (blocks the alloy transport rejected: not the chain's) |
+//! | `failnext_disagreements_total` | counter | `endpoint` (consensus reads it answered otherwise than the quorum) |
+//! | `failnext_blocks_unverifiable_total` | counter | none (chains found not to hash as Ethereum: block checks turned off) |
 //!
 //! Fed from one place, the event stream ([`record`], called for every [`Event`] before the
 //! application's hook sees it): whatever an event says, the metrics say, and nothing else.
@@ -54,6 +57,8 @@ pub(crate) struct Keys {
     hedges: Key,
     skips: [Key; 6],
     breaker: [Key; 3],
+    forged: Key,
+    disagreed: Key,
 }
 
 impl Keys {
@@ -73,6 +78,8 @@ impl Keys {
             hedges: key("failnext_hedges_total", None),
             skips: SkipReason::ALL.map(|r| key("failnext_skips_total", Some(("reason", r.as_str())))),
             breaker: STATES.map(|s| key("failnext_breaker_transitions_total", Some(("state", s)))),
+            forged: key("failnext_forged_blocks_total", None),
+            disagreed: key("failnext_disagreements_total", None),
         }
     }
 }
@@ -89,6 +96,7 @@ fn count_by(key: &Key, n: u64) {
 static BACKFILLED_BLOCKS: Key = Key::from_static_name("failnext_follower_backfilled_blocks_total");
 static REORGS: Key = Key::from_static_name("failnext_follower_reorgs_total");
 static REORGED_BLOCKS: Key = Key::from_static_name("failnext_follower_reorged_blocks_total");
+static UNVERIFIABLE: Key = Key::from_static_name("failnext_blocks_unverifiable_total");
 
 /// What `event` says, as metrics; `keys` finds an endpoint's keys.
 pub(crate) fn record<'k>(event: &Event<'_>, keys: impl Fn(&EndpointId) -> Option<&'k Keys>) {
@@ -130,11 +138,49 @@ pub(crate) fn record<'k>(event: &Event<'_>, keys: impl Fn(&EndpointId) -> Option
                 count(&k.breaker[at]);
             }
         }
+        Event::ForgedBlock { endpoint, .. } => {
+            if let Some(k) = keys(endpoint) {
+                count(&k.forged);
+            }
+        }
+        Event::Disagreed { endpoint, .. } => {
+            if let Some(k) = keys(endpoint) {
+                count(&k.disagreed);
+            }
+        }
+        Event::BlocksUnverifiable { .. } => count(&UNVERIFIABLE),
         Event::Backfilled { blocks, .. } => count_by(&BACKFILLED_BLOCKS, blocks),
         Event::Reorged { depth, .. } => {
             count(&REORGS);
             count_by(&REORGED_BLOCKS, depth);
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use failnext_loopback::metrics::{Kept, Rec};
+
+    use super::*;
+
+    #[test]
+    fn forged_blocks_disagreements_and_unverifiable_chains_are_counted() {
+        let kept = Arc::new(Kept::default());
+        let recorder = Rec(kept.clone());
+        let id = EndpointId::from("liar");
+        let keys = Keys::new(&id);
+        let find = |e: &EndpointId| (*e == id).then_some(&keys);
+        metrics::with_local_recorder(&recorder, || {
+            record(&Event::ForgedBlock { endpoint: &id, number: Some(7) }, find);
+            record(&Event::Disagreed { endpoint: &id, method: "eth_call" }, find);
+            record(&Event::Disagreed { endpoint: &id, method: "eth_call" }, find);
+            record(&Event::BlocksUnverifiable { number: Some(1) }, find);
+        });
+        assert_eq!(kept.get("failnext_forged_blocks_total{endpoint=liar}"), 1, "{:?}", kept.names());
+        assert_eq!(kept.get("failnext_disagreements_total{endpoint=liar}"), 2);
+        assert_eq!(kept.get("failnext_blocks_unverifiable_total{}"), 1);
     }
 }
