@@ -15,6 +15,7 @@ mod alloc;
 mod blocklag;
 mod chart;
 mod empty;
+mod liar;
 mod measure;
 mod os;
 mod peers;
@@ -39,7 +40,7 @@ static GLOBAL: alloc::Counting = alloc::Counting;
 const DEFAULT_ROUNDS: usize = 31;
 
 /// The scenarios run apart from [`scenarios::NAMES`], in run order.
-const EXTRA_SCENARIOS: [&str; 3] = ["peers", "empty-behind", "blocklag"];
+const EXTRA_SCENARIOS: [&str; 4] = ["peers", "empty-behind", "liar", "blocklag"];
 
 #[allow(clippy::print_stderr, reason = "a command-line tool reports progress and failure on stderr")]
 fn main() -> ExitCode {
@@ -131,6 +132,12 @@ fn try_main() -> Result<(), BoxError> {
     } else {
         Err("not selected (--scenario)".to_owned())
     };
+    let liar = if wanted("liar") {
+        eprintln!("bench: liar ({:.0?} so far)", started.elapsed());
+        rt.block_on(liar::run(plan.quick))
+    } else {
+        Err("not selected (--scenario)".to_owned())
+    };
     let blocklag = if wanted("blocklag") {
         eprintln!("bench: blocklag ({:.0?} so far)", started.elapsed());
         // Probing is concurrent I/O whose server side would be remote in real use: let the
@@ -157,11 +164,13 @@ fn try_main() -> Result<(), BoxError> {
     println!("{}", report.markdown());
     let mut paths = report::write(&report, &report::out_dir(plan.quick))?;
     write_empty_behind(&empty_behind, plan.quick, &mut paths)?;
+    write_liar(&liar, plan.quick, &mut paths)?;
     for p in paths {
         eprintln!("bench: wrote {}", p.display());
     }
     eprintln!("bench: done in {:.1?}", started.elapsed());
     check_failures(&outcomes, &blocklag, &peers, &empty_behind, &wanted)?;
+    check_liar(&liar, &wanted)?;
     Ok(())
 }
 
@@ -227,6 +236,47 @@ fn write_empty_behind(
         Err(why) => println!("### empty-behind\n\nNot measured: {why}\n"),
     }
     Ok(())
+}
+
+#[allow(clippy::print_stdout, reason = "the report goes to stdout")]
+/// The liar table: printed after the report, and written next to it (its paths added to
+/// `paths`).
+fn write_liar(
+    liar: &Result<Vec<liar::Row>, String>,
+    quick: bool,
+    paths: &mut Vec<std::path::PathBuf>,
+) -> Result<(), BoxError> {
+    match liar {
+        Ok(rows) => {
+            let md = liar::markdown(rows, quick);
+            println!("{md}");
+            let dir = report::out_dir(quick);
+            for (name, contents) in [
+                ("liar.json", serde_json::to_string_pretty(&liar::json(rows)).unwrap_or_default()),
+                ("liar.md", md),
+            ] {
+                std::fs::write(dir.join(name), contents)?;
+                paths.push(dir.join(name));
+            }
+        }
+        Err(why) => println!("### liar\n\nNot measured: {why}\n"),
+    }
+    Ok(())
+}
+
+/// The liar table's target: with block checks and consensus on, no wrong answer. Nothing in
+/// it depends on timing, so a wrong answer there is a bug, and the bench fails.
+fn check_liar(liar: &Result<Vec<liar::Row>, String>, wanted: &impl Fn(&str) -> bool) -> Result<(), BoxError> {
+    match liar {
+        Err(why) if wanted("liar") => Err(format!("the liar table did not run: {why}").into()),
+        Err(_) => Ok(()),
+        Ok(rows) => match rows.iter().find(|r| r.must_be_right && r.wrong() > 0) {
+            Some(r) => {
+                Err(format!("{}: {} wrong answers from a lying provider", r.contender, r.wrong()).into())
+            }
+            None => Ok(()),
+        },
+    }
 }
 
 /// Every request is expected to succeed (failover included): a failure means the bench or
