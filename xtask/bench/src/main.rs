@@ -163,8 +163,8 @@ fn try_main() -> Result<(), BoxError> {
     };
     println!("{}", report.markdown());
     let mut paths = report::write(&report, &report::out_dir(plan.quick))?;
-    write_empty_behind(&empty_behind, plan.quick, &mut paths)?;
-    write_liar(&liar, plan.quick, &mut paths)?;
+    write_table("empty-behind", &empty_behind, plan.quick, &mut paths, (empty::markdown, empty::json))?;
+    write_table("liar", &liar, plan.quick, &mut paths, (liar::markdown, liar::json))?;
     for p in paths {
         eprintln!("bench: wrote {}", p.display());
     }
@@ -212,54 +212,33 @@ fn run_scenarios(
     Ok(outcomes)
 }
 
-#[allow(clippy::print_stdout, clippy::print_stderr, reason = "the report goes to stdout, progress to stderr")]
-/// The empty-behind table: printed after the report, and written next to it (its paths added
-/// to `paths`).
-fn write_empty_behind(
-    empty_behind: &Result<Vec<empty::Row>, String>,
-    quick: bool,
-    paths: &mut Vec<std::path::PathBuf>,
-) -> Result<(), BoxError> {
-    match &empty_behind {
-        Ok(rows) => {
-            let md = empty::markdown(rows, quick);
-            println!("{md}");
-            let dir = report::out_dir(quick);
-            for (name, contents) in [
-                ("empty-behind.json", serde_json::to_string_pretty(&empty::json(rows)).unwrap_or_default()),
-                ("empty-behind.md", md),
-            ] {
-                std::fs::write(dir.join(name), contents)?;
-                paths.push(dir.join(name));
-            }
-        }
-        Err(why) => println!("### empty-behind\n\nNot measured: {why}\n"),
-    }
-    Ok(())
-}
+/// How a table of its own is written: as markdown (quick or not), and as JSON.
+type Renderers<R> = (fn(&[R], bool) -> String, fn(&[R]) -> serde_json::Value);
 
 #[allow(clippy::print_stdout, reason = "the report goes to stdout")]
-/// The liar table: printed after the report, and written next to it (its paths added to
-/// `paths`).
-fn write_liar(
-    liar: &Result<Vec<liar::Row>, String>,
+/// A table of its own (`name`: empty-behind, liar): printed after the report, and written next
+/// to it as `name.json` and `name.md` (their paths added to `paths`).
+fn write_table<R>(
+    name: &str,
+    table: &Result<Vec<R>, String>,
     quick: bool,
     paths: &mut Vec<std::path::PathBuf>,
+    (markdown, json): Renderers<R>,
 ) -> Result<(), BoxError> {
-    match liar {
+    match table {
         Ok(rows) => {
-            let md = liar::markdown(rows, quick);
+            let md = markdown(rows, quick);
             println!("{md}");
             let dir = report::out_dir(quick);
-            for (name, contents) in [
-                ("liar.json", serde_json::to_string_pretty(&liar::json(rows)).unwrap_or_default()),
-                ("liar.md", md),
+            for (file, contents) in [
+                (format!("{name}.json"), serde_json::to_string_pretty(&json(rows)).unwrap_or_default()),
+                (format!("{name}.md"), md),
             ] {
-                std::fs::write(dir.join(name), contents)?;
-                paths.push(dir.join(name));
+                std::fs::write(dir.join(&file), contents)?;
+                paths.push(dir.join(file));
             }
         }
-        Err(why) => println!("### liar\n\nNot measured: {why}\n"),
+        Err(why) => println!("### {name}\n\nNot measured: {why}\n"),
     }
     Ok(())
 }
