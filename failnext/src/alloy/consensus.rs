@@ -6,7 +6,9 @@
 //! ones in the transport's order, never one twice; each is asked alone, so a hedge is never a
 //! vote); when their answers differ, more are asked, as many as are missing for a majority of
 //! `agree`, up to `of` in all. Answers are compared after normalisation (the result as JSON,
-//! object keys in any order, hex strings in any case; never the request id); a JSON-RPC error
+//! object keys in any order, hex strings in any case, a block by its hash, a receipt by the
+//! fields the chain decides so that a client's own fields do not count; never the request
+//! id); a JSON-RPC error
 //! by its code; a provider that did not answer casts no vote. The first answer `agree`
 //! providers gave is returned. Each provider whose answer differed from it is told as
 //! [`Event::Disagreed`](crate::Event::Disagreed); one that disagrees
@@ -112,15 +114,56 @@ impl Consensus {
     }
 }
 
-/// What a provider's answer says, normalised: its result (as JSON, hex in lower case) or its
-/// JSON-RPC error code. Equal digests are the same answer.
-pub(crate) fn digest(response: &Response) -> String {
+/// What a provider's answer to `method` says, normalised: its result (as JSON, hex in lower
+/// case, only what the chain decides for a block or a receipt) or its JSON-RPC error code.
+/// Equal digests are the same answer.
+pub(crate) fn digest(method: &str, response: &Response) -> String {
     match &response.payload {
         ResponsePayload::Success(raw) => match serde_json::from_str::<Value>(raw.get()) {
-            Ok(value) => normalised(value).to_string(),
+            Ok(value) => normalised(decided(method, value)).to_string(),
             Err(_) => raw.get().to_owned(),
         },
         ResponsePayload::Failure(error) => format!("error {}", error.code),
+    }
+}
+
+/// The fields of a receipt the chain decides (others are a client's: `l1Fee`, a log's
+/// `blockTimestamp`, ...), and of each of its logs.
+const RECEIPT_FIELDS: [&str; 10] = [
+    "transactionHash",
+    "transactionIndex",
+    "blockHash",
+    "blockNumber",
+    "status",
+    "root",
+    "cumulativeGasUsed",
+    "gasUsed",
+    "contractAddress",
+    "logs",
+];
+const LOG_FIELDS: [&str; 4] = ["address", "topics", "data", "logIndex"];
+
+/// What of `value`, the result of `method`, the chain decides: a block by its hash (which
+/// commits to its header), a receipt by [`RECEIPT_FIELDS`]; any other result whole. Two
+/// honest providers that add fields of their own then agree.
+fn decided(method: &str, value: Value) -> Value {
+    let keep = |value: &Value, fields: &[&str]| -> serde_json::Map<String, Value> {
+        fields.iter().filter_map(|f| value.get(*f).map(|v| ((*f).to_owned(), v.clone()))).collect()
+    };
+    match method {
+        "eth_getBlockByNumber" | "eth_getBlockByHash" if value.is_object() => {
+            Value::Object(keep(&value, &["hash"]))
+        }
+        "eth_getTransactionReceipt" if value.is_object() => {
+            let mut receipt = keep(&value, &RECEIPT_FIELDS);
+            if let Some(Value::Array(logs)) = receipt.get_mut("logs") {
+                for log in logs.iter_mut() {
+                    *log = Value::Object(keep(log, &LOG_FIELDS));
+                }
+            }
+            Value::Object(receipt)
+        }
+        _ => value,
     }
 }
 
@@ -183,9 +226,30 @@ mod tests {
     fn answers_differing_only_in_key_order_hex_case_or_spacing_are_the_same_vote() {
         let a = ok(r#"{"balance":"0xAB","nonce":"0x1"}"#);
         let b = ok(r#"{ "nonce": "0x1", "balance": "0xab" }"#);
-        assert_eq!(digest(&a), digest(&b));
-        assert_ne!(digest(&ok(r#""0xab""#)), digest(&ok(r#""0xac""#)));
-        assert_eq!(short(&digest(&a)).len(), 16);
+        assert_eq!(digest("eth_call", &a), digest("eth_call", &b));
+        assert_ne!(digest("eth_call", &ok(r#""0xab""#)), digest("eth_call", &ok(r#""0xac""#)));
+        assert_eq!(short(&digest("eth_call", &a)).len(), 16);
+    }
+
+    #[test]
+    fn receipts_compare_by_what_the_chain_decides_and_blocks_by_their_hash() {
+        let plain = ok(
+            r#"{"transactionHash":"0x1","status":"0x1","logs":[{"address":"0xaa","data":"0x","topics":[],"logIndex":"0x0"}]}"#,
+        );
+        let extra = ok(
+            r#"{"transactionHash":"0x1","status":"0x1","l1Fee":"0x5","logs":[{"address":"0xaa","data":"0x","topics":[],"logIndex":"0x0","blockTimestamp":"0x6"}]}"#,
+        );
+        let failed = ok(r#"{"transactionHash":"0x1","status":"0x0","logs":[]}"#);
+        let method = "eth_getTransactionReceipt";
+        assert_eq!(digest(method, &plain), digest(method, &extra), "a client's own fields");
+        assert_ne!(digest(method, &plain), digest(method, &failed));
+        assert_ne!(digest("eth_call", &plain), digest("eth_call", &extra), "other results whole");
+        let block = |size: &str| ok(&format!(r#"{{"hash":"0xbb","number":"0x1","size":"{size}"}}"#));
+        assert_eq!(
+            digest("eth_getBlockByNumber", &block("0x1")),
+            digest("eth_getBlockByNumber", &block("0x2"))
+        );
+        assert_eq!(digest(method, &ok("null")), "null");
     }
 
     #[test]

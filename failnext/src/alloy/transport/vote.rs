@@ -44,7 +44,7 @@ impl FailoverTransport {
             for (id, result) in round.into_iter().zip(results) {
                 let said = match result {
                     Ok((ResponsePacket::Single(response), served)) => {
-                        let said = digest(&response);
+                        let said = digest(method, &response);
                         if !answers.iter().any(|(d, _)| *d == said) {
                             answers.push((said.clone(), (ResponsePacket::Single(response), served)));
                         }
