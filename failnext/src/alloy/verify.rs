@@ -108,11 +108,7 @@ fn asked(req: &SerializedRequest) -> Option<Asked> {
 
 /// The check of every block call's result in `answer` (a batch's answers matched to its calls
 /// by id); the first failure found, else whether any block was verified.
-pub(crate) fn check_answer(packet: &RequestPacket, answer: &ResponsePacket) -> Found {
-    check(packet, answer)
-}
-
-fn check(packet: &RequestPacket, answer: &ResponsePacket) -> Found {
+pub(crate) fn check(packet: &RequestPacket, answer: &ResponsePacket) -> Found {
     let requests = packet.requests();
     if !requests.iter().any(|r| matches!(r.method(), "eth_getBlockByNumber" | "eth_getBlockByHash")) {
         return Found::Nothing;

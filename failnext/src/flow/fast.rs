@@ -39,19 +39,6 @@ pub(crate) struct Plain {
     deadline: Option<Duration>,
 }
 
-impl Plain {
-    /// The options the session reads, as the request gave them.
-    fn options(self) -> RequestOptions<'static> {
-        RequestOptions {
-            permission: self.permission,
-            excluded: &[],
-            preferred: None,
-            deadline: self.deadline,
-            trace: false,
-        }
-    }
-}
-
 /// Whether the request may take the fast path (see the module's docs), and with what.
 #[inline]
 pub(crate) fn plain(shared: &Shared, opts: &RequestOptions<'_>, scope: Option<&dyn Scope>) -> Option<Plain> {
@@ -112,7 +99,7 @@ pub(crate) fn request<'a, S: Sender + 'a, T: 'a>(
             judged => {
                 let explicit = plain.permission;
                 let begun = Begun { first: FIRST, explicit, permission, replay, scope, host, deadline };
-                Box::pin(resume(shared, begun, plain, (turn, judged), ext, &sender)).await
+                Box::pin(resume(shared, begun, (turn, judged), ext, &sender)).await
             }
         };
         finish(shared, ended(shared, guard, outcome))
@@ -124,12 +111,11 @@ pub(crate) fn request<'a, S: Sender + 'a, T: 'a>(
 async fn resume<S: Sender>(
     shared: &Shared,
     begun: Begun<'_>,
-    plain: Plain,
     (turn, judged): (Turn<'_>, crate::flow::attempt::Judged),
     ext: &mut Extensions,
     sender: &S,
 ) -> Outcome {
-    let mut session = Session::resume(shared, begun, &plain.options());
+    let mut session = Session::resume(shared, begun);
     if let Some(outcome) = settle(&mut session, turn, judged) {
         return outcome;
     }

@@ -5,6 +5,7 @@ use alloy_consensus::ReceiptEnvelope;
 use alloy_primitives::B256;
 use alloy_rpc_types_eth::{Filter, Log, TransactionReceipt};
 
+use super::reads::names;
 use super::{FollowedBlock, Follower};
 
 impl Follower {
@@ -69,10 +70,4 @@ impl Follower {
             self.read_batch::<Option<TransactionReceipt>, _>("eth_getTransactionReceipt", params).await;
         receipts.into_iter().map(Option::flatten).collect()
     }
-}
-
-/// Whether `log` (from a receipt) names `block` where it names one.
-fn names(log: &Log, block: &FollowedBlock) -> bool {
-    log.block_hash.is_none_or(|hash: B256| hash == block.hash)
-        && log.block_number.is_none_or(|n| n == block.number)
 }

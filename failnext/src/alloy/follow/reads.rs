@@ -35,6 +35,11 @@ pub(super) struct Kept {
     pub(super) receipts_root: Option<B256>,
 }
 
+/// Whether `log` names `block` where it names one (its hash, its number).
+pub(super) fn names(log: &Log, block: &FollowedBlock) -> bool {
+    log.block_hash.is_none_or(|hash| hash == block.hash) && log.block_number.is_none_or(|n| n == block.number)
+}
+
 impl Header {
     /// What the follower keeps of it for the check of its logs.
     pub(super) fn kept(&self) -> Kept {
@@ -91,8 +96,7 @@ impl Follower {
         let bloom = self.kept(block).and_then(|kept| kept.bloom);
         let mut last = None;
         for log in logs {
-            let names_it = log.block_hash.is_none_or(|hash| hash == block.hash)
-                && log.block_number.is_none_or(|number| number == block.number);
+            let names_it = names(log, block);
             let ordered = match (last, log.log_index) {
                 (Some(previous), Some(index)) => index > previous,
                 _ => true,

@@ -18,6 +18,7 @@ use crate::{ConfigError, Endpoint, EndpointId, Failover};
 mod calls;
 mod relays;
 mod send;
+mod spread;
 mod verified;
 mod vote;
 
@@ -240,6 +241,9 @@ pub(super) struct Settings {
     pub(super) fanout: Option<Vec<EndpointId>>,
     pub(super) consensus: Option<(Vec<String>, super::consensus::Quorum)>,
 }
+
+/// An answer to a packet, and the endpoint that gave it.
+type Answered = (ResponsePacket, Option<EndpointId>);
 
 /// How the transport reaches `Failover`.
 #[derive(Clone, Debug)]

@@ -10,12 +10,10 @@ use alloy_json_rpc::{RequestPacket, ResponsePacket, ResponsePayload};
 use alloy_primitives::B256;
 use alloy_transport::TransportResult;
 
-use super::FailoverTransport;
+use super::{Answered, FailoverTransport};
 use crate::EndpointId;
 use crate::alloy::block::params;
 use crate::alloy::fanout::Delivery;
-
-type Answered = (ResponsePacket, Option<EndpointId>);
 
 impl FailoverTransport {
     /// The relays a lookup of `packet` asks: every endpoint a fan-out of its transaction went

@@ -18,6 +18,8 @@ use crate::alloy::reference::BundleState;
 use crate::alloy::scope::PacketScope;
 use crate::alloy::verify::Found;
 
+use super::Answered;
+use super::spread::Spread;
 use super::verified::Checked;
 use crate::request::options::RequestOptions;
 use crate::{
@@ -115,9 +117,7 @@ impl FailoverTransport {
         let mut plan = Plan::of(&packet, &self.table, &self.memory, &self.endpoints)?;
         plan.excluded.extend(forgers.iter().cloned());
         let reads = plan.calls.is_empty();
-        // Writes go only where the user routed them; a raw transaction to every fan-out
-        // endpoint at once.
-        let fanout = self.fanout.as_deref().and_then(|to| Some((to, plan.raw_broadcast(&packet)?)));
+        // Writes go only where the user routed them.
         if let Some(writes) = self.writes.as_deref().filter(|_| plan.writes()) {
             plan.excluded.extend(self.endpoints.iter().filter(|id| !writes.contains(id)).cloned());
         }
@@ -127,8 +127,7 @@ impl FailoverTransport {
             None => self.coherence.unfit(&self.rules, &view, &self.endpoints, &plan.excluded)?,
             Some(_) => Vec::new(),
         };
-        let (vote, voters) = self.voting(&packet, &plan, &unfit, reads && fanout.is_none());
-        let relays = if reads && vote.is_none() { self.relays(&packet) } else { Vec::new() };
+        let spread = self.spread(&packet, &plan, &unfit, reads);
         let asks_head = coherence::asks_head(&packet);
         let monotonic = self.rules.heads.is_some() && reads && plan.may_fail_over;
         let single_head = asks_head && matches!(&packet, RequestPacket::Single(_));
@@ -148,29 +147,19 @@ impl FailoverTransport {
             Route::Direct { client } => {
                 let scope = scope.with(&packet);
                 let send = |only| self.direct(client, &packet, body.clone(), &plan, &scope, only);
-                let outcome = match (fanout, vote) {
-                    (Some((targets, hash)), _) => self.fan_out(targets, hash, &plan, send).await,
-                    (None, Some((consensus, method))) => self.vote(consensus, method, &voters, send).await,
-                    (None, None) if !relays.is_empty() => self.ask_relays(&relays, send).await,
-                    (None, None) => send(None).await,
-                };
+                let outcome = self.spread_out(&spread, &plan, send).await;
                 (outcome, scope.behind())
             }
             Route::Chain(client) => {
                 // Down a chain the scope rides in the request's extensions: it owns its packet.
                 let scope = Arc::new(scope.with(Arc::new(packet.clone())));
                 let send = |only| self.chain(client, &packet, body.clone(), &plan, &scope, only);
-                let outcome = match (fanout, vote) {
-                    (Some((targets, hash)), _) => self.fan_out(targets, hash, &plan, send).await,
-                    (None, Some((consensus, method))) => self.vote(consensus, method, &voters, send).await,
-                    (None, None) if !relays.is_empty() => self.ask_relays(&relays, send).await,
-                    (None, None) => send(None).await,
-                };
+                let outcome = self.spread_out(&spread, &plan, send).await;
                 (outcome, scope.behind())
             }
         };
         let (answer, served) = outcome?;
-        if let (Some(_), Some(id)) = (vote, &served) {
+        if let (Spread::Vote(..), Some(id)) = (&spread, &served) {
             // Each voter's answer marked the call's cells: the one returned names its provider.
             plan.cells.iter().for_each(|cell| cell.set(id));
         }
@@ -233,7 +222,7 @@ impl FailoverTransport {
         plan: &Plan<'_>,
         scope: &dyn crate::Scope,
         only: Option<&EndpointId>,
-    ) -> TransportResult<(ResponsePacket, Option<EndpointId>)> {
+    ) -> TransportResult<Answered> {
         let failover = &self.failover;
         let aim = self.aim(plan, only);
         // Addressed to the first endpoint: its attempt needs no other URL.
@@ -265,7 +254,7 @@ impl FailoverTransport {
         plan: &Plan<'_>,
         scope: &Arc<PacketScope<Arc<RequestPacket>>>,
         only: Option<&EndpointId>,
-    ) -> TransportResult<(ResponsePacket, Option<EndpointId>)> {
+    ) -> TransportResult<Answered> {
         let aim = self.aim(plan, only);
         let request = match address() {
             Some(url) => client.post(url),
@@ -301,7 +290,7 @@ impl FailoverTransport {
         &self,
         plan: &Plan<'_>,
         sent: Result<(reqwest::Response, Option<EndpointId>), reqwest_middleware::Error>,
-    ) -> TransportResult<(ResponsePacket, Option<EndpointId>)> {
+    ) -> TransportResult<Answered> {
         match sent {
             Ok((response, served)) => {
                 plan.record_trace(response.extensions().get::<crate::Trace>());
@@ -333,16 +322,16 @@ impl FailoverTransport {
     /// reach only its endpoint) and merges what they did into one [`Broadcast`](crate::alloy::Broadcast):
     /// the first acceptance is the answer; with none, the first refusal, unless an answer
     /// may have been lost or nothing reached any endpoint, which is the error.
-    async fn fan_out<'a, F, Fut>(
+    pub(super) async fn fan_out<'a, F, Fut>(
         &self,
         targets: &'a [EndpointId],
         hash: alloy_primitives::B256,
         plan: &Plan<'_>,
         send: F,
-    ) -> TransportResult<(ResponsePacket, Option<EndpointId>)>
+    ) -> TransportResult<Answered>
     where
         F: Fn(Option<&'a EndpointId>) -> Fut,
-        Fut: std::future::Future<Output = TransportResult<(ResponsePacket, Option<EndpointId>)>>,
+        Fut: std::future::Future<Output = TransportResult<Answered>>,
     {
         use crate::alloy::fanout::{Broadcast, Delivery};
         let targets: Vec<&EndpointId> = targets.iter().filter(|id| !plan.excluded.contains(id)).collect();
@@ -391,7 +380,7 @@ impl FailoverTransport {
         plan: &Plan<'_>,
         response: reqwest::Response,
         served: Option<EndpointId>,
-    ) -> TransportResult<(ResponsePacket, Option<EndpointId>)> {
+    ) -> TransportResult<Answered> {
         if let Some(id) = &served {
             plan.cells.iter().for_each(|cell| cell.set(id));
         }

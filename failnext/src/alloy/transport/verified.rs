@@ -51,7 +51,7 @@ impl FailoverTransport {
                 }
                 let second = self.send_with(packet.clone(), bundle, forgers.clone(), false).await;
                 let Ok(second) = second else { return Ok(Checked::Keep(answer, Some(by))) };
-                return Ok(match crate::alloy::verify::check_answer(packet, &second) {
+                return Ok(match crate::alloy::verify::check(packet, &second) {
                     Found::Unhashed(_) => {
                         if blocks.turn_off() {
                             self.failover.shared.emit(|| crate::Event::BlocksUnverifiable { number });

@@ -3,17 +3,14 @@
 
 use std::future::Future;
 
-use alloy_json_rpc::{RequestPacket, ResponsePacket};
+use alloy_json_rpc::ResponsePacket;
 use alloy_transport::TransportResult;
 
-use super::FailoverTransport;
+use super::{Answered, FailoverTransport};
 use crate::EndpointId;
 use crate::alloy::Capability;
 use crate::alloy::consensus::{Consensus, digest, missing, short, winner};
 use crate::alloy::failure::raised::{Detail, Raised};
-use crate::alloy::plan::Plan;
-
-type Answered = (ResponsePacket, Option<EndpointId>);
 
 impl FailoverTransport {
     /// A read of `method` voted by `voters` (the usable providers, in order), each asked
@@ -74,32 +71,5 @@ impl FailoverTransport {
         }
         let at = answers.iter().position(|(d, _)| *d == won).unwrap_or_default();
         Ok(answers.swap_remove(at).1)
-    }
-
-    /// A consensus read's method and the providers that may vote, in order, when `packet` is
-    /// one (`may_vote`: a plain read that fans out to no one).
-    pub(super) fn voting<'c>(
-        &'c self,
-        packet: &'c RequestPacket,
-        plan: &Plan<'_>,
-        unfit: &[(EndpointId, crate::Unfit)],
-        may_vote: bool,
-    ) -> (Option<(&'c Consensus, &'c str)>, Vec<EndpointId>) {
-        let vote = match &self.consensus {
-            Some(consensus) if may_vote && plan.may_fail_over && plan.pinned.is_none() => {
-                consensus.covers(packet).map(|method| (&**consensus, method))
-            }
-            _ => None,
-        };
-        let voters = match vote {
-            Some(_) => self
-                .endpoints
-                .iter()
-                .filter(|id| !plan.excluded.contains(id) && !unfit.iter().any(|(e, _)| e == *id))
-                .cloned()
-                .collect(),
-            None => Vec::new(),
-        };
-        (vote, voters)
     }
 }

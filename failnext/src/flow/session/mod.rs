@@ -206,7 +206,7 @@ impl<'a> Session<'a> {
         }
         let mut tracer = (opts.trace || shared.trace_all).then(|| Box::new(Tracer::new(shared.slots.len())));
         if shared.events.is_active() || tracer.is_some() {
-            passed_over_at_start(shared, opts, &plan, &unfit, tracer.as_deref_mut());
+            passed_over_at_start(shared, opts.excluded, &plan, &unfit, tracer.as_deref_mut());
         }
         built();
         let heads = shared.paired.is_some() && crate::health::paired::asks_block_number(&req);

@@ -15,7 +15,7 @@ use crate::flow::shared::Shared;
 use crate::health::skip::Skip;
 use crate::judging::scope::{Scope, Unfit};
 use crate::request::destination::HostRule;
-use crate::request::options::RequestOptions;
+use crate::request::endpoint::EndpointId;
 use crate::request::permission::{Permission, Settled};
 
 /// Where a request stands after its first attempt went out without a session (the fast path,
@@ -37,7 +37,7 @@ impl<'a> Session<'a> {
     /// path and did not settle it: as [`Session::start`] would have left it after sending that
     /// attempt. What the scope rules out is asked now (of the other endpoints), so its events
     /// come after the first attempt's.
-    pub(crate) fn resume(shared: &'a Shared, begun: Begun<'a>, opts: &RequestOptions<'_>) -> Session<'a> {
+    pub(crate) fn resume(shared: &'a Shared, begun: Begun<'a>) -> Session<'a> {
         super::built();
         let mut plan = select::plain(shared.slots.len());
         let _first = plan.next();
@@ -47,7 +47,8 @@ impl<'a> Session<'a> {
             .map(|scope| rule_out(shared, scope, &mut plan, Some(begun.first)))
             .unwrap_or_default();
         if shared.events.is_active() {
-            passed_over_at_start(shared, opts, &plan, &unfit, None);
+            // A request on the fast path excludes no endpoint.
+            passed_over_at_start(shared, &[], &plan, &unfit, None);
         }
         // As `settle` leaves them: permission and the copy only when another candidate is left.
         let (permission, replay) = match plan.has_more() {
@@ -103,7 +104,7 @@ pub(super) fn rule_out(
 /// ineligible, unfit, and why) and the trace's first steps.
 pub(super) fn passed_over_at_start(
     shared: &Shared,
-    opts: &RequestOptions<'_>,
+    excluded: &[EndpointId],
     plan: &Plan,
     unfit: &[(usize, Unfit)],
     mut tracer: Option<&mut Tracer>,
@@ -111,7 +112,7 @@ pub(super) fn passed_over_at_start(
     for (i, slot) in shared.slots.iter().enumerate().filter(|(i, _)| !plan.is_usable(*i)) {
         let endpoint = slot.id();
         let why = unfit.iter().find(|(j, _)| *j == i).map(|(_, why)| why);
-        let (reason, step) = if opts.excluded.iter().any(|e| e == endpoint) {
+        let (reason, step) = if excluded.iter().any(|e| e == endpoint) {
             (SkipReason::Excluded, TraceStep::Excluded)
         } else if let Some(why) = why {
             (SkipReason::Unfit, TraceStep::Unfit(why.clone()))
