@@ -215,3 +215,30 @@ fn result(payload: &ResponsePayload) -> Value {
         ResponsePayload::Failure(error) => panic!("an error answer: {error:?}"),
     }
 }
+
+/// One call through the transport: its result, or the transport's error (an error answer
+/// panics).
+async fn try_call(
+    transport: &FailoverTransport,
+    method: &'static str,
+    params: Value,
+) -> Result<Value, alloy_transport::TransportError> {
+    let call = Request::new(method, Id::Number(1), params).serialize().unwrap();
+    match transport.clone().call(RequestPacket::Single(call)).await? {
+        ResponsePacket::Single(response) => Ok(result(&response.payload)),
+        other => panic!("one response: {other:?}"),
+    }
+}
+
+/// The same, the call answered.
+async fn call(transport: &FailoverTransport, method: &'static str, params: Value) -> Value {
+    match tokio::time::timeout(std::time::Duration::from_secs(10), try_call(transport, method, params)).await
+    {
+        Ok(Ok(value)) => value,
+        Ok(Err(e)) => panic!("{method}: {e}"),
+        Err(_) => panic!("{method}: no answer within 10 s"),
+    }
+}
+
+#[path = "alloy_logs/trust.rs"]
+mod trust;

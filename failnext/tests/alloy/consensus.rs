@@ -137,3 +137,28 @@ async fn a_provider_answering_null_for_a_mined_receipt_is_outvoted_when_receipts
 fn mined_receipt() -> serde_json::Value {
     json!({"transactionHash": format!("0x{}", "ab".repeat(32)), "status": "0x1", "blockNumber": "0x10"})
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_hedged_duplicate_never_counts_as_a_vote_each_provider_is_asked_once() {
+    // `slow` takes 300 ms to finish its body; the hedge would fire after 10 ms.
+    let body = |id: &serde_json::Value, result: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string()
+    };
+    let slow = failnext_loopback::Server::start(Arc::new(move |req: &failnext_loopback::Received| {
+        let id = req.json()["id"].clone();
+        let reply = failnext_loopback::Reply::new(200).content_type("application/json");
+        failnext_loopback::Action::Reply(
+            reply.pause(std::time::Duration::from_millis(300)).send(body(&id, "0x2")),
+        )
+    }))
+    .await;
+    let b = node(|_, _| ok(json!("0x1"))).await;
+    let c = node(|_, _| ok(json!("0x2"))).await;
+    let t = voted(configured(&[("slow", slow.url("/")), ("b", b.url("/")), ("c", c.url("/"))]))
+        .hedge(failnext::Hedge::after(std::time::Duration::from_millis(10)))
+        .build()
+        .unwrap();
+    assert_eq!(result(&send(&t, balance()).await.unwrap()), json!("0x2"), "slow and c agree");
+    let asked = (slow.take_log().len(), b.take_log().len(), c.take_log().len());
+    assert_eq!(asked, (1, 1, 1), "each provider asked once: no hedge went out for a vote");
+}
