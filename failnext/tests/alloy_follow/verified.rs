@@ -282,3 +282,40 @@ async fn a_dropped_log_is_caught_only_by_logs_proven_by_the_receipts_root() {
 async fn without_eth_get_block_receipts_logs_are_proven_by_each_transactions_receipt() {
     assert_eq!(logs_of_block_20_with(true, false).await.len(), 1, "the block's one log");
 }
+
+#[tokio::test]
+async fn a_follower_proving_logs_while_catching_up_reads_each_block_once() {
+    let (blocks, receipts) = chain_with_receipts(25);
+    let good = chain_server(blocks, receipts, false, true).await;
+    let t = failnext::alloy::FailoverTransport::builder([failnext::Endpoint::new("good", good.url("/"))])
+        .build()
+        .unwrap();
+    let mut follower = t
+        .follow(Start::Number(2))
+        .logs(alloy_rpc_types_eth::Filter::new())
+        .prove_logs(true)
+        .poll_every(std::time::Duration::from_millis(50));
+    loop {
+        if let ChainEvent::Logs { block, logs, .. } = next(&mut follower).await.unwrap() {
+            assert_eq!(logs.len(), 1, "block {}", block.number);
+            if block.number == 25 {
+                break;
+            }
+        }
+    }
+    let calls: Vec<Value> = good
+        .take_log()
+        .iter()
+        .flat_map(|r| match r.json() {
+            Value::Array(calls) => calls,
+            call => vec![call],
+        })
+        .collect();
+    let count = |method: &str| calls.iter().filter(|c| c["method"] == method).count();
+    assert_eq!(count("eth_getBlockReceipts"), 24, "each block's receipts once");
+    assert!(
+        count("eth_getBlockByNumber") <= 24 + 2,
+        "each block read about once: {}",
+        count("eth_getBlockByNumber")
+    );
+}

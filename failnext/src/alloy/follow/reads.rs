@@ -64,10 +64,24 @@ impl Follower {
     pub(super) async fn logs_for(&mut self, run: &mut Vec<FollowedBlock>) -> Option<Vec<Vec<Log>>> {
         let Some(filter) = self.filter.clone() else { return Some(vec![Vec::new(); run.len()]) };
         if self.prove {
-            run.truncate(1);
-            if let Some(proven) = self.proven_logs(&filter, run[0]).await {
-                return proven.map(|logs| vec![logs]);
+            // Each block of the run proven in turn; the run cut before the first that could
+            // not be (so the blocks read ahead are not read again for each block).
+            let mut proven = Vec::with_capacity(run.len());
+            for (at, block) in run.clone().into_iter().enumerate() {
+                match self.proven_logs(&filter, block).await {
+                    Some(Some(logs)) => proven.push(logs),
+                    Some(None) if at == 0 => return None,
+                    None if at == 0 => break,
+                    Some(None) | None => {
+                        run.truncate(at);
+                        return Some(proven);
+                    }
+                }
             }
+            if !proven.is_empty() {
+                return Some(proven);
+            }
+            run.truncate(1);
         }
         let logs = match self.logs_of(filter.clone(), run).await {
             None if run.len() > 1 => {

@@ -1,8 +1,11 @@
-//! The liar scenario's chain and its providers: honest, or lying in well-formed ways.
+//! The liar scenario's chain and its providers: honest (possibly flapping), or lying in
+//! well-formed ways.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use alloy::primitives::B256;
+use alloy::consensus::{Receipt, ReceiptEnvelope, ReceiptWithBloom};
+use alloy::primitives::{Address, B256, Bytes};
 use failnext_loopback::{Action, Received, Reply, Server};
 use serde_json::{Value, json};
 
@@ -15,47 +18,114 @@ pub(super) const BALANCE: u64 = 1_000_000_000_000_000_000;
 /// The account whose balance is read.
 pub(super) const ACCOUNT: &str = "0x00000000000000000000000000000000000000aa";
 
+/// The contract every block's transaction calls; it emits one log.
+const EMITS: Address = Address::repeat_byte(0xee);
+
+/// How long each flapping provider is down in turn (then up for three times as long).
+pub(super) const FLAP: Duration = Duration::from_millis(100);
+
 /// What a provider lies about: its blocks (one header field changed, the hash kept), its
 /// state (a balance one wei more, `null` for a mined transaction's receipt, a receipt for a
-/// transaction nobody mined).
+/// transaction nobody mined), its logs (the log of every fourth block dropped, a copy of
+/// another's added, blooms and headers untouched so that only the receipts root shows it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Lies {
     pub(crate) blocks: bool,
     pub(crate) state: bool,
+    pub(crate) logs: bool,
 }
 
 impl Lies {
-    pub(super) const NONE: Lies = Lies { blocks: false, state: false };
+    pub(super) const NONE: Lies = Lies { blocks: false, state: false, logs: false };
+}
+
+/// When a provider is down: never, or during its turn (`0..3`) of a rotation in which each
+/// flapping provider is down for [`FLAP`] and at most one is down at a time.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Flaps {
+    Never,
+    Turn(u32),
+}
+
+impl Flaps {
+    fn down(self, since: Instant) -> bool {
+        match self {
+            Flaps::Never => false,
+            Flaps::Turn(turn) => (since.elapsed().as_millis() / FLAP.as_millis()) % 4 == u128::from(turn),
+        }
+    }
 }
 
 /// Blocks 0..[`BLOCKS`], each header hashed by alloy and linked to its parent, one
-/// transaction each (hash `n + 1` as 32 bytes).
+/// transaction each (hash `n + 1` as 32 bytes) with one log, its receipt hashed into the
+/// header's receipts root and its log into the header's bloom.
 #[derive(Debug)]
 pub(super) struct Chain {
     blocks: Vec<Value>,
+    receipts: Vec<Value>,
+    started: Instant,
 }
 
 impl Chain {
     pub(super) fn new() -> Chain {
         let mut parent = B256::ZERO;
-        let blocks = (0..BLOCKS)
-            .map(|number| {
-                let inner = alloy::consensus::Header {
-                    number,
-                    parent_hash: parent,
-                    gas_limit: 30_000_000,
-                    gas_used: 21_000,
-                    timestamp: 1_700_000_000 + 12 * number,
-                    ..Default::default()
-                };
-                let header = alloy::rpc::types::Header::new(inner);
-                parent = header.hash;
-                let mut block = serde_json::to_value(header).unwrap_or_default();
-                block["transactions"] = json!([Chain::tx_of(number)]);
-                block
-            })
-            .collect();
-        Chain { blocks }
+        let (mut blocks, mut receipts) = (Vec::new(), Vec::new());
+        for number in 0..BLOCKS {
+            let log = alloy::primitives::Log::new_unchecked(
+                EMITS,
+                vec![B256::with_last_byte(1)],
+                Bytes::from(number.to_be_bytes().to_vec()),
+            );
+            let receipt =
+                Receipt { status: true.into(), cumulative_gas_used: 21_000, logs: vec![log.clone()] };
+            let with_bloom = ReceiptWithBloom::from(receipt);
+            let bloom = with_bloom.logs_bloom;
+            let envelope = ReceiptEnvelope::Eip1559(with_bloom);
+            let inner = alloy::consensus::Header {
+                number,
+                parent_hash: parent,
+                logs_bloom: bloom,
+                receipts_root: alloy::consensus::proofs::calculate_receipt_root(std::slice::from_ref(
+                    &envelope,
+                )),
+                gas_limit: 30_000_000,
+                gas_used: 21_000,
+                timestamp: 1_700_000_000 + 12 * number,
+                ..Default::default()
+            };
+            let header = alloy::rpc::types::Header::new(inner);
+            parent = header.hash;
+            let tx = Chain::tx_of(number);
+            let rpc_log = alloy::rpc::types::Log {
+                inner: log,
+                block_hash: Some(header.hash),
+                block_number: Some(number),
+                block_timestamp: None,
+                transaction_hash: Some(tx),
+                transaction_index: Some(0),
+                log_index: Some(0),
+                removed: false,
+            };
+            let rpc = alloy::rpc::types::TransactionReceipt {
+                inner: envelope.map_logs(|_| rpc_log.clone()),
+                transaction_hash: tx,
+                transaction_index: Some(0),
+                block_hash: Some(header.hash),
+                block_number: Some(number),
+                gas_used: 21_000,
+                effective_gas_price: 1,
+                blob_gas_used: None,
+                blob_gas_price: None,
+                from: Address::repeat_byte(1),
+                to: Some(EMITS),
+                contract_address: None,
+            };
+            receipts.push(serde_json::to_value(rpc).unwrap_or_default());
+            let mut block = serde_json::to_value(header).unwrap_or_default();
+            block["transactions"] = json!([tx]);
+            blocks.push(block);
+        }
+        Chain { blocks, receipts, started: Instant::now() }
     }
 
     fn tx_of(n: u64) -> B256 {
@@ -65,6 +135,11 @@ impl Chain {
     /// Block `n` as the chain has it.
     pub(super) fn block(&self, n: u64) -> Value {
         self.blocks.get(n as usize).cloned().unwrap_or(Value::Null)
+    }
+
+    /// Block `n`'s hash.
+    pub(super) fn hash(&self, n: u64) -> B256 {
+        serde_json::from_value(self.block(n)["hash"].clone()).unwrap_or_default()
     }
 
     /// Block `n`'s transaction.
@@ -79,23 +154,28 @@ impl Chain {
 
     /// The receipt of block `n`'s transaction.
     pub(super) fn receipt(&self, n: u64) -> Value {
-        let block = self.block(n);
-        json!({
-            "transactionHash": Chain::tx_of(n),
-            "transactionIndex": "0x0",
-            "blockHash": block["hash"],
-            "blockNumber": format!("{n:#x}"),
-            "status": "0x1",
-            "type": "0x2",
-            "gasUsed": "0x5208",
-            "cumulativeGasUsed": "0x5208",
-            "effectiveGasPrice": "0x1",
-            "from": "0x0000000000000000000000000000000000000001",
-            "to": ACCOUNT,
-            "contractAddress": null,
-            "logs": [],
-            "logsBloom": format!("0x{}", "0".repeat(512)),
-        })
+        self.receipts.get(n as usize).cloned().unwrap_or(Value::Null)
+    }
+
+    /// The receipt as a liar about logs tells it: block `n`'s log dropped when `n % 4 == 1`, a
+    /// copy of it added (the next log index) when `n % 4 == 3`.
+    fn receipt_told(&self, n: u64, lies: Lies) -> Value {
+        let mut receipt = self.receipt(n);
+        if lies.logs && n % 4 == 1 {
+            receipt["logs"] = json!([]);
+        } else if lies.logs && n % 4 == 3 {
+            let mut copy = receipt["logs"][0].clone();
+            copy["logIndex"] = json!("0x1");
+            receipt["logs"].as_array_mut().into_iter().for_each(|logs| logs.push(copy.clone()));
+        }
+        receipt
+    }
+
+    fn number_of(&self, block: &Value) -> Option<u64> {
+        if let Some(n) = block.as_str().and_then(|s| u64::from_str_radix(s.strip_prefix("0x")?, 16).ok()) {
+            return Some(n).filter(|n| *n < BLOCKS);
+        }
+        self.blocks.iter().position(|b| b["hash"] == *block).map(|n| n as u64)
     }
 
     /// What a provider of this chain answers to one call, lying as `lies` says.
@@ -103,9 +183,11 @@ impl Chain {
         match method {
             "eth_chainId" => json!("0x1"),
             "eth_blockNumber" => json!(format!("{:#x}", BLOCKS - 1)),
-            "eth_getBlockByNumber" => {
-                let n =
-                    params[0].as_str().and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok());
+            "eth_getBlockByNumber" | "eth_getBlockByHash" => {
+                let n = match params[0].as_str() {
+                    Some("latest") => Some(BLOCKS - 1),
+                    _ => self.number_of(&params[0]),
+                };
                 let mut block = n.map_or(Value::Null, |n| self.block(n));
                 if lies.blocks && !block.is_null() {
                     block["gasUsed"] = json!("0x0");
@@ -118,25 +200,45 @@ impl Chain {
                 let mined = (0..BLOCKS).find(|n| Some(Chain::tx_of(*n)) == asked);
                 match (mined, lies.state) {
                     (Some(_), true) => Value::Null,
-                    (Some(n), false) => self.receipt(n),
+                    (Some(n), false) => self.receipt_told(n, lies),
                     (None, true) => self.receipt(0),
                     (None, false) => Value::Null,
                 }
+            }
+            "eth_getBlockReceipts" => {
+                self.number_of(&params[0]).map_or(Value::Null, |n| json!([self.receipt_told(n, lies)]))
+            }
+            "eth_getLogs" => {
+                let filter = &params[0];
+                let range = match filter.get("blockHash") {
+                    Some(hash) => self.number_of(hash).map(|n| (n, n)),
+                    None => self.number_of(&filter["fromBlock"]).zip(self.number_of(&filter["toBlock"])),
+                };
+                let Some((from, to)) = range else { return json!([]) };
+                let logs = (from..=to)
+                    .flat_map(|n| self.receipt_told(n, lies)["logs"].as_array().cloned().unwrap_or_default());
+                Value::Array(logs.collect())
             }
             _ => Value::Null,
         }
     }
 
-    /// A provider of this chain on a loopback port.
-    pub(super) async fn serve(self: &Arc<Chain>, lies: Lies) -> Server {
+    /// A provider of this chain on a loopback port, down (503) when `flaps` says.
+    pub(super) async fn serve(self: &Arc<Chain>, lies: Lies, flaps: Flaps) -> Server {
         let chain = Arc::clone(self);
         Server::start(Arc::new(move |req: &Received| {
-            let call = req.json();
-            let result = chain.answer(call["method"].as_str().unwrap_or_default(), &call["params"], lies);
-            Action::Reply(
-                Reply::new(200)
-                    .json(json!({"jsonrpc": "2.0", "id": call["id"], "result": result}).to_string()),
-            )
+            if flaps.down(chain.started) {
+                return Action::Reply(Reply::new(503).text("service unavailable"));
+            }
+            let one = |call: &Value| {
+                let result = chain.answer(call["method"].as_str().unwrap_or_default(), &call["params"], lies);
+                json!({"jsonrpc": "2.0", "id": call["id"], "result": result})
+            };
+            let answer = match req.json() {
+                Value::Array(calls) => Value::Array(calls.iter().map(one).collect()),
+                call => one(&call),
+            };
+            Action::Reply(Reply::new(200).json(answer.to_string()))
         }))
         .await
     }
@@ -150,15 +252,18 @@ mod tests {
         serde_json::from_value(block.clone()).unwrap()
     }
 
+    const FORGER: Lies = Lies { blocks: true, state: false, logs: false };
+    const STATE_LIAR: Lies = Lies { blocks: false, state: true, logs: false };
+    const LOG_LIAR: Lies = Lies { blocks: false, state: false, logs: true };
+
     #[test]
     fn the_chains_blocks_hash_to_their_hash_and_the_forgers_do_not() {
         let chain = Chain::new();
-        let forger = Lies { blocks: true, state: false };
         for n in 0..BLOCKS {
             let params = json!([format!("{n:#x}"), false]);
             let true_block = header(&chain.answer("eth_getBlockByNumber", &params, Lies::NONE));
             assert_eq!(true_block.inner.hash_slow(), true_block.hash, "block {n}");
-            let forged = header(&chain.answer("eth_getBlockByNumber", &params, forger));
+            let forged = header(&chain.answer("eth_getBlockByNumber", &params, FORGER));
             assert_eq!(forged.hash, true_block.hash, "the hash kept");
             assert_ne!(forged.inner.hash_slow(), forged.hash, "block {n} forged");
         }
@@ -167,14 +272,39 @@ mod tests {
     #[test]
     fn the_state_liar_is_one_wei_off_denies_mined_receipts_and_invents_others() {
         let chain = Chain::new();
-        let liar = Lies { blocks: false, state: true };
         let balance = |lies| chain.answer("eth_getBalance", &json!([ACCOUNT, "latest"]), lies);
         assert_eq!(balance(Lies::NONE), json!(format!("{BALANCE:#x}")));
-        assert_eq!(balance(liar), json!(format!("{:#x}", BALANCE + 1)));
+        assert_eq!(balance(STATE_LIAR), json!(format!("{:#x}", BALANCE + 1)));
         let receipt = |tx: B256, lies| chain.answer("eth_getTransactionReceipt", &json!([tx]), lies);
         assert_eq!(receipt(chain.tx(3), Lies::NONE), chain.receipt(3));
-        assert_eq!(receipt(chain.tx(3), liar), Value::Null);
+        assert_eq!(receipt(chain.tx(3), STATE_LIAR), Value::Null);
         assert_eq!(receipt(chain.unknown_tx(3), Lies::NONE), Value::Null);
-        assert!(!receipt(chain.unknown_tx(3), liar).is_null());
+        assert!(!receipt(chain.unknown_tx(3), STATE_LIAR).is_null());
+    }
+
+    #[test]
+    fn the_receipts_hash_to_the_headers_root_and_the_log_liars_do_not() {
+        let chain = Chain::new();
+        let root = |receipts: Value| {
+            let receipts: Vec<alloy::rpc::types::TransactionReceipt> =
+                serde_json::from_value(receipts).unwrap();
+            let envelopes: Vec<ReceiptEnvelope> =
+                receipts.into_iter().map(|r| r.inner.map_logs(|l| l.inner)).collect();
+            alloy::consensus::proofs::calculate_receipt_root(&envelopes)
+        };
+        for n in 0..BLOCKS {
+            let hash = json!([chain.hash(n)]);
+            let claimed = header(&chain.block(n)).inner.receipts_root;
+            assert_eq!(root(chain.answer("eth_getBlockReceipts", &hash, Lies::NONE)), claimed, "block {n}");
+            let told = root(chain.answer("eth_getBlockReceipts", &hash, LOG_LIAR));
+            assert_eq!(told == claimed, n % 4 == 0 || n % 4 == 2, "block {n}: the liar's receipts");
+            let logs = chain.answer("eth_getLogs", &json!([{"blockHash": chain.hash(n)}]), LOG_LIAR);
+            let expected = [1, 0, 1, 2][n as usize % 4];
+            assert_eq!(
+                logs.as_array().map(Vec::len),
+                Some(expected),
+                "block {n}'s logs as the liar tells them"
+            );
+        }
     }
 }
