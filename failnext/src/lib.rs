@@ -618,6 +618,8 @@
 #[cfg(feature = "alloy")]
 pub mod alloy;
 mod events;
+#[cfg(feature = "redis")]
+pub mod fleet;
 mod flow;
 mod health;
 #[cfg(feature = "jsonrpc")]
@@ -627,7 +629,7 @@ pub mod quantity;
 mod request;
 
 pub use events::error::{Attempt, Error, PassedOver};
-pub use events::event::{AttemptOutcome, Event, ResultOutcome, SkipReason};
+pub use events::event::{AttemptOutcome, Event, FleetState, ResultOutcome, SkipReason};
 pub use events::trace::{NotTried, Trace, TraceEntry, TraceStep};
 pub use flow::budget::Budget;
 pub use flow::builder::FailoverBuilder;

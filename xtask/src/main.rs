@@ -18,6 +18,7 @@ mod anvil;
 mod callgrind;
 mod examples;
 mod publish;
+mod redis;
 mod steps;
 
 use std::env;
@@ -60,6 +61,7 @@ fn try_main() -> Result<(), DynError> {
         Some("soak") => soak(&rest),
         Some("props") => props(&rest),
         Some("anvil") => anvil::ensure_anvil().map(|path| say(&path.display().to_string())),
+        Some("redis") => redis::ensure_redis().map(|path| say(&path.display().to_string())),
         _ => {
             print_help();
             if task.is_some() || !rest.is_empty() { Err("unknown task".into()) } else { Ok(()) }
@@ -85,12 +87,14 @@ fn print_help() {
          props  [CASES]  the judging property tests at CASES cases each (default 10000; ci runs\n         \
                 the test default)\n  \
          anvil  install anvil (npm @foundry-rs/anvil-linux-amd64) into target/anvil/, print its path\n  \
+         redis  find redis-server, installing Debian's package when missing, print its path\n  \
          features  cargo check of each published crate with no features and each feature alone\n  \
          publish   cargo publish --dry-run -p failnext -p failnext-blocklag\n  \
          fmt    cargo fmt --check\n  \
          lint   cargo clippy --workspace --all-targets -- -D warnings\n  \
          test   cargo test --workspace (all features but the examples' tls), with anvil installed\n         \
-                first and passed to the real-node tests in FAILNEXT_ANVIL\n  \
+                first and passed to the real-node tests in FAILNEXT_ANVIL, and redis-server\n         \
+                (FAILNEXT_REDIS_SERVER) for the fleet tests\n  \
          doc    cargo doc --no-deps with RUSTDOCFLAGS=-D warnings");
 }
 
@@ -206,7 +210,19 @@ fn test() -> Result<(), DynError> {
             path.to_str().ok_or("the anvil path is not UTF-8")?.to_owned()
         }
     };
-    section("test", || cargo(&["test", "--workspace", "--features", FEATURES], &[("FAILNEXT_ANVIL", &anvil)]))
+    let redis = match env::var("FAILNEXT_REDIS_SERVER") {
+        Ok(path) if !path.is_empty() => path,
+        _ => {
+            let path = section("redis-server", redis::ensure_redis)?;
+            path.to_str().ok_or("the redis-server path is not UTF-8")?.to_owned()
+        }
+    };
+    section("test", || {
+        cargo(
+            &["test", "--workspace", "--features", FEATURES],
+            &[("FAILNEXT_ANVIL", &anvil), ("FAILNEXT_REDIS_SERVER", &redis)],
+        )
+    })
 }
 
 fn doc() -> Result<(), DynError> {

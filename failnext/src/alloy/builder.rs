@@ -466,6 +466,16 @@ impl FailoverTransportBuilder {
         self
     }
 
+    /// Makes this transport one of a fleet sharing `fleet`'s Redis (feature `redis`): see
+    /// [`FailoverBuilder::fleet`]. A write to a budgeted provider is admitted like any
+    /// request; refused, it is not sent anywhere it was not routed to (a write that may not
+    /// fail over fails, unsent).
+    #[cfg(feature = "redis")]
+    pub fn fleet(mut self, fleet: crate::fleet::Fleet) -> Self {
+        self.failover = self.failover.fleet(fleet);
+        self
+    }
+
     /// See [`FailoverBuilder::on_event`].
     pub fn on_event(mut self, hook: impl Fn(&Event<'_>) + Send + Sync + 'static) -> Self {
         self.failover = self.failover.on_event(hook);

@@ -174,6 +174,12 @@ pub enum Event<'a> {
         /// The block both providers answered.
         number: Option<u64>,
     },
+    /// The fleet's Redis (feature `redis`) was found unavailable, or back: told once per
+    /// change, by the request whose admission found it. Not part of a request's sequence.
+    Fleet {
+        /// Unavailable (the process goes on with its own view and budgets) or rejoined.
+        state: FleetState,
+    },
     /// The request is about to return; always the last event of a request.
     Result {
         /// The endpoint whose response is returned (for a retained response, the one that
@@ -201,18 +207,32 @@ pub enum SkipReason {
     /// The request's [`Scope`](crate::Scope) ruled it out: it cannot serve this request (it
     /// lacks a capability the request needs, does not know its block, is below its floor).
     Unfit,
+    /// The fleet's budget for it (feature `redis`) is spent for now, or it cools fleet-wide.
+    FleetBudget,
+}
+
+/// Whether the fleet's Redis is reachable, as told by [`Event::Fleet`] (feature `redis`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FleetState {
+    /// Redis did not answer within the fleet's timeout (or refused): this process goes on
+    /// with its own view and budgets.
+    Unavailable,
+    /// Redis answers again: this process is back on the fleet's view.
+    Rejoined,
 }
 
 impl SkipReason {
     /// Every reason, in declaration order: `ALL[r as usize] == r`.
     #[cfg_attr(not(feature = "metrics"), allow(dead_code, reason = "the metric's keys, one per reason"))]
-    pub(crate) const ALL: [SkipReason; 6] = [
+    pub(crate) const ALL: [SkipReason; 7] = [
         SkipReason::Excluded,
         SkipReason::Ineligible,
         SkipReason::Cooling,
         SkipReason::BreakerOpen,
         SkipReason::TrialBusy,
         SkipReason::Unfit,
+        SkipReason::FleetBudget,
     ];
 
     /// The reason as the tracing event and the metric label say it.
@@ -228,6 +248,7 @@ impl SkipReason {
             SkipReason::BreakerOpen => "open",
             SkipReason::TrialBusy => "trial_busy",
             SkipReason::Unfit => "unfit",
+            SkipReason::FleetBudget => "fleet_budget",
         }
     }
 }
@@ -362,6 +383,14 @@ fn trace(event: &Event<'_>) {
         | Event::Disagreed { .. }
         | Event::ForgedBlock { .. }
         | Event::BlocksUnverifiable { .. } => trace_chain(event),
+        Event::Fleet { state: FleetState::Unavailable } => {
+            tracing::warn!(
+                "failnext: the fleet's Redis is unavailable; going on with this process's own view"
+            );
+        }
+        Event::Fleet { state: FleetState::Rejoined } => {
+            tracing::info!("failnext: the fleet's Redis answers again; back on the fleet's view");
+        }
         Event::Result { endpoint, outcome } => {
             let endpoint = endpoint.map_or("", |e| e.as_str());
             match outcome {

@@ -8,13 +8,14 @@
 //! | `failnext_attempt_seconds` | histogram | `endpoint` (until the response's headers or the error) |
 //! | `failnext_failovers_total` | counter | `endpoint` (an attempt judged `FailOver`: the request moves on from it, if it may) |
 //! | `failnext_hedges_total` | counter | `endpoint` (the one whose first attempt was hedged) |
-//! | `failnext_skips_total` | counter | `endpoint`, `reason` (`excluded`, `ineligible`, `cooling`, `open`, `trial_busy`, `unfit`) |
+//! | `failnext_skips_total` | counter | `endpoint`, `reason` (`excluded`, `ineligible`, `cooling`, `open`, `trial_busy`, `unfit`, `fleet_budget`) |
 //! | `failnext_breaker_transitions_total` | counter | `endpoint`, `state` (`open`, `half_open`, `closed`) |
 //! | `failnext_follower_backfilled_blocks_total` | counter | none (blocks a chain follower read in a batch to catch up) |
 //! | `failnext_follower_reorgs_total`, `failnext_follower_reorged_blocks_total` | counter | none (reorgs a chain follower reported, and the blocks they dropped) |
 //! | `failnext_forged_blocks_total` | counter | `endpoint` (blocks the alloy transport rejected: not the chain's) |
 //! | `failnext_disagreements_total` | counter | `endpoint` (consensus reads it answered otherwise than the quorum) |
 //! | `failnext_blocks_unverifiable_total` | counter | none (chains found not to hash as Ethereum: block checks turned off) |
+//! | `failnext_fleet_unavailable_total` | counter | none (the fleet's Redis found unavailable, feature `redis`) |
 //!
 //! Fed from one place, the event stream ([`record`], called for every [`Event`] before the
 //! application's hook sees it): whatever an event says, the metrics say, and nothing else.
@@ -55,7 +56,7 @@ pub(crate) struct Keys {
     seconds: Key,
     failovers: Key,
     hedges: Key,
-    skips: [Key; 6],
+    skips: [Key; 7],
     breaker: [Key; 3],
     forged: Key,
     disagreed: Key,
@@ -97,6 +98,7 @@ static BACKFILLED_BLOCKS: Key = Key::from_static_name("failnext_follower_backfil
 static REORGS: Key = Key::from_static_name("failnext_follower_reorgs_total");
 static REORGED_BLOCKS: Key = Key::from_static_name("failnext_follower_reorged_blocks_total");
 static UNVERIFIABLE: Key = Key::from_static_name("failnext_blocks_unverifiable_total");
+static FLEET_UNAVAILABLE: Key = Key::from_static_name("failnext_fleet_unavailable_total");
 
 /// What `event` says, as metrics; `keys` finds an endpoint's keys.
 pub(crate) fn record<'k>(event: &Event<'_>, keys: impl Fn(&EndpointId) -> Option<&'k Keys>) {
@@ -149,6 +151,7 @@ pub(crate) fn record<'k>(event: &Event<'_>, keys: impl Fn(&EndpointId) -> Option
             }
         }
         Event::BlocksUnverifiable { .. } => count(&UNVERIFIABLE),
+        Event::Fleet { state: crate::FleetState::Unavailable } => count(&FLEET_UNAVAILABLE),
         Event::Backfilled { blocks, .. } => count_by(&BACKFILLED_BLOCKS, blocks),
         Event::Reorged { depth, .. } => {
             count(&REORGS);

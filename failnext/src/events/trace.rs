@@ -45,6 +45,9 @@ pub enum TraceStep {
     BreakerOpen(Duration),
     /// Passed over: another request held its breaker's trial.
     TrialBusy,
+    /// Passed over: the fleet's budget for it was spent, or it cooled fleet-wide (feature
+    /// `redis`).
+    FleetBudget,
     /// The request waited for another request's trial on it.
     WaitedForTrial,
     /// It was started as a hedge, while the first attempt was still running.
@@ -161,6 +164,7 @@ impl fmt::Display for TraceStep {
             TraceStep::Cooling(d) => write!(f, "cooling down for {d:.1?}"),
             TraceStep::BreakerOpen(d) => write!(f, "breaker open for {d:.1?}"),
             TraceStep::TrialBusy => f.write_str("half-open, its trial taken by another request"),
+            TraceStep::FleetBudget => f.write_str("the fleet's budget for it spent, or cooling fleet-wide"),
             TraceStep::WaitedForTrial => f.write_str("waited for another request's trial"),
             TraceStep::Hedged => f.write_str("hedged"),
             TraceStep::Tried { attempt, outcome, class } => {

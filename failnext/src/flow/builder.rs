@@ -50,6 +50,8 @@ pub struct FailoverBuilder {
     ordering: Option<LatencyOrdering>,
     hook: Option<HookFn>,
     source: Option<Arc<dyn HealthSource>>,
+    #[cfg(feature = "redis")]
+    fleet: Option<crate::fleet::Fleet>,
 }
 
 impl FailoverBuilder {
@@ -68,6 +70,8 @@ impl FailoverBuilder {
             hedge: crate::request::setting::Setting::Default,
             ordering: None,
             hook: None,
+            #[cfg(feature = "redis")]
+            fleet: None,
             source: None,
         }
     }
@@ -233,6 +237,19 @@ impl FailoverBuilder {
         self
     }
 
+    /// Makes this process one of a fleet sharing `fleet`'s Redis (feature `redis`): the
+    /// providers [budgeted](crate::fleet::Fleet::budget) there are sent a request only when
+    /// the fleet's budget admits it (else the request goes to the next provider, told as
+    /// [`SkipReason::FleetBudget`](crate::SkipReason::FleetBudget)), and a cooldown this
+    /// process starts on one of them holds for every process. A request to a budgeted
+    /// provider waits at most the fleet's [timeout](crate::fleet::Fleet::timeout) for Redis;
+    /// hedges never go to a budgeted provider. See [`fleet`](crate::fleet).
+    #[cfg(feature = "redis")]
+    pub fn fleet(mut self, fleet: crate::fleet::Fleet) -> Self {
+        self.fleet = Some(fleet);
+        self
+    }
+
     /// Orders endpoints by latency as well as priority; see [`LatencyOrdering`]. Default: none,
     /// priority order only (the reference rule).
     pub fn latency_ordering(mut self, ordering: LatencyOrdering) -> Self {
@@ -358,6 +375,8 @@ impl FailoverBuilder {
                 .map(|rule| crate::health::latency::Ordered::new(rule, self.source.is_some())),
             events: Emitter::new(self.hook),
             paired,
+            #[cfg(feature = "redis")]
+            fleet: self.fleet,
         });
         if let Some(source) = &self.source {
             source.pair(failover.latency_feed());

@@ -52,8 +52,21 @@ pub(crate) fn plain(shared: &Shared, opts: &RequestOptions<'_>, scope: Option<&d
         && opts.preferred.is_none()
         && !opts.trace
         && first.health.admits_freely()
+        && no_fleet(shared)
         && scope.is_none_or(|scope| scope.unfit(first.id()).is_none());
     applies.then_some(Plain { permission: opts.permission, deadline: opts.deadline })
+}
+
+/// Whether no fleet (feature `redis`) admits attempts: a fleet's request goes the whole way.
+#[inline]
+fn no_fleet(shared: &Shared) -> bool {
+    #[cfg(feature = "redis")]
+    return shared.fleet.is_none();
+    #[cfg(not(feature = "redis"))]
+    {
+        let _ = shared;
+        true
+    }
 }
 
 /// One request on the fast path ([`plain`] said it may take it), from its first attempt to its

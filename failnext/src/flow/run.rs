@@ -47,6 +47,7 @@ pub(crate) async fn run<S: Sender>(
     if let Some(outcome) = settle(&mut session, turn, judged) {
         return outcome;
     }
+    published(shared, i);
     // Not settled by the first attempt: the rest of the loop, boxed.
     let step = session.next();
     Box::pin(rest(shared, session, step, ext, sender)).await
@@ -71,7 +72,17 @@ pub(crate) async fn rest<S: Sender>(
                 if let Some(outcome) = settle(&mut session, turn, judged) {
                     return outcome;
                 }
+                published(shared, i);
             }
+            #[cfg(feature = "redis")]
+            Step::Admit(i) => {
+                if let Some(fleet) = &shared.fleet {
+                    let (admission, state) = fleet.admit(shared.slots[i].id()).await;
+                    session.admission(i, admission == crate::fleet::Admission::Admitted, state);
+                }
+            }
+            #[cfg(not(feature = "redis"))]
+            Step::Admit(_) => {}
             Step::Hedge(i, req, after) => {
                 let race = Race { shared, first: i, after };
                 if let Some(outcome) = race.run(&mut session, req, ext, sender).await {
@@ -87,6 +98,20 @@ pub(crate) async fn rest<S: Sender>(
         }
         step = session.next();
     }
+}
+
+/// After an attempt to endpoint `i` that did not settle the request: a cooldown it started
+/// is published to the fleet (feature `redis`), so that no process of the fleet meets it.
+#[inline]
+fn published(shared: &Shared, i: usize) {
+    #[cfg(feature = "redis")]
+    if let Some(fleet) = &shared.fleet {
+        let slot = &shared.slots[i];
+        if let Some(until) = slot.health.cooling_until() {
+            fleet.cooling(slot.id(), until);
+        }
+    }
+    let _ = (shared, i);
 }
 
 /// The attempt `session` is about to send to endpoint `i`.

@@ -41,6 +41,9 @@ pub(crate) struct Shared {
     pub(crate) events: Emitter,
     /// The paired health source ([`FailoverBuilder::monitor`](crate::FailoverBuilder::monitor)).
     pub(crate) paired: Option<crate::health::paired::Paired>,
+    /// The fleet, when the process is one of many ([`FailoverBuilder::fleet`](crate::FailoverBuilder::fleet)).
+    #[cfg(feature = "redis")]
+    pub(crate) fleet: Option<crate::fleet::Fleet>,
 }
 
 impl Shared {

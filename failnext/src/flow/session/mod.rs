@@ -34,6 +34,10 @@ pub(crate) enum Step {
     /// Wait (bounded by the attempt timeout) for the trial in flight at the endpoint at this
     /// index to end, then ask again: the last resort found nothing else.
     Wait(usize),
+    /// Ask the fleet (feature `redis`) whether an attempt may go to the endpoint at this
+    /// index, then tell the session with [`Session::admission`].
+    #[cfg_attr(not(feature = "redis"), allow(dead_code, reason = "only a fleet admits"))]
+    Admit(usize),
     /// Send nothing more.
     Stop(Stop),
 }
@@ -145,6 +149,9 @@ pub(crate) struct Session<'a> {
     deadline: Option<(tokio::time::Instant, std::time::Duration)>,
     /// The request's trace, when it asked for one.
     tracer: Option<Box<Tracer>>,
+    /// The endpoint the fleet admitted for the next attempt (feature `redis`).
+    #[cfg_attr(not(feature = "redis"), allow(dead_code, reason = "only a fleet admits"))]
+    admitted: Option<usize>,
 }
 
 mod end;
@@ -225,6 +232,7 @@ impl<'a> Session<'a> {
             tally: None,
             deadline: opts.deadline.or(shared.deadline).map(|d| (tokio::time::Instant::now() + d, d)),
             tracer,
+            admitted: None,
         })
     }
 
@@ -249,6 +257,11 @@ impl<'a> Session<'a> {
             }
             None => return Step::Stop(Stop::NoCandidate),
         };
+        if self.needs_admission(i) {
+            // Asked first; the plan gives it again once admitted.
+            self.trial = None;
+            return Step::Admit(i);
+        }
         if self.sent > 0 && !self.withdraw() {
             return Step::Stop(Stop::BudgetSpent);
         }
@@ -292,6 +305,11 @@ impl<'a> Session<'a> {
                 None if !reserve && self.plan.has_more() => return Partner::Later,
                 None => Stop::NoCandidate,
                 Some(Choice::Wait(_)) => Stop::NoCandidate,
+                Some(Choice::Send(j)) if self.needs_admission(j) => {
+                    // A hedge would spend the fleet's budget twice for one read.
+                    self.plan.put_back(j);
+                    Stop::NoCandidate
+                }
                 Some(Choice::Send(j)) if !self.withdraw() => {
                     self.plan.put_back(j);
                     Stop::BudgetSpent
@@ -311,6 +329,38 @@ impl<'a> Session<'a> {
             tracer.add(first, TraceStep::NotHedged(stop.why()));
         }
         Partner::None
+    }
+
+    /// Whether an attempt to `i` must be admitted by the fleet first (and has not been).
+    #[inline]
+    fn needs_admission(&mut self, i: usize) -> bool {
+        #[cfg(feature = "redis")]
+        if let Some(fleet) = &self.shared.fleet {
+            let admitted = self.admitted.take() == Some(i);
+            return !admitted && fleet.budgets(self.shared.slots[i].id());
+        }
+        let _ = i;
+        false
+    }
+
+    /// What the fleet said of an attempt to `i` ([`Step::Admit`]): admitted, `i` is the next
+    /// candidate again; refused, it is passed over as if cooling.
+    #[cfg(feature = "redis")]
+    pub(crate) fn admission(&mut self, i: usize, admitted: bool, state: Option<crate::FleetState>) {
+        if let Some(state) = state {
+            self.shared.emit(|| Event::Fleet { state });
+        }
+        if admitted {
+            self.plan.put_back(i);
+            self.admitted = Some(i);
+            return;
+        }
+        self.plan.pass_cooling(i);
+        let endpoint = self.shared.slots[i].id();
+        self.shared.emit(|| Event::Skipped { endpoint, reason: crate::SkipReason::FleetBudget, unfit: None });
+        if let Some(tracer) = &mut self.tracer {
+            tracer.add(i, TraceStep::FleetBudget);
+        }
     }
 
     /// A failover attempt's token from the budget (always granted without one). Refused, a

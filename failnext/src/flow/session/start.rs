@@ -70,6 +70,7 @@ impl<'a> Session<'a> {
             tally: None,
             deadline: begun.deadline,
             tracer: None,
+            admitted: None,
         }
     }
 }

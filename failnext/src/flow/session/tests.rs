@@ -26,6 +26,7 @@ fn sent_to(step: Step) -> usize {
         Step::Send(i, _) => i,
         Step::Hedge(i, _, after) => panic!("sent to {i}, hedged after {after:?}"),
         Step::Wait(i) => panic!("waits for {i}"),
+        Step::Admit(i) => panic!("asks the fleet for {i}"),
         Step::Stop(reason) => panic!("stopped: {reason:?}"),
     }
 }
@@ -34,6 +35,7 @@ fn stopped(step: Step) -> Stop {
     match step {
         Step::Send(i, _) | Step::Hedge(i, _, _) => panic!("sent to {i}"),
         Step::Wait(i) => panic!("waits for {i}"),
+        Step::Admit(i) => panic!("asks the fleet for {i}"),
         Step::Stop(reason) => reason,
     }
 }

@@ -1,0 +1,412 @@
+//! A fleet: many processes on the same provider keys sharing one quota per provider and the
+//! providers' cooldowns through Redis (feature `redis`).
+//!
+//! Every process opens the same [`Fleet`] (one Redis URL, one fleet name) and gives it to its
+//! [`FailoverBuilder::fleet`](crate::FailoverBuilder::fleet) or
+//! [`FailoverTransportBuilder::fleet`](crate::alloy::FailoverTransportBuilder::fleet). Then:
+//!
+//! - **One quota per provider per fleet.** A provider given a [`Rate`] with
+//!   [`Fleet::budget`] is sent a request only when the fleet's budget for it admits one:
+//!   one Redis round trip per attempt to it, a script that runs atomically in Redis (the
+//!   generic cell rate algorithm on Redis's own clock, so there is no read-modify-write
+//!   race between processes and no clock skew between machines). A request the budget
+//!   refuses is not sent there: it goes to the next provider, as for a provider cooling down
+//!   ([`SkipReason::FleetBudget`](crate::SkipReason::FleetBudget)), so the fleet stays under
+//!   the provider's limit and the reads over it are served elsewhere instead of meeting a 429.
+//! - **A cooldown seen by one is seen by all.** When a provider with a budget starts cooling
+//!   in one process (a 429 with `Retry-After`, a quota answer, a breaker opening), the process
+//!   publishes it, and the admission script of every process refuses that provider until the
+//!   cooldown ends.
+//!
+//! Redis is help, never a dependency: every call is bounded by [`Fleet::timeout`] (50 ms by
+//! default). When Redis is slow, down or flushed, each process admits by a budget of its own
+//! at the provider's rate (it cannot know its share of the fleet without Redis; the provider's
+//! own 429s then cool it as before), tells it once ([`Event::Fleet`](crate::Event::Fleet) with
+//! [`FleetState::Unavailable`]), tries to reconnect in the background at most every
+//! [`RECONNECT_EVERY`], and tells [`FleetState::Rejoined`] when Redis answers again. No
+//! request waits on Redis longer than the timeout; none is lost.
+//!
+//! Keys are `failnext:{fleet name}:...` and name endpoints by their ids only, never by a URL.
+//! The Redis URL and the fleet name are shown by no `Debug`, error or event.
+//!
+//! ```no_run
+//! use failnext::fleet::{Fleet, Rate};
+//! use failnext::{Endpoint, Failover};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let fleet = Fleet::connect("redis://127.0.0.1:6379", "bots")?
+//!     .budget("primary", Rate::per_second(200).burst(20));
+//! let failover = Failover::builder([
+//!     Endpoint::new("primary", "https://eth.example.com/v2/KEY"),
+//!     Endpoint::new("backup", "https://backup.example.org"),
+//! ])
+//! .fleet(fleet)
+//! .build()?;
+//! # drop(failover);
+//! # Ok(())
+//! # }
+//! ```
+
+mod script;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use redis::aio::MultiplexedConnection;
+use tokio::time::Instant;
+
+use crate::EndpointId;
+
+/// How often a process whose Redis is unavailable tries to connect again.
+pub const RECONNECT_EVERY: Duration = Duration::from_millis(250);
+
+/// A provider's request budget for the whole fleet: `per_second` requests a second on
+/// average, up to `burst` at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    per_second: u32,
+    burst: u32,
+}
+
+impl Rate {
+    /// `n` requests a second, a burst of one (set it with [`burst`](Rate::burst)). `n` is at
+    /// least 1.
+    #[must_use]
+    pub const fn per_second(n: u32) -> Rate {
+        Rate { per_second: if n == 0 { 1 } else { n }, burst: 1 }
+    }
+
+    /// Up to `n` requests at once (at least 1).
+    #[must_use]
+    pub const fn burst(mut self, n: u32) -> Rate {
+        self.burst = if n == 0 { 1 } else { n };
+        self
+    }
+
+    /// Time between two requests at this rate, in microseconds.
+    fn interval_us(self) -> u64 {
+        1_000_000 / u64::from(self.per_second)
+    }
+
+    /// How far ahead of now the budget may be spent, in microseconds (`burst - 1` intervals).
+    fn tolerance_us(self) -> u64 {
+        self.interval_us() * u64::from(self.burst - 1)
+    }
+}
+
+pub use crate::FleetState;
+
+/// Why a [`Fleet`] could not be opened.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FleetError {
+    /// The Redis URL is not one (the URL itself is not shown: it may hold a password).
+    #[error("the fleet's Redis URL is not a valid redis:// URL ({0})")]
+    BadUrl(&'static str),
+    /// The fleet name is empty, or holds a character that would blur the key namespace.
+    #[error("the fleet's name must be non-empty and hold no ':', '{{', '}}', space or control character")]
+    BadName,
+}
+
+/// A fleet's shared view on Redis; cheap to clone (one connection per process, shared).
+/// See the [module](self).
+#[derive(Clone)]
+pub struct Fleet {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    client: redis::Client,
+    /// `failnext:{name}:`.
+    prefix: String,
+    budgets: HashMap<EndpointId, Rate>,
+    timeout: Duration,
+    link: Mutex<Link>,
+    /// Whether Redis was last found unavailable (told once per change).
+    down: AtomicBool,
+    /// Whether a first connection was tried (inline, bounded by the timeout).
+    tried: AtomicBool,
+    /// Per endpoint: the local budget used while Redis is unavailable (the instant the next
+    /// request is theoretically due, as in the script).
+    local: Mutex<HashMap<EndpointId, Instant>>,
+    /// Per endpoint: the end of the cooldown last published.
+    published: Mutex<HashMap<EndpointId, Instant>>,
+}
+
+/// The connection, or when the last attempt to make one began.
+enum Link {
+    Up(MultiplexedConnection),
+    Down { since: Option<Instant>, connecting: bool },
+}
+
+/// What the fleet says of an attempt to a provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Admission {
+    /// Send.
+    Admitted,
+    /// Do not: the budget is spent, or the provider is cooling fleet-wide.
+    Refused,
+}
+
+impl fmt::Debug for Fleet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut budgets: Vec<(&str, Rate)> =
+            self.inner.budgets.iter().map(|(id, r)| (id.as_str(), *r)).collect();
+        budgets.sort_by_key(|(id, _)| *id);
+        f.debug_struct("Fleet")
+            .field("redis", &"<redacted>")
+            .field("name", &"<redacted>")
+            .field("budgets", &budgets)
+            .field("timeout", &self.inner.timeout)
+            .field("available", &!self.inner.down.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl Fleet {
+    /// A fleet named `name` on the Redis at `redis_url` (`redis://[:password@]host:port[/db]`).
+    /// Nothing is sent yet: the connection is made at the first use, and a process started
+    /// while Redis is down runs on its own view until Redis answers.
+    ///
+    /// # Errors
+    ///
+    /// [`FleetError::BadUrl`] when `redis_url` is not a Redis URL, [`FleetError::BadName`]
+    /// when `name` is empty or holds `:`, braces, spaces or control characters.
+    pub fn connect(redis_url: &str, name: &str) -> Result<Fleet, FleetError> {
+        let bad = |c: char| c == ':' || c == '{' || c == '}' || c.is_whitespace() || c.is_control();
+        if name.is_empty() || name.chars().any(bad) {
+            return Err(FleetError::BadName);
+        }
+        if !(redis_url.starts_with("redis://") || redis_url.starts_with("redis+unix://")) {
+            return Err(FleetError::BadUrl("the scheme is not redis://"));
+        }
+        let client = redis::Client::open(redis_url).map_err(|_| FleetError::BadUrl("it does not parse"))?;
+        Ok(Fleet {
+            inner: Arc::new(Inner {
+                client,
+                prefix: format!("failnext:{name}:"),
+                budgets: HashMap::new(),
+                timeout: Duration::from_millis(50),
+                link: Mutex::new(Link::Down { since: None, connecting: false }),
+                down: AtomicBool::new(false),
+                tried: AtomicBool::new(false),
+                local: Mutex::new(HashMap::new()),
+                published: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    fn edit(mut self, f: impl FnOnce(&mut Inner)) -> Fleet {
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => f(inner),
+            None => {
+                // Configured after a clone: configure a copy (the clone keeps the old one).
+                let old = &self.inner;
+                let mut inner = Inner {
+                    client: old.client.clone(),
+                    prefix: old.prefix.clone(),
+                    budgets: old.budgets.clone(),
+                    timeout: old.timeout,
+                    link: Mutex::new(Link::Down { since: None, connecting: false }),
+                    down: AtomicBool::new(false),
+                    tried: AtomicBool::new(false),
+                    local: Mutex::new(HashMap::new()),
+                    published: Mutex::new(HashMap::new()),
+                };
+                f(&mut inner);
+                self.inner = Arc::new(inner);
+            }
+        }
+        self
+    }
+
+    /// Gives the provider `endpoint` a request budget for the whole fleet: every attempt to it
+    /// is admitted by Redis first (see the [module](self)).
+    #[must_use]
+    pub fn budget(self, endpoint: impl Into<EndpointId>, rate: Rate) -> Fleet {
+        let endpoint = endpoint.into();
+        self.edit(|inner| {
+            inner.budgets.insert(endpoint, rate);
+        })
+    }
+
+    /// How long any Redis call may take (50 ms by default; at least 1 ms): past it, the
+    /// process goes on with its own view.
+    #[must_use]
+    pub fn timeout(self, timeout: Duration) -> Fleet {
+        self.edit(|inner| inner.timeout = timeout.max(Duration::from_millis(1)))
+    }
+
+    /// Whether `endpoint` has a fleet budget (its attempts are admitted first).
+    pub(crate) fn budgets(&self, endpoint: &EndpointId) -> bool {
+        self.inner.budgets.contains_key(endpoint)
+    }
+
+    /// Whether Redis was found available at the last call.
+    #[must_use]
+    pub fn is_available(&self) -> bool {
+        !self.inner.down.load(Ordering::Relaxed)
+    }
+
+    /// Asks the fleet whether an attempt to `endpoint` may go now; and, when this call found
+    /// Redis unavailable or back, the new state (to be told once). Never waits longer than the
+    /// timeout; without a budget for `endpoint`, admitted at once.
+    pub(crate) async fn admit(&self, endpoint: &EndpointId) -> (Admission, Option<FleetState>) {
+        let Some(rate) = self.inner.budgets.get(endpoint).copied() else {
+            return (Admission::Admitted, None);
+        };
+        let keys = (self.key("budget", endpoint), self.key("cool", endpoint));
+        let asked = self.call(|mut conn| async move {
+            script::admit()
+                .key(&keys.0)
+                .key(&keys.1)
+                .arg(rate.interval_us())
+                .arg(rate.tolerance_us())
+                .invoke_async::<i64>(&mut conn)
+                .await
+        });
+        match asked.await {
+            (Some(admitted), told) => {
+                (if admitted == 1 { Admission::Admitted } else { Admission::Refused }, told)
+            }
+            (None, told) => (self.admit_locally(endpoint, rate), told),
+        }
+    }
+
+    /// The local budget while Redis is unavailable: the same algorithm on this process's clock.
+    fn admit_locally(&self, endpoint: &EndpointId, rate: Rate) -> Admission {
+        let now = Instant::now();
+        let mut local = self.inner.local.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let due = local.entry(endpoint.clone()).or_insert(now);
+        let tat = (*due).max(now);
+        if tat.saturating_duration_since(now) > Duration::from_micros(rate.tolerance_us()) {
+            return Admission::Refused;
+        }
+        *due = tat + Duration::from_micros(rate.interval_us());
+        Admission::Admitted
+    }
+
+    /// Publishes that `endpoint` cools until `until` (when that is later than what this
+    /// process published last), in the background. Only endpoints with a budget are
+    /// published: their admission is where the fleet reads it.
+    pub(crate) fn cooling(&self, endpoint: &EndpointId, until: Instant) {
+        if !self.budgets(endpoint) {
+            return;
+        }
+        let left = until.saturating_duration_since(Instant::now());
+        if left < Duration::from_millis(1) {
+            return;
+        }
+        {
+            let mut published =
+                self.inner.published.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if published.get(endpoint).is_some_and(|p| *p >= until) {
+                return;
+            }
+            published.insert(endpoint.clone(), until);
+        }
+        let (fleet, key) = (self.clone(), self.key("cool", endpoint));
+        let millis = u64::try_from(left.as_millis()).unwrap_or(u64::MAX).max(1);
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                let set = fleet.call(|mut conn| async move {
+                    redis::cmd("SET")
+                        .arg(&key)
+                        .arg(1)
+                        .arg("PX")
+                        .arg(millis)
+                        .query_async::<()>(&mut conn)
+                        .await
+                });
+                let _ = set.await;
+            });
+        }
+    }
+
+    /// `failnext:{name}:{what}:{endpoint id}`.
+    fn key(&self, what: &str, endpoint: &EndpointId) -> String {
+        format!("{}{what}:{}", self.inner.prefix, endpoint.as_str())
+    }
+
+    /// Runs `f` on the connection within the timeout: its value, or `None` when Redis is
+    /// unavailable (no connection yet, an error, the timeout); and the state change this call
+    /// found, if any. Never connects inline: a missing connection is made in the background.
+    async fn call<T, F, Fut>(&self, f: F) -> (Option<T>, Option<FleetState>)
+    where
+        F: FnOnce(MultiplexedConnection) -> Fut,
+        Fut: std::future::Future<Output = redis::RedisResult<T>>,
+    {
+        if !self.inner.tried.swap(true, Ordering::Relaxed) {
+            // The first use connects inline, within the timeout, so that a fleet whose Redis
+            // is up is on the shared view from its first request.
+            self.reconnect(self.inner.timeout).await;
+        }
+        let Some(conn) = self.connection() else { return (None, self.found(false)) };
+        match tokio::time::timeout(self.inner.timeout, f(conn)).await {
+            Ok(Ok(value)) => (Some(value), self.found(true)),
+            Ok(Err(_)) | Err(_) => {
+                self.drop_connection();
+                (None, self.found(false))
+            }
+        }
+    }
+
+    /// The connection, if there is one; else a reconnection is started in the background
+    /// (at most one at a time, at most every [`RECONNECT_EVERY`]).
+    fn connection(&self) -> Option<MultiplexedConnection> {
+        let mut link = self.inner.link.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match &mut *link {
+            Link::Up(conn) => Some(conn.clone()),
+            Link::Down { since, connecting } => {
+                let due = since.is_none_or(|s| s.elapsed() >= RECONNECT_EVERY);
+                if !*connecting && due {
+                    if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                        *connecting = true;
+                        *since = Some(Instant::now());
+                        let fleet = self.clone();
+                        let timeout = fleet.inner.timeout.max(Duration::from_millis(200));
+                        handle.spawn(async move { fleet.reconnect(timeout).await });
+                    }
+                }
+                None
+            }
+        }
+    }
+
+    /// Makes a connection, within `timeout`.
+    async fn reconnect(&self, timeout: Duration) {
+        let config = redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(timeout))
+            .set_response_timeout(Some(self.inner.timeout));
+        let made = tokio::time::timeout(
+            timeout,
+            self.inner.client.get_multiplexed_async_connection_with_config(&config),
+        )
+        .await;
+        let mut link = self.inner.link.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *link = match made {
+            Ok(Ok(conn)) => Link::Up(conn),
+            _ => Link::Down { since: Some(Instant::now()), connecting: false },
+        };
+    }
+
+    fn drop_connection(&self) {
+        let mut link = self.inner.link.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if matches!(*link, Link::Up(_)) {
+            *link = Link::Down { since: None, connecting: false };
+        }
+    }
+
+    /// Records whether Redis answered: the state change, once per change.
+    fn found(&self, available: bool) -> Option<FleetState> {
+        let was_down = self.inner.down.swap(!available, Ordering::Relaxed);
+        match (was_down, available) {
+            (false, false) => Some(FleetState::Unavailable),
+            (true, true) => Some(FleetState::Rejoined),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! A fleet on a real `redis-server` (feature `redis`): one quota per provider shared by
+//! several failovers (each with its own Redis connection, as separate processes have), a
+//! cooldown one of them sees cooling the provider for all, and Redis going away and coming
+//! back costing no request.
+//!
+//! Each test starts its own `redis-server` (see `failnext_loopback::RedisServer`) and stops it
+//! by its handle.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use failnext::fleet::{Fleet, FleetState, Rate};
+use failnext::{Endpoint, Event, Failover, RequestBuilderExt};
+use failnext_loopback::{Action, Received, RedisServer, Reply, Server};
+use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
+
+const READ: &str = r#"{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}"#;
+
+fn redis() -> RedisServer {
+    match RedisServer::start() {
+        Ok(server) => server,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+async fn answering() -> Server {
+    Server::start(Arc::new(|_: &Received| {
+        Action::Reply(Reply::new(200).json(r#"{"jsonrpc":"2.0","id":1,"result":"0x10"}"#))
+    }))
+    .await
+}
+
+/// A client over `primary` then `backup`, sharing `fleet`; the fleet events it tells.
+fn client(
+    fleet: Fleet,
+    primary: &Server,
+    backup: &Server,
+) -> (ClientWithMiddleware, Arc<Mutex<Vec<FleetState>>>) {
+    let told = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&told);
+    let failover = Failover::builder([
+        Endpoint::new("primary", primary.url("/")),
+        Endpoint::new("backup", backup.url("/")),
+    ])
+    .fleet(fleet)
+    .additional_trigger_status_codes([http::StatusCode::TOO_MANY_REQUESTS])
+    .on_event(move |event| {
+        if let Event::Fleet { state } = event {
+            seen.lock().unwrap().push(*state);
+        }
+    })
+    .build()
+    .unwrap();
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    (ClientBuilder::new(http).with(failover).build(), told)
+}
+
+async fn read(client: &ClientWithMiddleware, url: &str) -> String {
+    let sent = client.post(url).header("content-type", "application/json").body(READ).allow_failover().send();
+    let response =
+        tokio::time::timeout(Duration::from_secs(5), sent).await.expect("answered in 5 s").unwrap();
+    assert_eq!(response.status(), 200);
+    failnext::ResponseExt::served_by(&response).unwrap().to_string()
+}
+
+fn fleet(server: &RedisServer, name: &str) -> Fleet {
+    Fleet::connect(&server.url(), name).unwrap().budget("primary", Rate::per_second(1).burst(5))
+}
+
+#[tokio::test]
+async fn failovers_sharing_a_fleet_send_the_provider_no_more_than_its_budget_together() {
+    let mut redis = redis();
+    let (primary, backup) = (answering().await, answering().await);
+    // Three failovers, each with its own connection: three processes of one fleet.
+    let clients: Vec<_> = (0..3).map(|_| client(fleet(&redis, "bots"), &primary, &backup).0).collect();
+    let url = primary.url("/");
+    let mut served = std::collections::HashMap::<String, usize>::new();
+    for round in 0..20 {
+        for client in &clients {
+            *served.entry(read(client, &url).await).or_default() += 1;
+        }
+        let _ = round;
+    }
+    let to_primary = primary.take_log().len();
+    assert!((5..=6).contains(&to_primary), "the burst of 5 (one more if a second passed): {to_primary}");
+    assert_eq!(served.values().sum::<usize>(), 60, "every read answered");
+    assert_eq!(backup.take_log().len(), 60 - to_primary, "the rest served by the backup, none lost");
+    redis.stop();
+}
+
+#[tokio::test]
+async fn another_fleet_name_is_another_budget() {
+    let mut redis = redis();
+    let (primary, backup) = (answering().await, answering().await);
+    let (a, _) = client(fleet(&redis, "team-a"), &primary, &backup);
+    let (b, _) = client(fleet(&redis, "team-b"), &primary, &backup);
+    for _ in 0..5 {
+        assert_eq!(read(&a, &primary.url("/")).await, "primary");
+        assert_eq!(read(&b, &primary.url("/")).await, "primary");
+    }
+    redis.stop();
+}
+
+#[tokio::test]
+async fn a_retry_after_one_failover_meets_cools_the_provider_for_the_whole_fleet() {
+    let mut redis = redis();
+    let limited = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&limited);
+    let primary = Server::start(Arc::new(move |_: &Received| {
+        count.fetch_add(1, Ordering::SeqCst);
+        Action::Reply(Reply::new(429).header("retry-after", "5").text("Too Many Requests"))
+    }))
+    .await;
+    let backup = answering().await;
+    let roomy = |server: &RedisServer| {
+        Fleet::connect(&server.url(), "bots").unwrap().budget("primary", Rate::per_second(100).burst(100))
+    };
+    let (first, _) = client(roomy(&redis), &primary, &backup);
+    let (second, _) = client(roomy(&redis), &primary, &backup);
+    assert_eq!(read(&first, &primary.url("/")).await, "backup", "the 429 failed over");
+    assert_eq!(limited.load(Ordering::SeqCst), 1);
+    for _ in 0..10 {
+        assert_eq!(read(&second, &primary.url("/")).await, "backup");
+    }
+    assert_eq!(limited.load(Ordering::SeqCst), 1, "the second failover never met the 429 itself");
+    redis.stop();
+}
+
+#[tokio::test]
+async fn with_redis_gone_every_read_is_answered_the_fleet_says_so_once_and_rejoins_when_it_is_back() {
+    let mut redis = redis();
+    let port = redis.port();
+    let (primary, backup) = (answering().await, answering().await);
+    let roomy =
+        Fleet::connect(&redis.url(), "bots").unwrap().budget("primary", Rate::per_second(1000).burst(1000));
+    let (client, told) = client(roomy.timeout(Duration::from_millis(50)), &primary, &backup);
+    let url = primary.url("/");
+    for _ in 0..5 {
+        assert_eq!(read(&client, &url).await, "primary");
+    }
+    redis.stop();
+    for _ in 0..20 {
+        assert_eq!(read(&client, &url).await, "primary", "admitted by the local budget");
+    }
+    assert_eq!(told.lock().unwrap().as_slice(), [FleetState::Unavailable], "told once");
+    let mut redis = RedisServer::start_on(port).unwrap();
+    // Back within a second of Redis's return (reconnections every 250 ms), bounded.
+    for _ in 0..60 {
+        read(&client, &url).await;
+        if told.lock().unwrap().len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(told.lock().unwrap().as_slice(), [FleetState::Unavailable, FleetState::Rejoined]);
+    redis.stop();
+}
+
+#[test]
+fn no_debug_or_error_of_a_fleet_shows_its_redis_url_password_or_name() {
+    let fleet = Fleet::connect("redis://:hunter2@10.0.0.7:6379/3", "secret-fleet").unwrap();
+    let shown = format!("{fleet:?}");
+    for secret in ["hunter2", "10.0.0.7", "secret-fleet"] {
+        assert!(!shown.contains(secret), "{shown}");
+    }
+    let err = Fleet::connect("http://:hunter2@10.0.0.7/", "bots").unwrap_err();
+    assert!(!err.to_string().contains("hunter2"), "{err}");
+    assert!(Fleet::connect("redis://127.0.0.1", "a:b").is_err(), "a name that blurs the namespace");
+}
+
+#[tokio::test]
+async fn the_fleets_redis_keys_name_endpoints_by_id_and_never_by_url() {
+    let mut redis = redis();
+    let (primary, backup) = (answering().await, answering().await);
+    let (client, _) = client(fleet(&redis, "bots"), &primary, &backup);
+    read(&client, &primary.url("/")).await;
+    let keys = redis_keys(redis.port());
+    assert!(keys.iter().any(|k| k == "failnext:bots:budget:primary"), "{keys:?}");
+    for key in &keys {
+        assert!(
+            key.starts_with("failnext:bots:") && !key.contains("127.0.0.1") && !key.contains("http"),
+            "{key}"
+        );
+    }
+    redis.stop();
+}
+
+/// Every key of the server, by a raw `KEYS *`.
+fn redis_keys(port: u16) -> Vec<String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+    stream.write_all(b"KEYS *\r\n").unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let mut buf = vec![0u8; 4096];
+    let n = stream.read(&mut buf).unwrap();
+    String::from_utf8_lossy(&buf[..n])
+        .lines()
+        .filter(|l| !l.starts_with('*') && !l.starts_with('$'))
+        .map(str::to_owned)
+        .collect()
+}
