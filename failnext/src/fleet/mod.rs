@@ -129,6 +129,8 @@ struct Inner {
     down: AtomicBool,
     /// Whether a first connection was tried (inline, bounded by the timeout).
     tried: AtomicBool,
+    /// This handle's id in the fleet (for its share of each budget): random, not the host's.
+    member: String,
     /// Per endpoint: the local budget used while Redis is unavailable (the instant the next
     /// request is theoretically due, as in the script).
     local: Mutex<HashMap<EndpointId, Instant>>,
@@ -149,6 +151,18 @@ pub(crate) enum Admission {
     Admitted,
     /// Do not: the budget is spent, or the provider is cooling fleet-wide.
     Refused,
+}
+
+/// A random id for this process's handle: 64 bits from the std hasher's random keys, the
+/// process id and the time (nothing that names the host or a provider).
+fn member_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    hasher.write_u128(
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos(),
+    );
+    format!("{:016x}", hasher.finish())
 }
 
 impl fmt::Debug for Fleet {
@@ -193,6 +207,7 @@ impl Fleet {
                 link: Mutex::new(Link::Down { since: None, connecting: false }),
                 down: AtomicBool::new(false),
                 tried: AtomicBool::new(false),
+                member: member_id(),
                 local: Mutex::new(HashMap::new()),
                 published: Mutex::new(HashMap::new()),
             }),
@@ -213,6 +228,7 @@ impl Fleet {
                     link: Mutex::new(Link::Down { since: None, connecting: false }),
                     down: AtomicBool::new(false),
                     tried: AtomicBool::new(false),
+                    member: old.member.clone(),
                     local: Mutex::new(HashMap::new()),
                     published: Mutex::new(HashMap::new()),
                 };
@@ -258,13 +274,22 @@ impl Fleet {
         let Some(rate) = self.inner.budgets.get(endpoint).copied() else {
             return (Admission::Admitted, None);
         };
-        let keys = (self.key("budget", endpoint), self.key("cool", endpoint));
+        let member = self.inner.member.as_str();
+        let keys = (
+            self.key("budget", endpoint),
+            self.key("cool", endpoint),
+            format!("{}share:{}:{member}", self.inner.prefix, endpoint.as_str()),
+            self.key("users", endpoint),
+        );
         let asked = self.call(|mut conn| async move {
             script::admit()
                 .key(&keys.0)
                 .key(&keys.1)
+                .key(&keys.2)
+                .key(&keys.3)
                 .arg(rate.interval_us())
                 .arg(rate.tolerance_us())
+                .arg(member)
                 .invoke_async::<i64>(&mut conn)
                 .await
         });

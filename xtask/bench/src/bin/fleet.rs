@@ -1,0 +1,187 @@
+//! `failnext-fleet`: a fleet of real OS processes over one rate-limited provider (issue 32).
+//!
+//! ```text
+//! cargo run --release -p failnext-bench --bin failnext-fleet [-- --seconds N]
+//! ```
+//!
+//! A loopback primary that serves 200 requests a second (fixed one-second windows) and answers
+//! `429` with `Retry-After: 1` beyond them, two unlimited backups, and a real `redis-server`
+//! (`FAILNEXT_REDIS_SERVER`, else `redis-server` on the PATH). For 8 processes at 100 reads a
+//! second and 16 at 50, each process this same binary (`--client`), reading `eth_blockNumber`
+//! through the failnext middleware (429 a trigger, default breaker), once without a fleet and
+//! once with one (`Fleet::budget("primary", 196/s, burst 4)`: at most 200 in any second).
+//! Measured at the servers and in each process: the share of the primary's requests that met a
+//! 429, the share of its quota it served, each process's share of the primary against a fair
+//! one, requests per read, reads answered wrong or not at all.
+
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use failnext::fleet::{Fleet, Rate};
+use failnext::{Endpoint, Failover, RequestBuilderExt, ResponseExt};
+use failnext_loopback::{Action, Received, RedisServer, Reply, Server};
+use reqwest_middleware::ClientBuilder;
+use serde_json::{Value, json};
+
+const LIMIT: u64 = 200;
+const READ: &str = r#"{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}"#;
+const ANSWER: &str = r#"{"jsonrpc":"2.0","id":1,"result":"0x10"}"#;
+
+#[allow(clippy::print_stdout, clippy::print_stderr, reason = "a command-line tool")]
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result =
+        if args.first().is_some_and(|a| a == "--client") { client(&args[1..]) } else { scenario(&args) };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("failnext-fleet: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// One process of the fleet: `--client PRIMARY BACKUP_A BACKUP_B REDIS|- FLEET RATE SECONDS`; prints
+/// one JSON line.
+#[allow(clippy::print_stdout, reason = "the process's figures go to its parent on stdout")]
+fn client(args: &[String]) -> Result<(), BoxError> {
+    let [primary, a, b, redis, name, rate, seconds] = args else {
+        return Err("--client needs 7 arguments".into());
+    };
+    let (rate, seconds): (u64, u64) = (rate.parse()?, seconds.parse()?);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let figures = rt.block_on(async move {
+        let mut builder = Failover::builder([
+            Endpoint::new("primary", primary.as_str()),
+            Endpoint::new("backup-a", a.as_str()),
+            Endpoint::new("backup-b", b.as_str()),
+        ])
+        .additional_trigger_status_codes([http::StatusCode::TOO_MANY_REQUESTS]);
+        if redis != "-" {
+            let fleet = Fleet::connect(redis, name)?.budget("primary", Rate::per_second(196).burst(4));
+            builder = builder.fleet(fleet);
+        }
+        let http = reqwest::Client::builder().no_proxy().build()?;
+        let client = ClientBuilder::new(http).with(builder.build()?).build();
+        let (mut reads, mut right, mut on_primary, mut slowest) = (0u64, 0u64, 0u64, Duration::ZERO);
+        let mut tick = tokio::time::interval(Duration::from_micros(1_000_000 / rate));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let end = Instant::now() + Duration::from_secs(seconds);
+        while Instant::now() < end {
+            tick.tick().await;
+            reads += 1;
+            let started = Instant::now();
+            let sent = client.post(primary.as_str()).header("content-type", "application/json").body(READ);
+            if let Ok(response) = sent.allow_failover().send().await {
+                let by = response.served_by().map(|e| e.as_str().to_owned());
+                if response.status() == 200 && response.text().await.is_ok_and(|t| t == ANSWER) {
+                    right += 1;
+                    on_primary += u64::from(by.as_deref() == Some("primary"));
+                }
+            }
+            slowest = slowest.max(started.elapsed());
+        }
+        Ok::<_, BoxError>(json!({"reads": reads, "right": right, "primary": on_primary, "slowest_us": slowest.as_micros() as u64}))
+    })?;
+    println!("{figures}");
+    Ok(())
+}
+
+/// The primary: [`LIMIT`] requests per one-second window, 429 beyond; counts both.
+async fn primary(served: Arc<AtomicU64>, limited: Arc<AtomicU64>) -> Server {
+    let window = Arc::new(std::sync::Mutex::new((Instant::now(), 0u64)));
+    Server::start(Arc::new(move |_: &Received| {
+        let mut w = window.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if w.0.elapsed() >= Duration::from_secs(1) {
+            *w = (Instant::now(), 0);
+        }
+        w.1 += 1;
+        if w.1 > LIMIT {
+            limited.fetch_add(1, Ordering::Relaxed);
+            return Action::Reply(Reply::new(429).header("retry-after", "1").text("Too Many Requests"));
+        }
+        served.fetch_add(1, Ordering::Relaxed);
+        Action::Reply(Reply::new(200).json(ANSWER))
+    }))
+    .await
+}
+
+async fn backup(count: Arc<AtomicU64>) -> Server {
+    Server::start(Arc::new(move |_: &Received| {
+        count.fetch_add(1, Ordering::Relaxed);
+        Action::Reply(Reply::new(200).json(ANSWER))
+    }))
+    .await
+}
+
+#[allow(clippy::print_stdout, clippy::print_stderr, reason = "the report goes to stdout, progress to stderr")]
+fn scenario(args: &[String]) -> Result<(), BoxError> {
+    let seconds: u64 = match args {
+        [flag, n] if flag == "--seconds" => n.parse()?,
+        [] => 20,
+        _ => return Err("usage: failnext-fleet [--seconds N]".into()),
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
+    let mut redis = RedisServer::start()?;
+    let mut md = String::from(
+        "| processes x reads/s | fleet | reads | wrong or failed | primary's requests meeting a 429 | primary's quota served | per-process share of the primary (min-max of fair) | requests per read | slowest read |\n| --- | --- | --: | --: | --: | --: | --: | --: | --: |\n",
+    );
+    for (processes, rate) in [(8u64, 100u64), (16, 50)] {
+        for with_fleet in [false, true] {
+            let (served, limited, backups) = (Arc::default(), Arc::default(), Arc::new(AtomicU64::new(0)));
+            let (p, a, b) = rt.block_on(async {
+                (
+                    primary(Arc::clone(&served), Arc::clone(&limited)).await,
+                    backup(Arc::clone(&backups)).await,
+                    backup(Arc::clone(&backups)).await,
+                )
+            });
+            let redis_url = if with_fleet { redis.url() } else { "-".to_owned() };
+            // A fleet of its own per run: a fresh budget.
+            let name = format!("bench-{processes}x{rate}");
+            eprintln!("failnext-fleet: {processes} processes at {rate}/s, fleet {with_fleet}, {seconds} s");
+            let exe = std::env::current_exe()?;
+            let children: Vec<_> = (0..processes)
+                .map(|_| {
+                    Command::new(&exe)
+                        .args(["--client", &p.url("/"), &a.url("/"), &b.url("/"), &redis_url, &name])
+                        .args([rate.to_string(), seconds.to_string()])
+                        .stdout(Stdio::piped())
+                        .spawn()
+                })
+                .collect::<Result<_, _>>()?;
+            let mut figures = Vec::new();
+            for child in children {
+                let out = child.wait_with_output()?;
+                figures.push(serde_json::from_slice::<Value>(&out.stdout).unwrap_or_default());
+            }
+            let sum = |k: &str| figures.iter().map(|f| f[k].as_u64().unwrap_or(0)).sum::<u64>();
+            let (reads, right) = (sum("reads"), sum("right"));
+            let (served, limited) = (served.load(Ordering::Relaxed), limited.load(Ordering::Relaxed));
+            let requests = served + limited + backups.load(Ordering::Relaxed);
+            let fair = served as f64 / processes as f64;
+            let shares: Vec<f64> =
+                figures.iter().map(|f| f["primary"].as_u64().unwrap_or(0) as f64 / fair.max(1.0)).collect();
+            let (lo, hi) = shares.iter().fold((f64::MAX, 0f64), |(lo, hi), s| (lo.min(*s), hi.max(*s)));
+            let slowest = figures.iter().map(|f| f["slowest_us"].as_u64().unwrap_or(0)).max().unwrap_or(0);
+            md.push_str(&format!(
+                "| {processes} x {rate} | {} | {reads} | {} | {:.2} % | {:.1} % | {:.2}-{:.2} | {:.3} | {:.1} ms |\n",
+                if with_fleet { "yes" } else { "no" },
+                reads - right,
+                100.0 * limited as f64 / (served + limited).max(1) as f64,
+                100.0 * served as f64 / (LIMIT * seconds) as f64,
+                lo,
+                hi,
+                requests as f64 / reads.max(1) as f64,
+                slowest as f64 / 1000.0,
+            ));
+        }
+    }
+    redis.stop();
+    println!("{md}");
+    Ok(())
+}
