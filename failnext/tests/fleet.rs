@@ -201,3 +201,39 @@ fn redis_keys(port: u16) -> Vec<String> {
         .map(str::to_owned)
         .collect()
 }
+
+#[tokio::test]
+async fn a_provider_one_failover_finds_failing_is_avoided_by_the_others_within_a_refresh() {
+    let mut redis = redis();
+    let failing = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (met, flag) = (Arc::new(AtomicUsize::new(0)), Arc::clone(&failing));
+    let count = Arc::clone(&met);
+    // No budget for it: only the published cooldown can keep the others away.
+    let primary = Server::start(Arc::new(move |_: &Received| {
+        if flag.load(Ordering::SeqCst) {
+            count.fetch_add(1, Ordering::SeqCst);
+            return Action::Reply(Reply::new(429).header("retry-after", "5").text("Too Many Requests"));
+        }
+        Action::Reply(Reply::new(200).json(r#"{"jsonrpc":"2.0","id":1,"result":"0x10"}"#))
+    }))
+    .await;
+    let backup = answering().await;
+    let plain = |server: &RedisServer| Fleet::connect(&server.url(), "bots").unwrap();
+    let (first, _) = client(plain(&redis), &primary, &backup);
+    let others: Vec<_> = (0..3).map(|_| client(plain(&redis), &primary, &backup).0).collect();
+    let url = primary.url("/");
+    for other in &others {
+        assert_eq!(read(other, &url).await, "primary", "fit, before");
+    }
+    failing.store(true, Ordering::SeqCst);
+    assert_eq!(read(&first, &url).await, "backup", "the first meets the 429 and fails over");
+    // One refresh later (every 100 ms), bounded.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for other in &others {
+        for _ in 0..5 {
+            assert_eq!(read(other, &url).await, "backup");
+        }
+    }
+    assert_eq!(met.load(Ordering::SeqCst), 1, "no other failover met the 429 itself");
+    redis.stop();
+}

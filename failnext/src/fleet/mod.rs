@@ -63,6 +63,25 @@ use crate::EndpointId;
 /// How often a process whose Redis is unavailable tries to connect again.
 pub const RECONNECT_EVERY: Duration = Duration::from_millis(250);
 
+/// How often a process reads what the fleet published (in the background, from its first
+/// request on).
+pub const REFRESH_EVERY: Duration = Duration::from_millis(100);
+
+/// A failover's tie to its fleet: the fleet, and the failover itself (read for in the
+/// background).
+pub(crate) struct Link {
+    pub(crate) fleet: Fleet,
+    pub(crate) me: std::sync::OnceLock<std::sync::Weak<crate::flow::shared::Shared>>,
+    /// Whether the background read runs.
+    watching: AtomicBool,
+}
+
+impl Link {
+    pub(crate) fn new(fleet: Fleet) -> Link {
+        Link { fleet, me: std::sync::OnceLock::new(), watching: AtomicBool::new(false) }
+    }
+}
+
 /// A provider's request budget for the whole fleet: `per_second` requests a second on
 /// average, up to `burst` at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,11 +143,15 @@ struct Inner {
     prefix: String,
     budgets: HashMap<EndpointId, Rate>,
     timeout: Duration,
-    link: Mutex<Link>,
+    link: Mutex<Conn>,
     /// Whether Redis was last found unavailable (told once per change).
     down: AtomicBool,
     /// Whether a first connection was tried (inline, bounded by the timeout).
     tried: AtomicBool,
+    /// Whether a connection attempt has ended (before, a missing connection says nothing).
+    settled: AtomicBool,
+    /// Calls that found Redis unavailable, ever.
+    failures: std::sync::atomic::AtomicU64,
     /// This handle's id in the fleet (for its share of each budget): random, not the host's.
     member: String,
     /// Per endpoint: the local budget used while Redis is unavailable (the instant the next
@@ -139,7 +162,7 @@ struct Inner {
 }
 
 /// The connection, or when the last attempt to make one began.
-enum Link {
+enum Conn {
     Up(MultiplexedConnection),
     Down { since: Option<Instant>, connecting: bool },
 }
@@ -204,9 +227,11 @@ impl Fleet {
                 prefix: format!("failnext:{name}:"),
                 budgets: HashMap::new(),
                 timeout: Duration::from_millis(50),
-                link: Mutex::new(Link::Down { since: None, connecting: false }),
+                link: Mutex::new(Conn::Down { since: None, connecting: false }),
                 down: AtomicBool::new(false),
                 tried: AtomicBool::new(false),
+                failures: std::sync::atomic::AtomicU64::new(0),
+                settled: AtomicBool::new(false),
                 member: member_id(),
                 local: Mutex::new(HashMap::new()),
                 published: Mutex::new(HashMap::new()),
@@ -225,9 +250,11 @@ impl Fleet {
                     prefix: old.prefix.clone(),
                     budgets: old.budgets.clone(),
                     timeout: old.timeout,
-                    link: Mutex::new(Link::Down { since: None, connecting: false }),
+                    link: Mutex::new(Conn::Down { since: None, connecting: false }),
                     down: AtomicBool::new(false),
                     tried: AtomicBool::new(false),
+                    failures: std::sync::atomic::AtomicU64::new(0),
+                    settled: AtomicBool::new(false),
                     member: old.member.clone(),
                     local: Mutex::new(HashMap::new()),
                     published: Mutex::new(HashMap::new()),
@@ -315,12 +342,9 @@ impl Fleet {
     }
 
     /// Publishes that `endpoint` cools until `until` (when that is later than what this
-    /// process published last), in the background. Only endpoints with a budget are
-    /// published: their admission is where the fleet reads it.
+    /// process published or learnt last), in the background: every process's admission to it
+    /// (with a budget) or its next refresh (without one) reads it.
     pub(crate) fn cooling(&self, endpoint: &EndpointId, until: Instant) {
-        if !self.budgets(endpoint) {
-            return;
-        }
         let left = until.saturating_duration_since(Instant::now());
         if left < Duration::from_millis(1) {
             return;
@@ -351,6 +375,72 @@ impl Fleet {
         }
     }
 
+    /// Starts (once per failover, at its first request, in the runtime that runs it) the
+    /// background read of what the fleet published about the failover's endpoints (their
+    /// cooldowns): one round trip every [`REFRESH_EVERY`], never on a request's way, ending
+    /// when the failover is dropped. A cooldown another process published cools the endpoint
+    /// here too, for the time it has left, told as that endpoint's
+    /// [`Event::Breaker`](crate::Event::Breaker).
+    pub(crate) fn refresh(&self, link: &Link) {
+        if link.watching.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let (Some(me), Ok(handle)) = (link.me.get().cloned(), tokio::runtime::Handle::try_current()) else {
+            link.watching.store(false, Ordering::Relaxed);
+            return;
+        };
+        let fleet = self.clone();
+        handle.spawn(async move {
+            while let Some(shared) = me.upgrade() {
+                fleet.read_cooldowns(&shared).await;
+                drop(shared);
+                tokio::time::sleep(REFRESH_EVERY).await;
+            }
+        });
+    }
+
+    /// One read of the cooldowns published for `shared`'s endpoints, applied.
+    async fn read_cooldowns(&self, shared: &crate::flow::shared::Shared) {
+        let keys: Vec<String> = shared.slots.iter().map(|slot| self.key("cool", slot.id())).collect();
+        let read = self.call(|mut conn| async move {
+            let mut pipe = redis::pipe();
+            for key in &keys {
+                pipe.cmd("PTTL").arg(key);
+            }
+            pipe.query_async::<Vec<i64>>(&mut conn).await
+        });
+        let (left, state) = read.await;
+        if let Some(state) = state {
+            shared.emit(|| crate::Event::Fleet { state });
+        }
+        for (slot, left) in shared.slots.iter().zip(left.unwrap_or_default()) {
+            let Ok(left) = u64::try_from(left) else { continue };
+            self.learnt(shared, slot, Duration::from_millis(left));
+        }
+    }
+
+    /// Another process published that `slot`'s endpoint cools for `left`: unless it already
+    /// cools about as long here, its breaker opens for that long (the adaptive breaker; the
+    /// reference rule takes no hint).
+    fn learnt(&self, shared: &crate::flow::shared::Shared, slot: &crate::flow::slot::Slot, left: Duration) {
+        let until = Instant::now() + left;
+        if left.is_zero()
+            || slot.health.cooling_until().is_some_and(|u| u + Duration::from_millis(50) >= until)
+        {
+            return;
+        }
+        {
+            let mut published =
+                self.inner.published.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            published.insert(slot.id().clone(), until);
+        }
+        let evidence = crate::judging::classify::Evidence::Failure;
+        if let Some(state) = slot.health.record(evidence, Some(left), None) {
+            let endpoint = slot.id();
+            shared.emit(|| crate::Event::Breaker { endpoint, state });
+        }
+    }
+
     /// `failnext:{name}:{what}:{endpoint id}`.
     fn key(&self, what: &str, endpoint: &EndpointId) -> String {
         format!("{}{what}:{}", self.inner.prefix, endpoint.as_str())
@@ -369,9 +459,19 @@ impl Fleet {
             // is up is on the shared view from its first request.
             self.reconnect(self.inner.timeout).await;
         }
-        let Some(conn) = self.connection() else { return (None, self.found(false)) };
+        // Failures seen before this call: its success says Redis is back only when no other
+        // call failed meanwhile (a call sent before Redis went away may still come back).
+        let failures = self.inner.failures.load(Ordering::Relaxed);
+        let Some(conn) = self.connection() else {
+            // Before the first connection attempt has ended, nothing is known of Redis yet.
+            let known = self.inner.settled.load(Ordering::Relaxed);
+            return (None, if known { self.found(false) } else { None });
+        };
         match tokio::time::timeout(self.inner.timeout, f(conn)).await {
-            Ok(Ok(value)) => (Some(value), self.found(true)),
+            Ok(Ok(value)) if self.inner.failures.load(Ordering::Relaxed) == failures => {
+                (Some(value), self.found(true))
+            }
+            Ok(Ok(value)) => (Some(value), None),
             Ok(Err(_)) | Err(_) => {
                 self.drop_connection();
                 (None, self.found(false))
@@ -384,8 +484,8 @@ impl Fleet {
     fn connection(&self) -> Option<MultiplexedConnection> {
         let mut link = self.inner.link.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         match &mut *link {
-            Link::Up(conn) => Some(conn.clone()),
-            Link::Down { since, connecting } => {
+            Conn::Up(conn) => Some(conn.clone()),
+            Conn::Down { since, connecting } => {
                 let due = since.is_none_or(|s| s.elapsed() >= RECONNECT_EVERY);
                 if !*connecting && due {
                     if let Ok(handle) = tokio::runtime::Handle::try_current() {
@@ -411,22 +511,26 @@ impl Fleet {
             self.inner.client.get_multiplexed_async_connection_with_config(&config),
         )
         .await;
+        self.inner.settled.store(true, Ordering::Relaxed);
         let mut link = self.inner.link.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         *link = match made {
-            Ok(Ok(conn)) => Link::Up(conn),
-            _ => Link::Down { since: Some(Instant::now()), connecting: false },
+            Ok(Ok(conn)) => Conn::Up(conn),
+            _ => Conn::Down { since: Some(Instant::now()), connecting: false },
         };
     }
 
     fn drop_connection(&self) {
         let mut link = self.inner.link.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if matches!(*link, Link::Up(_)) {
-            *link = Link::Down { since: None, connecting: false };
+        if matches!(*link, Conn::Up(_)) {
+            *link = Conn::Down { since: None, connecting: false };
         }
     }
 
     /// Records whether Redis answered: the state change, once per change.
     fn found(&self, available: bool) -> Option<FleetState> {
+        if !available {
+            self.inner.failures.fetch_add(1, Ordering::Relaxed);
+        }
         let was_down = self.inner.down.swap(!available, Ordering::Relaxed);
         match (was_down, available) {
             (false, false) => Some(FleetState::Unavailable),

@@ -376,7 +376,7 @@ impl FailoverBuilder {
             events: Emitter::new(self.hook),
             paired,
             #[cfg(feature = "redis")]
-            fleet: self.fleet,
+            fleet: self.fleet.map(crate::fleet::Link::new),
         });
         if let Some(source) = &self.source {
             source.pair(failover.latency_feed());

@@ -50,7 +50,12 @@ pub struct Failover {
 
 impl Failover {
     pub(crate) fn from_shared(shared: Shared) -> Failover {
-        Failover { shared: Arc::new(shared) }
+        let shared = Arc::new(shared);
+        #[cfg(feature = "redis")]
+        if let Some(link) = &shared.fleet {
+            let _ = link.me.set(Arc::downgrade(&shared));
+        }
+        Failover { shared }
     }
 
     #[cfg(test)]

@@ -76,8 +76,8 @@ pub(crate) async fn rest<S: Sender>(
             }
             #[cfg(feature = "redis")]
             Step::Admit(i) => {
-                if let Some(fleet) = &shared.fleet {
-                    let (admission, state) = fleet.admit(shared.slots[i].id()).await;
+                if let Some(link) = &shared.fleet {
+                    let (admission, state) = link.fleet.admit(shared.slots[i].id()).await;
                     session.admission(i, admission == crate::fleet::Admission::Admitted, state);
                 }
             }
@@ -105,10 +105,10 @@ pub(crate) async fn rest<S: Sender>(
 #[inline]
 fn published(shared: &Shared, i: usize) {
     #[cfg(feature = "redis")]
-    if let Some(fleet) = &shared.fleet {
+    if let Some(link) = &shared.fleet {
         let slot = &shared.slots[i];
         if let Some(until) = slot.health.cooling_until() {
-            fleet.cooling(slot.id(), until);
+            link.fleet.cooling(slot.id(), until);
         }
     }
     let _ = (shared, i);
@@ -367,6 +367,10 @@ pub(crate) fn begin<'a>(
     scope: Option<&'a dyn Scope>,
 ) -> Result<(Session<'a>, CancelGuard<'a>), reqwest_middleware::Error> {
     let mut guard = guard(shared);
+    #[cfg(feature = "redis")]
+    if let Some(link) = &shared.fleet {
+        link.fleet.refresh(link);
+    }
     match Session::start(shared, req, opts, scope) {
         Ok(session) => Ok((session, guard)),
         Err(err) => {

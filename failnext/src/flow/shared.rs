@@ -43,7 +43,7 @@ pub(crate) struct Shared {
     pub(crate) paired: Option<crate::health::paired::Paired>,
     /// The fleet, when the process is one of many ([`FailoverBuilder::fleet`](crate::FailoverBuilder::fleet)).
     #[cfg(feature = "redis")]
-    pub(crate) fleet: Option<crate::fleet::Fleet>,
+    pub(crate) fleet: Option<crate::fleet::Link>,
 }
 
 impl Shared {

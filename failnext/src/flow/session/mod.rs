@@ -335,9 +335,9 @@ impl<'a> Session<'a> {
     #[inline]
     fn needs_admission(&mut self, i: usize) -> bool {
         #[cfg(feature = "redis")]
-        if let Some(fleet) = &self.shared.fleet {
+        if let Some(link) = &self.shared.fleet {
             let admitted = self.admitted.take() == Some(i);
-            return !admitted && fleet.budgets(self.shared.slots[i].id());
+            return !admitted && link.fleet.budgets(self.shared.slots[i].id());
         }
         let _ = i;
         false
