@@ -72,6 +72,15 @@ pub enum ProbeError {
         /// The chain id the provider reported.
         actual: u64,
     },
+    /// A failure another process of the fleet found at its probe of this provider
+    /// ([`MonitorBuilder::fleet`](crate::MonitorBuilder)), of a kind that cannot be rebuilt
+    /// here (a transport error): its kind and its message.
+    Relayed {
+        /// The kind of the failure found.
+        kind: ProbeErrorKind,
+        /// Its message (no URL: the prober's errors hold none).
+        message: String,
+    },
 }
 
 /// The kind of a [`ProbeError`], without its details: what a
@@ -126,6 +135,7 @@ impl ProbeError {
             ProbeError::MissingHeadField(_) => ProbeErrorKind::MissingHeadField,
             ProbeError::InvalidHash(_) => ProbeErrorKind::InvalidHash,
             ProbeError::WrongChain { .. } => ProbeErrorKind::WrongChain,
+            ProbeError::Relayed { kind, .. } => *kind,
         }
     }
 
@@ -163,6 +173,9 @@ impl fmt::Display for ProbeError {
             ProbeError::WrongChain { expected, actual } => {
                 write!(f, "wrong chain (expected chain id {expected}, got {actual})")
             }
+            ProbeError::Relayed { message, .. } => {
+                write!(f, "{message} (probed by another process of the fleet)")
+            }
         }
     }
 }
@@ -191,6 +204,9 @@ impl fmt::Debug for ProbeError {
             ProbeError::InvalidHash(shown) => f.debug_tuple("InvalidHash").field(shown).finish(),
             ProbeError::WrongChain { expected, actual } => {
                 f.debug_struct("WrongChain").field("expected", expected).field("actual", actual).finish()
+            }
+            ProbeError::Relayed { kind, message } => {
+                f.debug_struct("Relayed").field("kind", kind).field("message", message).finish()
             }
         }
     }

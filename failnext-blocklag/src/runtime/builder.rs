@@ -43,6 +43,8 @@ pub struct MonitorBuilder {
     agreement: u32,
     max_head_age: Option<Duration>,
     on_event: Option<crate::runtime::event::Hook>,
+    #[cfg(feature = "redis")]
+    fleet: Option<failnext::fleet::Fleet>,
 }
 
 impl MonitorBuilder {
@@ -62,6 +64,8 @@ impl MonitorBuilder {
             agreement: crate::judging::agreement::DEFAULT_AGREEMENT,
             max_head_age: None,
             on_event: None,
+            #[cfg(feature = "redis")]
+            fleet: None,
         }
     }
 
@@ -125,6 +129,20 @@ impl MonitorBuilder {
     /// Default is no chain check: only the head call is sent.
     pub fn expected_chain_id(mut self, chain_id: u64) -> Self {
         self.expected_chain_id = Some(chain_id);
+        self
+    }
+
+    /// Makes this monitor one of a fleet's (feature `redis`): each provider is probed by one
+    /// process of the fleet at a time, the holder of a lease on it (renewed at each of its
+    /// probes, free for another process once not renewed for three probe timeouts, at least
+    /// 3 s: a holder that dies is replaced); the holder publishes each probe's result in
+    /// Redis, and the other monitors take it as their own probe of that provider (a wrong
+    /// chain, a failure, a head). The fleet's probe load is one process's. When Redis is
+    /// unavailable, every monitor probes on its own, as without a fleet. Use the same
+    /// endpoint ids in every process: they name the leases.
+    #[cfg(feature = "redis")]
+    pub fn fleet(mut self, fleet: failnext::fleet::Fleet) -> Self {
+        self.fleet = Some(fleet);
         self
     }
 
@@ -379,6 +397,8 @@ impl MonitorBuilder {
                 max_head_age: self.max_head_age,
             },
             on_event: self.on_event,
+            #[cfg(feature = "redis")]
+            fleet: self.fleet,
         }))
     }
 }

@@ -5,6 +5,8 @@
 pub(crate) mod builder;
 pub(crate) mod config_error;
 pub(crate) mod event;
+#[cfg(feature = "redis")]
+pub(crate) mod fleet;
 pub(crate) mod monitor;
 pub(crate) mod persist;
 pub(crate) mod schedule;

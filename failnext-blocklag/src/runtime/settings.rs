@@ -34,6 +34,9 @@ pub(crate) struct Settings {
     pub(crate) freshness: Freshness,
     /// Told of each [`MonitorEvent`](crate::MonitorEvent).
     pub(crate) on_event: Option<crate::runtime::event::Hook>,
+    /// The fleet whose one prober per provider this monitor may be.
+    #[cfg(feature = "redis")]
+    pub(crate) fleet: Option<failnext::fleet::Fleet>,
 }
 
 /// The "unknown is not healthy" rules: what eligibility is before the first publication, and

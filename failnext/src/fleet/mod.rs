@@ -441,6 +441,55 @@ impl Fleet {
         }
     }
 
+    /// Holds (or renews) the fleet-wide lease `name` for `ttl`: `Some(true)` when this handle
+    /// holds it now, `Some(false)` when another process does, `None` when Redis is
+    /// unavailable (the caller goes on alone). A lease not renewed within `ttl` (its holder
+    /// died or stopped) is free for the next taker. This is how failnext-blocklag probes each
+    /// provider from one process of the fleet; `name` is part of a Redis key: use endpoint
+    /// ids, never URLs.
+    pub async fn hold(&self, name: &str, ttl: Duration) -> Option<bool> {
+        let key = format!("{}lease:{name}", self.inner.prefix);
+        let member = self.inner.member.clone();
+        let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        let held = self.call_telling(
+            |mut conn| async move {
+                script::hold().key(&key).arg(&member).arg(ms).invoke_async::<i64>(&mut conn).await
+            },
+            false,
+        );
+        held.await.0.map(|held| held == 1)
+    }
+
+    /// Publishes `value` under `name` for `ttl` (a note other processes [`read`](Fleet::read)).
+    /// Returns whether Redis took it. `name` and `value` are stored as they are: no URL or
+    /// key of a provider in either.
+    pub async fn publish(&self, name: &str, value: &str, ttl: Duration) -> bool {
+        let key = format!("{}note:{name}", self.inner.prefix);
+        let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        let value = value.to_owned();
+        let set = self.call_telling(
+            |mut conn| async move {
+                redis::cmd("SET").arg(&key).arg(&value).arg("PX").arg(ms).query_async::<()>(&mut conn).await
+            },
+            false,
+        );
+        set.await.0.is_some()
+    }
+
+    /// The note `name` another process [published](Fleet::publish): `Some(None)` when there is
+    /// none (or it expired), `None` when Redis is unavailable.
+    pub async fn read(&self, name: &str) -> Option<Option<String>> {
+        let key = format!("{}note:{name}", self.inner.prefix);
+        let get =
+            self.call_telling(
+                |mut conn| async move {
+                    redis::cmd("GET").arg(&key).query_async::<Option<String>>(&mut conn).await
+                },
+                false,
+            );
+        get.await.0
+    }
+
     /// `failnext:{name}:{what}:{endpoint id}`.
     fn key(&self, what: &str, endpoint: &EndpointId) -> String {
         format!("{}{what}:{}", self.inner.prefix, endpoint.as_str())
@@ -450,6 +499,16 @@ impl Fleet {
     /// unavailable (no connection yet, an error, the timeout); and the state change this call
     /// found, if any. Never connects inline: a missing connection is made in the background.
     async fn call<T, F, Fut>(&self, f: F) -> (Option<T>, Option<FleetState>)
+    where
+        F: FnOnce(MultiplexedConnection) -> Fut,
+        Fut: std::future::Future<Output = redis::RedisResult<T>>,
+    {
+        self.call_telling(f, true).await
+    }
+
+    /// [`call`](Fleet::call), the state change found recorded and returned only with `tell`
+    /// (calls made for others, as the monitor's, leave the telling to the failover's own).
+    async fn call_telling<T, F, Fut>(&self, f: F, tell: bool) -> (Option<T>, Option<FleetState>)
     where
         F: FnOnce(MultiplexedConnection) -> Fut,
         Fut: std::future::Future<Output = redis::RedisResult<T>>,
@@ -465,16 +524,16 @@ impl Fleet {
         let Some(conn) = self.connection() else {
             // Before the first connection attempt has ended, nothing is known of Redis yet.
             let known = self.inner.settled.load(Ordering::Relaxed);
-            return (None, if known { self.found(false) } else { None });
+            return (None, if known { self.told(false, tell) } else { None });
         };
         match tokio::time::timeout(self.inner.timeout, f(conn)).await {
             Ok(Ok(value)) if self.inner.failures.load(Ordering::Relaxed) == failures => {
-                (Some(value), self.found(true))
+                (Some(value), self.told(true, tell))
             }
             Ok(Ok(value)) => (Some(value), None),
             Ok(Err(_)) | Err(_) => {
                 self.drop_connection();
-                (None, self.found(false))
+                (None, self.told(false, tell))
             }
         }
     }
@@ -524,6 +583,11 @@ impl Fleet {
         if matches!(*link, Conn::Up(_)) {
             *link = Conn::Down { since: None, connecting: false };
         }
+    }
+
+    /// [`found`](Fleet::found) when `tell`, else nothing.
+    fn told(&self, available: bool, tell: bool) -> Option<FleetState> {
+        if tell { self.found(available) } else { None }
     }
 
     /// Records whether Redis answered: the state change, once per change.

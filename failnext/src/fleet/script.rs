@@ -40,6 +40,23 @@ redis.call('SET', KEYS[3], string.format('%.0f', own + share), 'PX', math.floor(
 return 1
 ";
 
+/// A lease: `KEYS[1]` held by `ARGV[1]` for `ARGV[2]` ms. Taken when free, renewed when this
+/// member holds it; returns 1 when the member holds it after the call, 0 when another does.
+const HOLD: &str = r"
+local holder = redis.call('GET', KEYS[1])
+if holder == false or holder == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0
+";
+
+/// The lease script.
+pub(super) fn hold() -> &'static redis::Script {
+    static SCRIPT: OnceLock<redis::Script> = OnceLock::new();
+    SCRIPT.get_or_init(|| redis::Script::new(HOLD))
+}
+
 /// The admission script (sent once per connection, then called by its hash).
 pub(super) fn admit() -> &'static redis::Script {
     static SCRIPT: OnceLock<redis::Script> = OnceLock::new();

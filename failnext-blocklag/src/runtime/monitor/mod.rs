@@ -359,6 +359,27 @@ impl Monitor {
             return None;
         };
         inner.take_contradictions(i..i + 1);
+        #[cfg(feature = "redis")]
+        let held = match &settings.fleet {
+            Some(fleet) => {
+                let name = crate::runtime::fleet::name(ep.id());
+                match fleet.hold(&name, crate::runtime::fleet::lease_for(timeout)).await {
+                    // Another process probes it: its latest probe is this one.
+                    Some(false) => {
+                        let note = fleet.read(&name).await.flatten()?;
+                        let report = crate::runtime::fleet::decode(&note, ep.id())?;
+                        if let Some(chain) = report.chain_seen {
+                            inner.learn_chain(i, chain);
+                        }
+                        return inner.publish_probe(i, report);
+                    }
+                    Some(true) => Some((fleet, name)),
+                    // Redis unavailable: probed here, as without a fleet.
+                    None => None,
+                }
+            }
+            None => None,
+        };
         let config = ProbeConfig {
             client: &settings.client,
             timeout,
@@ -375,6 +396,11 @@ impl Monitor {
         }
         if let Some(chain) = report.chain_seen {
             inner.learn_chain(i, chain);
+        }
+        #[cfg(feature = "redis")]
+        if let Some((fleet, name)) = held {
+            let note = crate::runtime::fleet::encode(&report);
+            fleet.publish(&name, &note, crate::runtime::fleet::lease_for(timeout)).await;
         }
         inner.publish_probe(i, report)
     }

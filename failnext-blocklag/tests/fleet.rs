@@ -1,0 +1,113 @@
+//! One prober per provider per fleet (feature `redis`), on a real `redis-server`: monitors of
+//! one fleet probe each provider from one process at a time and all see what it saw, a wrong
+//! chain included; a holder that stops is replaced.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use failnext::Endpoint;
+use failnext::fleet::Fleet;
+use failnext_blocklag::Monitor;
+use failnext_loopback::{Action, Received, RedisServer, Reply, Server};
+use serde_json::{Value, json};
+
+/// A provider at block 16 whose chain id is `chain` (changeable); counts the probes it gets.
+async fn provider(chain: Arc<AtomicU64>, probes: Arc<AtomicU64>) -> Server {
+    Server::start(Arc::new(move |req: &Received| {
+        probes.fetch_add(1, Ordering::Relaxed);
+        let chain = chain.load(Ordering::Relaxed);
+        let answer = |call: &Value| {
+            let result = match call["method"].as_str() {
+                Some("eth_chainId") => json!(format!("{chain:#x}")),
+                Some("eth_getBlockByNumber") => json!({
+                    "number": "0x10",
+                    "hash": format!("0x{:064x}", 16),
+                    "timestamp": format!("{:#x}", unix_now()),
+                }),
+                _ => json!("0x10"),
+            };
+            json!({"jsonrpc": "2.0", "id": call["id"], "result": result})
+        };
+        let body = match req.json() {
+            Value::Array(calls) => Value::Array(calls.iter().map(answer).collect()),
+            call => answer(&call),
+        };
+        Action::Reply(Reply::new(200).json(body.to_string()))
+    }))
+    .await
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
+}
+
+fn monitor(a: &Server, b: &Server, fleet: Option<Fleet>) -> Monitor {
+    let mut builder = Monitor::builder([Endpoint::new("a", a.url("/")), Endpoint::new("b", b.url("/"))])
+        .expected_chain_id(1)
+        .probe_timeout(Duration::from_millis(500));
+    if let Some(fleet) = fleet {
+        builder = builder.fleet(fleet);
+    }
+    builder.build().unwrap()
+}
+
+#[tokio::test]
+async fn a_fleets_monitors_probe_each_provider_as_often_as_one_and_all_see_a_wrong_chain() {
+    let mut redis = RedisServer::start().unwrap();
+    let (chain_b, probes_a, probes_b) =
+        (Arc::new(AtomicU64::new(1)), Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let a = provider(Arc::new(AtomicU64::new(1)), Arc::clone(&probes_a)).await;
+    let b = provider(Arc::clone(&chain_b), Arc::clone(&probes_b)).await;
+    let interval = Duration::from_millis(100);
+
+    // One monitor alone, for one second: the probe load of one process.
+    let alone = monitor(&a, &b, None);
+    let handle = alone.spawn(interval);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    drop(handle);
+    let one = probes_a.swap(0, Ordering::Relaxed);
+    probes_b.store(0, Ordering::Relaxed);
+
+    // Four monitors of one fleet, for one second.
+    let monitors: Vec<_> =
+        (0..4).map(|_| monitor(&a, &b, Some(Fleet::connect(&redis.url(), "bots").unwrap()))).collect();
+    let handles: Vec<_> = monitors.iter().map(|m| m.spawn(interval)).collect();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let four = probes_a.load(Ordering::Relaxed);
+    assert!(
+        four as f64 <= one as f64 * 1.5 + 2.0,
+        "the fleet probes a as one monitor does: {four} vs {one} alone"
+    );
+    for m in &monitors {
+        assert!(m.eligible("a") && m.eligible("b"), "every monitor sees both fit");
+    }
+
+    // b moves onto another chain: every monitor sees it within a few intervals.
+    chain_b.store(10, Ordering::Relaxed);
+    let mut seen = false;
+    for _ in 0..40 {
+        tokio::time::sleep(Duration::from_millis(25)).await;
+        if monitors.iter().all(|m| !m.eligible("b")) {
+            seen = true;
+            break;
+        }
+    }
+    let views: Vec<_> =
+        monitors.iter().map(|m| (m.eligible("b"), m.snapshot().map(|s| format!("{s:?}")))).collect();
+    assert!(seen, "every monitor holds b out once its prober saw the wrong chain: {views:#?}");
+    assert!(monitors.iter().all(|m| m.eligible("a")));
+
+    // Three of the four stop (the holder of a's lease among them, or not): within a lease
+    // (3 s) the one left probes a itself.
+    let mut handles = handles;
+    let last = handles.pop();
+    drop(handles);
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    probes_a.store(0, Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let after = probes_a.load(Ordering::Relaxed);
+    assert!(after as f64 >= one as f64 * 0.5, "a is probed again by the monitor left: {after} in 1 s");
+    drop(last);
+    redis.stop();
+}
