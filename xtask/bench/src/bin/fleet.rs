@@ -55,12 +55,20 @@ fn client(args: &[String]) -> Result<(), BoxError> {
     let (rate, seconds): (u64, u64) = (rate.parse()?, seconds.parse()?);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let figures = rt.block_on(async move {
+        let told = Arc::new(std::sync::Mutex::new(Vec::<(String, u64)>::new()));
+        let seen = Arc::clone(&told);
         let mut builder = Failover::builder([
             Endpoint::new("primary", primary.as_str()),
             Endpoint::new("backup-a", a.as_str()),
             Endpoint::new("backup-b", b.as_str()),
         ])
-        .additional_trigger_status_codes([http::StatusCode::TOO_MANY_REQUESTS]);
+        .additional_trigger_status_codes([http::StatusCode::TOO_MANY_REQUESTS])
+        .on_event(move |event| {
+            if let failnext::Event::Fleet { state } = event {
+                let mut told = seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                told.push((format!("{state:?}"), unix_ms()));
+            }
+        });
         if redis != "-" {
             let fleet = Fleet::connect(redis, name)?.budget("primary", Rate::per_second(196).burst(4));
             builder = builder.fleet(fleet);
@@ -85,10 +93,24 @@ fn client(args: &[String]) -> Result<(), BoxError> {
             }
             slowest = slowest.max(started.elapsed());
         }
-        Ok::<_, BoxError>(json!({"reads": reads, "right": right, "primary": on_primary, "slowest_us": slowest.as_micros() as u64}))
+        let told = told.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        Ok::<_, BoxError>(json!({
+            "reads": reads,
+            "right": right,
+            "primary": on_primary,
+            "slowest_us": slowest.as_micros() as u64,
+            "told": told,
+        }))
     })?;
     println!("{figures}");
     Ok(())
+}
+
+/// Milliseconds since the Unix epoch (the processes' common clock).
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// The primary: [`LIMIT`] requests per one-second window, 429 beyond; counts both.
@@ -130,56 +152,100 @@ fn scenario(args: &[String]) -> Result<(), BoxError> {
     let mut md = String::from(
         "| processes x reads/s | fleet | reads | wrong or failed | primary's requests meeting a 429 | primary's quota served | per-process share of the primary (min-max of fair) | requests per read | slowest read |\n| --- | --- | --: | --: | --: | --: | --: | --: | --: |\n",
     );
+    let mut rows: Vec<(u64, u64, Option<&str>)> = Vec::new();
     for (processes, rate) in [(8u64, 100u64), (16, 50)] {
-        for with_fleet in [false, true] {
-            let (served, limited, backups) = (Arc::default(), Arc::default(), Arc::new(AtomicU64::new(0)));
-            let (p, a, b) = rt.block_on(async {
-                (
-                    primary(Arc::clone(&served), Arc::clone(&limited)).await,
-                    backup(Arc::clone(&backups)).await,
-                    backup(Arc::clone(&backups)).await,
-                )
-            });
-            let redis_url = if with_fleet { redis.url() } else { "-".to_owned() };
-            // A fleet of its own per run: a fresh budget.
-            let name = format!("bench-{processes}x{rate}");
-            eprintln!("failnext-fleet: {processes} processes at {rate}/s, fleet {with_fleet}, {seconds} s");
-            let exe = std::env::current_exe()?;
-            let children: Vec<_> = (0..processes)
-                .map(|_| {
-                    Command::new(&exe)
-                        .args(["--client", &p.url("/"), &a.url("/"), &b.url("/"), &redis_url, &name])
-                        .args([rate.to_string(), seconds.to_string()])
-                        .stdout(Stdio::piped())
-                        .spawn()
+        rows.push((processes, rate, None));
+        rows.push((processes, rate, Some("yes")));
+    }
+    rows.push((8, 100, Some("yes, Redis killed for 3 s mid-run")));
+    let mut notes = Vec::new();
+    for (processes, rate, fleet) in rows {
+        let (served, limited, backups) = (Arc::default(), Arc::default(), Arc::new(AtomicU64::new(0)));
+        let (p, a, b) = rt.block_on(async {
+            (
+                primary(Arc::clone(&served), Arc::clone(&limited)).await,
+                backup(Arc::clone(&backups)).await,
+                backup(Arc::clone(&backups)).await,
+            )
+        });
+        let redis_url = if fleet.is_some() { redis.url() } else { "-".to_owned() };
+        // A fleet of its own per run: a fresh budget.
+        let name = format!("bench-{processes}x{rate}-{}", notes.len());
+        eprintln!("failnext-fleet: {processes} processes at {rate}/s, fleet {fleet:?}, {seconds} s");
+        let exe = std::env::current_exe()?;
+        let children: Vec<_> = (0..processes)
+            .map(|_| {
+                Command::new(&exe)
+                    .args(["--client", &p.url("/"), &a.url("/"), &b.url("/"), &redis_url, &name])
+                    .args([rate.to_string(), seconds.to_string()])
+                    .stdout(Stdio::piped())
+                    .spawn()
+            })
+            .collect::<Result<_, _>>()?;
+        let mut back_at = None;
+        if fleet.is_some_and(|f| f.contains("killed")) {
+            let port = redis.port();
+            std::thread::sleep(Duration::from_secs(seconds / 3));
+            redis.stop();
+            std::thread::sleep(Duration::from_secs(3));
+            redis = RedisServer::start_on(port)?;
+            back_at = Some(unix_ms());
+        }
+        let mut figures = Vec::new();
+        for child in children {
+            let out = child.wait_with_output()?;
+            figures.push(serde_json::from_slice::<Value>(&out.stdout).unwrap_or_default());
+        }
+        let sum = |k: &str| figures.iter().map(|f| f[k].as_u64().unwrap_or(0)).sum::<u64>();
+        let (reads, right) = (sum("reads"), sum("right"));
+        let (served, limited) = (served.load(Ordering::Relaxed), limited.load(Ordering::Relaxed));
+        let requests = served + limited + backups.load(Ordering::Relaxed);
+        let fair = served as f64 / processes as f64;
+        let shares: Vec<f64> =
+            figures.iter().map(|f| f["primary"].as_u64().unwrap_or(0) as f64 / fair.max(1.0)).collect();
+        let (lo, hi) = shares.iter().fold((f64::MAX, 0f64), |(lo, hi), s| (lo.min(*s), hi.max(*s)));
+        let slowest = figures.iter().map(|f| f["slowest_us"].as_u64().unwrap_or(0)).max().unwrap_or(0);
+        if let Some(back) = back_at {
+            // Per process: when it told Redis back, after Redis was.
+            let rejoined: Vec<Option<u64>> = figures
+                .iter()
+                .map(|f| {
+                    f["told"].as_array().and_then(|told| {
+                        told.iter()
+                            .filter(|t| t[0] == "Rejoined")
+                            .filter_map(|t| t[1].as_u64())
+                            .find(|at| *at >= back)
+                            .map(|at| at - back)
+                    })
                 })
-                .collect::<Result<_, _>>()?;
-            let mut figures = Vec::new();
-            for child in children {
-                let out = child.wait_with_output()?;
-                figures.push(serde_json::from_slice::<Value>(&out.stdout).unwrap_or_default());
-            }
-            let sum = |k: &str| figures.iter().map(|f| f[k].as_u64().unwrap_or(0)).sum::<u64>();
-            let (reads, right) = (sum("reads"), sum("right"));
-            let (served, limited) = (served.load(Ordering::Relaxed), limited.load(Ordering::Relaxed));
-            let requests = served + limited + backups.load(Ordering::Relaxed);
-            let fair = served as f64 / processes as f64;
-            let shares: Vec<f64> =
-                figures.iter().map(|f| f["primary"].as_u64().unwrap_or(0) as f64 / fair.max(1.0)).collect();
-            let (lo, hi) = shares.iter().fold((f64::MAX, 0f64), |(lo, hi), s| (lo.min(*s), hi.max(*s)));
-            let slowest = figures.iter().map(|f| f["slowest_us"].as_u64().unwrap_or(0)).max().unwrap_or(0);
-            md.push_str(&format!(
-                "| {processes} x {rate} | {} | {reads} | {} | {:.2} % | {:.1} % | {:.2}-{:.2} | {:.3} | {:.1} ms |\n",
-                if with_fleet { "yes" } else { "no" },
-                reads - right,
-                100.0 * limited as f64 / (served + limited).max(1) as f64,
-                100.0 * served as f64 / (LIMIT * seconds) as f64,
-                lo,
-                hi,
-                requests as f64 / reads.max(1) as f64,
-                slowest as f64 / 1000.0,
+                .collect();
+            let told_down = figures
+                .iter()
+                .map(|f| {
+                    f["told"].as_array().map_or(0, |t| t.iter().filter(|t| t[0] == "Unavailable").count())
+                })
+                .collect::<Vec<_>>();
+            notes.push(format!(
+                "Redis killed {} s into the run and started again 3 s later: each process told it unavailable {:?} times; back on the fleet's view (ms after Redis was) {:?}.",
+                seconds / 3,
+                told_down,
+                rejoined
             ));
         }
+        md.push_str(&format!(
+            "| {processes} x {rate} | {} | {reads} | {} | {:.2} % | {:.1} % | {:.2}-{:.2} | {:.3} | {:.1} ms |\n",
+            fleet.unwrap_or("no"),
+            reads - right,
+            100.0 * limited as f64 / (served + limited).max(1) as f64,
+            100.0 * served as f64 / (LIMIT * seconds) as f64,
+            lo,
+            hi,
+            requests as f64 / reads.max(1) as f64,
+            slowest as f64 / 1000.0,
+        ));
+    }
+    for note in notes {
+        md.push_str(&format!("\n{note}\n"));
     }
     redis.stop();
     println!("{md}");
