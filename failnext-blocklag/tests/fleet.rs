@@ -111,3 +111,38 @@ async fn a_fleets_monitors_probe_each_provider_as_often_as_one_and_all_see_a_wro
     drop(last);
     redis.stop();
 }
+
+#[tokio::test]
+async fn a_wrong_chain_one_prober_sees_reaches_every_monitor_of_the_fleet_at_once() {
+    let mut redis = RedisServer::start().unwrap();
+    let chain_b = Arc::new(AtomicU64::new(1));
+    let a = provider(Arc::new(AtomicU64::new(1)), Arc::default()).await;
+    let b = provider(Arc::clone(&chain_b), Arc::default()).await;
+    // Probes every second: without the news pushed, the others would see it at their own
+    // next reading of b, up to a second later.
+    let monitors: Vec<_> =
+        (0..4).map(|_| monitor(&a, &b, Some(Fleet::connect(&redis.url(), "bots").unwrap()))).collect();
+    let handles: Vec<_> = monitors.iter().map(|m| m.spawn(Duration::from_secs(1))).collect();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(monitors.iter().all(|m| m.eligible("b")));
+    chain_b.store(10, Ordering::Relaxed);
+    let (mut first, mut all) = (None, None);
+    let started = tokio::time::Instant::now();
+    while all.is_none() && started.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let out = monitors.iter().filter(|m| !m.eligible("b")).count();
+        if out > 0 && first.is_none() {
+            first = Some(started.elapsed());
+        }
+        if out == monitors.len() {
+            all = Some(started.elapsed());
+        }
+    }
+    let (first, all) = (first.expect("the prober saw it"), all.expect("every monitor saw it"));
+    assert!(
+        all - first <= Duration::from_millis(100),
+        "the others within one round trip: {first:?} then {all:?}"
+    );
+    drop(handles);
+    redis.stop();
+}

@@ -106,8 +106,24 @@ impl Monitor {
                 }
             })
             .collect();
+        let probes = futures::future::join_all(providers);
+        #[cfg(feature = "redis")]
+        let task = match inner.settings.fleet.clone() {
+            // The probes other processes of the fleet announce, taken at once.
+            Some(fleet) => {
+                let monitor = self.clone();
+                tokio::spawn(async move {
+                    let listen = fleet.listen(|name, note| monitor.relayed(name, note));
+                    futures::future::select(std::pin::pin!(probes), std::pin::pin!(listen)).await;
+                })
+            }
+            None => tokio::spawn(async move {
+                probes.await;
+            }),
+        };
+        #[cfg(not(feature = "redis"))]
         let task = tokio::spawn(async move {
-            futures::future::join_all(providers).await;
+            probes.await;
         });
         MonitorHandle { task: Some(task), stop, monitor: self.clone() }
     }

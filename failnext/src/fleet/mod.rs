@@ -476,6 +476,68 @@ impl Fleet {
         set.await.0.is_some()
     }
 
+    /// [`publish`](Fleet::publish), and tells every process [listening](Fleet::listen) at
+    /// once (Redis pub/sub, in the same round trip): how a news another process must act on
+    /// at once (a provider found on another chain) reaches the fleet within one round trip.
+    pub async fn announce(&self, name: &str, value: &str, ttl: Duration) -> bool {
+        let key = format!("{}note:{name}", self.inner.prefix);
+        let channel = format!("{}notes", self.inner.prefix);
+        let message = format!("{}\n{name}\n{value}", self.inner.member);
+        let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        let value = value.to_owned();
+        let sent = self.call_telling(
+            |mut conn| async move {
+                redis::pipe()
+                    .cmd("SET")
+                    .arg(&key)
+                    .arg(&value)
+                    .arg("PX")
+                    .arg(ms)
+                    .ignore()
+                    .cmd("PUBLISH")
+                    .arg(&channel)
+                    .arg(&message)
+                    .ignore()
+                    .query_async::<()>(&mut conn)
+                    .await
+            },
+            false,
+        );
+        sent.await.0.is_some()
+    }
+
+    /// Calls `on(name, value)` for every note another process of the fleet
+    /// [announces](Fleet::announce), as it comes, until the returned future is dropped (it
+    /// never ends by itself). While Redis is unavailable it tries again every
+    /// [`RECONNECT_EVERY`]; notes announced meanwhile are missed (read them with
+    /// [`read`](Fleet::read)).
+    pub async fn listen(&self, mut on: impl FnMut(&str, &str)) {
+        use futures_util::StreamExt as _;
+        let channel = format!("{}notes", self.inner.prefix);
+        let connect_within = self.inner.timeout.max(Duration::from_millis(200));
+        loop {
+            if let Ok(Ok(mut pubsub)) =
+                tokio::time::timeout(connect_within, self.inner.client.get_async_pubsub()).await
+            {
+                if pubsub.subscribe(&channel).await.is_ok() {
+                    let mut messages = pubsub.into_on_message();
+                    while let Some(message) = messages.next().await {
+                        let Ok(payload) = message.get_payload::<String>() else { continue };
+                        let mut parts = payload.splitn(3, '\n');
+                        if let (Some(member), Some(name), Some(value)) =
+                            (parts.next(), parts.next(), parts.next())
+                        {
+                            if member != self.inner.member {
+                                on(name, value);
+                            }
+                        }
+                    }
+                }
+            }
+            tokio::time::sleep(RECONNECT_EVERY).await;
+        }
+    }
+
     /// The note `name` another process [published](Fleet::publish): `Some(None)` when there is
     /// none (or it expired), `None` when Redis is unavailable.
     pub async fn read(&self, name: &str) -> Option<Option<String>> {

@@ -400,9 +400,25 @@ impl Monitor {
         #[cfg(feature = "redis")]
         if let Some((fleet, name)) = held {
             let note = crate::runtime::fleet::encode(&report);
-            fleet.publish(&name, &note, crate::runtime::fleet::lease_for(timeout)).await;
+            fleet.announce(&name, &note, crate::runtime::fleet::lease_for(timeout)).await;
         }
         inner.publish_probe(i, report)
+    }
+
+    /// A probe another process of the fleet announced (`name`, `note`): taken as this
+    /// monitor's own probe of that provider, at once.
+    #[cfg(feature = "redis")]
+    pub(crate) fn relayed(&self, name: &str, note: &str) {
+        let inner = &*self.inner;
+        let endpoints = &inner.settings.endpoints;
+        let Some(i) = endpoints.iter().position(|ep| crate::runtime::fleet::name(ep.id()) == name) else {
+            return;
+        };
+        let Some(report) = crate::runtime::fleet::decode(note, endpoints[i].id()) else { return };
+        if let Some(chain) = report.chain_seen {
+            inner.learn_chain(i, chain);
+        }
+        let _ = inner.publish_probe(i, report);
     }
 
     /// The shared state, for the schedule and the [`HealthSource`](failnext::HealthSource)
