@@ -601,6 +601,22 @@ async fn a_provider_that_answers_after_a_quiet_spell_has_its_chain_probed_at_onc
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_provider_answering_far_ahead_of_the_chain_has_its_chain_probed_at_once() {
+    let (_a, _b, c, monitor, handle) = three_at_100_spawned(Mode::Healthy).await;
+    // c serves reads without a pause: traffic is its probe (once in four intervals).
+    answers_every_50_ms(&monitor, "c", 100, 40).await;
+    // It moves onto another chain, higher up, without a pause in its answers: they show a
+    // head 500 blocks ahead of every other provider's, answered well.
+    c.set_chain(5);
+    let moved = Instant::now();
+    answers_every_50_ms(&monitor, "c", 600, 2).await;
+    assert!(HealthSource::never(&monitor, &id("c")), "{:?}", monitor.snapshot().unwrap().entry("c"));
+    assert!(checked(&monitor, "c").is_some_and(|at| at >= moved));
+    assert!(monitor.eligible("a") && monitor.eligible("b"));
+    within(handle.stop()).await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_held_out_provider_answering_a_reserve_read_after_a_quiet_spell_has_its_chain_probed_at_once() {
     let (_a, _b, c, monitor, handle) = three_at_100_spawned(Mode::Failing).await;
     // c falls behind; a read fails there, and its probe (at once: with b down, the reads

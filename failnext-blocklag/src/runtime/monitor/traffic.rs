@@ -20,6 +20,10 @@ use super::Inner;
 /// read in twenty), three in a row a provider that may be hanging.
 pub(crate) const OUTRUN_STREAK: u32 = 3;
 
+/// How many blocks beyond where the chain can be an answer's head must be to have its
+/// provider's chain probed at once ([`Inner::far_ahead`]).
+pub(crate) const FAR_AHEAD: u64 = 64;
+
 /// How many other admitted providers let a provider held out wait for its idle re-check
 /// ([`Inner::needed`]): the one serving, and one to fail over to.
 pub(crate) const SPARES: usize = 2;
@@ -60,6 +64,9 @@ impl Inner {
                     outrun.store(0, Ordering::Relaxed);
                 }
             }
+            if head.is_some_and(|head| self.far_ahead(head)) {
+                self.wake(i, Gap::Interval);
+            }
             if let (Some(head), Some(at), Some(highest), Some(first)) =
                 (head, self.answered.get(i), self.answered_head.get(i), self.answered_head_at.get(i))
             {
@@ -97,6 +104,24 @@ impl Inner {
         // checks it once they do, or an interval after its last check ([`Inner::needed`]).
         self.wake(i, Gap::Recheck);
         true
+    }
+
+    /// Whether an answer's `head` is further ahead of the view's highest height than the chain
+    /// can have moved since (its age over the learnt block time, else none), by more than
+    /// [`FAR_AHEAD`] blocks: what a provider moved onto another chain (one higher up) shows,
+    /// answering well. Its probe, which asks `eth_chainId`, is then pulled forward to now, at
+    /// most once per interval ([`Gap::Interval`]: the probe moves, it is not added); without
+    /// it, traffic stands in for the probe for up to four intervals, every read going to the
+    /// other chain meanwhile.
+    fn far_ahead(&self, head: u64) -> bool {
+        let Some(snapshot) = self.published.load_full() else { return false };
+        let moved = match snapshot.block_time() {
+            Some(block) if !block.is_zero() => {
+                u64::try_from(snapshot.age().as_nanos() / block.as_nanos()).unwrap_or(u64::MAX)
+            }
+            _ => 0,
+        };
+        head > snapshot.highest().saturating_add(moved).saturating_add(FAR_AHEAD)
     }
 
     /// Endpoint `i` answered well at `now_ms`: when nothing was heard of it for [`QUIET`] or

@@ -16,7 +16,7 @@
 
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use failnext::fleet::{Fleet, Rate};
@@ -57,25 +57,41 @@ fn client(args: &[String]) -> Result<(), BoxError> {
     let figures = rt.block_on(async move {
         let told = Arc::new(std::sync::Mutex::new(Vec::<(String, u64)>::new()));
         let seen = Arc::clone(&told);
-        let mut builder = Failover::builder([
+        let endpoints = [
             Endpoint::new("primary", primary.as_str()),
             Endpoint::new("backup-a", a.as_str()),
             Endpoint::new("backup-b", b.as_str()),
-        ])
-        .additional_trigger_status_codes([http::StatusCode::TOO_MANY_REQUESTS])
-        .on_event(move |event| {
-            if let failnext::Event::Fleet { state } = event {
-                let mut told = seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                told.push((format!("{state:?}"), unix_ms()));
-            }
-        });
-        if redis != "-" {
+        ];
+        let paired = name.starts_with("paired");
+        let mut builder = Failover::builder(endpoints.clone())
+            .additional_trigger_status_codes([http::StatusCode::TOO_MANY_REQUESTS])
+            .on_event(move |event| {
+                if let failnext::Event::Fleet { state } = event {
+                    let mut told = seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    told.push((format!("{state:?}"), unix_ms()));
+                }
+            });
+        if redis != "-" && !paired {
             let fleet = Fleet::connect(redis, name)?.budget("primary", Rate::per_second(196).burst(4));
             builder = builder.fleet(fleet);
+        }
+        // The README's paired setup: a monitor probing every 2 s (expecting chain 1), the
+        // JSON-RPC classifier; with a fleet, one prober per provider for all the processes.
+        let mut probing = None;
+        if paired {
+            let mut monitor = failnext_blocklag::Monitor::builder(endpoints).expected_chain_id(1);
+            if redis != "-" {
+                monitor = monitor.fleet(Fleet::connect(redis, name)?);
+                builder = builder.fleet(Fleet::connect(redis, name)?);
+            }
+            let monitor = monitor.build()?;
+            probing = Some(monitor.spawn(Duration::from_secs(2)));
+            builder = builder.monitor(monitor).classifier(failnext::jsonrpc::JsonRpcClassifier::default());
         }
         let http = reqwest::Client::builder().no_proxy().build()?;
         let client = ClientBuilder::new(http).with(builder.build()?).build();
         let (mut reads, mut right, mut on_primary, mut slowest) = (0u64, 0u64, 0u64, Duration::ZERO);
+        let mut wrong = 0u64;
         let mut tick = tokio::time::interval(Duration::from_micros(1_000_000 / rate));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let end = Instant::now() + Duration::from_secs(seconds);
@@ -86,15 +102,22 @@ fn client(args: &[String]) -> Result<(), BoxError> {
             let sent = client.post(primary.as_str()).header("content-type", "application/json").body(READ);
             if let Ok(response) = sent.allow_failover().send().await {
                 let by = response.served_by().map(|e| e.as_str().to_owned());
-                if response.status() == 200 && response.text().await.is_ok_and(|t| t == ANSWER) {
+                let text = if response.status() == 200 { response.text().await.ok() } else { None };
+                let answer = text.and_then(|t| serde_json::from_str::<Value>(&t).ok());
+                let result = answer.as_ref().and_then(|a| a["result"].as_str());
+                if result == Some("0x10") {
                     right += 1;
                     on_primary += u64::from(by.as_deref() == Some("primary"));
+                } else if result == Some("0x99") {
+                    wrong += 1;
                 }
             }
             slowest = slowest.max(started.elapsed());
         }
+        drop(probing);
         let told = told.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
         Ok::<_, BoxError>(json!({
+            "wrong": wrong,
             "reads": reads,
             "right": right,
             "primary": on_primary,
@@ -111,6 +134,65 @@ fn unix_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// The README's paired setup (a monitor probing every 2 s, expecting chain 1) in 8 processes at
+/// 100 reads a second over three unlimited providers, the first moving onto another chain a
+/// third into the run; without a fleet, and with one (the failovers and the monitors on it:
+/// one prober per provider, its news announced). The table's rows.
+#[allow(clippy::print_stderr, reason = "progress goes to stderr")]
+fn moved_onto_another_chain(
+    rt: &tokio::runtime::Runtime,
+    redis: &RedisServer,
+    seconds: u64,
+) -> Result<String, BoxError> {
+    let mut md = String::from(
+        "\n| 8 x 100 reads/s, paired (spawn 2 s), the first provider moves onto another chain | reads | wrong (the moved provider's) | failed | probes of the first provider per second, fleet-wide (before the move) |\n| --- | --: | --: | --: | --: |\n",
+    );
+    for with_fleet in [false, true] {
+        let moved = Arc::new(AtomicBool::new(false));
+        let (reads, probes) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let (p, a, b) = rt.block_on(async {
+            (
+                chain(Arc::clone(&reads), Arc::clone(&probes), Arc::clone(&moved)).await,
+                backup(Arc::default()).await,
+                backup(Arc::default()).await,
+            )
+        });
+        let redis_url = if with_fleet { redis.url() } else { "-".to_owned() };
+        let name = format!("paired-{with_fleet}");
+        eprintln!(
+            "failnext-fleet: 8 paired processes, fleet {with_fleet}, the first provider moving, {seconds} s"
+        );
+        let exe = std::env::current_exe()?;
+        let children: Vec<_> = (0..8)
+            .map(|_| {
+                Command::new(&exe)
+                    .args(["--client", &p.url("/"), &a.url("/"), &b.url("/"), &redis_url, &name, "100"])
+                    .arg(seconds.to_string())
+                    .stdout(Stdio::piped())
+                    .spawn()
+            })
+            .collect::<Result<_, _>>()?;
+        let before = Duration::from_secs(seconds) / 3;
+        std::thread::sleep(before);
+        let probed = probes.load(Ordering::Relaxed);
+        moved.store(true, Ordering::Relaxed);
+        let mut figures = Vec::new();
+        for child in children {
+            let out = child.wait_with_output()?;
+            figures.push(serde_json::from_slice::<Value>(&out.stdout).unwrap_or_default());
+        }
+        let sum = |k: &str| figures.iter().map(|f| f[k].as_u64().unwrap_or(0)).sum::<u64>();
+        let (all, right, wrong) = (sum("reads"), sum("right"), sum("wrong"));
+        md.push_str(&format!(
+            "| {} | {all} | {wrong} | {} | {:.2} |\n",
+            if with_fleet { "with the fleet" } else { "without" },
+            all - right - wrong,
+            probed as f64 / before.as_secs_f64(),
+        ));
+    }
+    Ok(md)
 }
 
 /// The primary: [`LIMIT`] requests per one-second window, 429 beyond; counts both.
@@ -133,9 +215,38 @@ async fn primary(served: Arc<AtomicU64>, limited: Arc<AtomicU64>) -> Server {
 }
 
 async fn backup(count: Arc<AtomicU64>) -> Server {
-    Server::start(Arc::new(move |_: &Received| {
-        count.fetch_add(1, Ordering::Relaxed);
-        Action::Reply(Reply::new(200).json(ANSWER))
+    chain(count, Arc::default(), Arc::default()).await
+}
+
+/// A provider at block 0x10 of chain 1 (answering reads, and a monitor's probes: batches of
+/// `eth_getBlockByNumber` and `eth_chainId`), or, once `moved` is set, at block 0x99 of chain
+/// 10; counts reads in `reads` and probes in `probes`.
+async fn chain(reads: Arc<AtomicU64>, probes: Arc<AtomicU64>, moved: Arc<AtomicBool>) -> Server {
+    Server::start(Arc::new(move |req: &Received| {
+        let call = req.json();
+        if call["method"] == "eth_blockNumber" {
+            reads.fetch_add(1, Ordering::Relaxed);
+        } else {
+            probes.fetch_add(1, Ordering::Relaxed);
+        }
+        let (number, chain) = if moved.load(Ordering::Relaxed) { (0x99, 10) } else { (0x10, 1) };
+        let answer = |call: &Value| {
+            let result = match call["method"].as_str() {
+                Some("eth_chainId") => json!(format!("{chain:#x}")),
+                Some("eth_getBlockByNumber") => json!({
+                    "number": format!("{number:#x}"),
+                    "hash": format!("0x{number:064x}"),
+                    "timestamp": format!("{:#x}", unix_ms() / 1000),
+                }),
+                _ => json!(format!("{number:#x}")),
+            };
+            json!({"jsonrpc": "2.0", "id": call["id"], "result": result})
+        };
+        let body = match &call {
+            Value::Array(calls) => Value::Array(calls.iter().map(answer).collect()),
+            one => answer(one),
+        };
+        Action::Reply(Reply::new(200).json(body.to_string()))
     }))
     .await
 }
@@ -159,7 +270,7 @@ fn scenario(args: &[String]) -> Result<(), BoxError> {
     }
     rows.push((8, 100, Some("yes, Redis killed for 3 s mid-run")));
     let mut notes = Vec::new();
-    for (processes, rate, fleet) in rows {
+    for (run, (processes, rate, fleet)) in rows.into_iter().enumerate() {
         let (served, limited, backups) = (Arc::default(), Arc::default(), Arc::new(AtomicU64::new(0)));
         let (p, a, b) = rt.block_on(async {
             (
@@ -170,7 +281,7 @@ fn scenario(args: &[String]) -> Result<(), BoxError> {
         });
         let redis_url = if fleet.is_some() { redis.url() } else { "-".to_owned() };
         // A fleet of its own per run: a fresh budget.
-        let name = format!("bench-{processes}x{rate}-{}", notes.len());
+        let name = format!("bench-{processes}x{rate}-{run}");
         eprintln!("failnext-fleet: {processes} processes at {rate}/s, fleet {fleet:?}, {seconds} s");
         let exe = std::env::current_exe()?;
         let children: Vec<_> = (0..processes)
@@ -247,6 +358,7 @@ fn scenario(args: &[String]) -> Result<(), BoxError> {
     for note in notes {
         md.push_str(&format!("\n{note}\n"));
     }
+    md.push_str(&moved_onto_another_chain(&rt, &redis, seconds)?);
     redis.stop();
     println!("{md}");
     Ok(())
