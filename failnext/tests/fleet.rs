@@ -237,3 +237,77 @@ async fn a_provider_one_failover_finds_failing_is_avoided_by_the_others_within_a
     assert_eq!(met.load(Ordering::SeqCst), 1, "no other failover met the 429 itself");
     redis.stop();
 }
+
+/// The alloy transport shares the logs range limits it learns (feature `alloy`).
+#[cfg(feature = "alloy")]
+mod logs {
+    use super::*;
+    use alloy_json_rpc::{Id, Request, RequestPacket};
+    use failnext::alloy::FailoverTransport;
+    use serde_json::{Value, json};
+    use tower_service::Service;
+
+    /// A node that refuses `eth_getLogs` ranges wider than `limit` blocks (as real providers
+    /// do) and serves anything else with no logs; counts the logs queries it gets.
+    async fn node(limit: u64, asked: Arc<AtomicUsize>) -> Server {
+        Server::start(Arc::new(move |req: &Received| {
+            let call = req.json();
+            let hex = |v: &Value| u64::from_str_radix(v.as_str().unwrap_or("0x0").trim_start_matches("0x"), 16).unwrap_or(0);
+            let filter = &call["params"][0];
+            let body = if call["method"] == "eth_getLogs" {
+                asked.fetch_add(1, Ordering::SeqCst);
+                if hex(&filter["toBlock"]) - hex(&filter["fromBlock"]) + 1 > limit {
+                    json!({"jsonrpc": "2.0", "id": call["id"], "error": {"code": -32005, "message": format!("exceed maximum block range: {limit}")}})
+                } else {
+                    json!({"jsonrpc": "2.0", "id": call["id"], "result": []})
+                }
+            } else {
+                json!({"jsonrpc": "2.0", "id": call["id"], "result": "0x5000"})
+            };
+            Action::Reply(Reply::new(200).json(body.to_string()))
+        }))
+        .await
+    }
+
+    fn transport(redis: &RedisServer, narrow: &Server, wide: &Server) -> FailoverTransport {
+        let fleet = Fleet::connect(&redis.url(), "bots").unwrap();
+        FailoverTransport::builder([
+            Endpoint::new("narrow", narrow.url("/")),
+            Endpoint::new("wide", wide.url("/")),
+        ])
+        .client(reqwest::Client::builder().no_proxy().build().unwrap())
+        .fleet(fleet)
+        .build()
+        .unwrap()
+    }
+
+    async fn logs(t: &FailoverTransport, from: u64, to: u64) {
+        let filter = json!({"fromBlock": format!("{from:#x}"), "toBlock": format!("{to:#x}")});
+        let call = Request::new("eth_getLogs", Id::Number(1), [filter]).serialize().unwrap();
+        let answer =
+            tokio::time::timeout(Duration::from_secs(5), t.clone().call(RequestPacket::Single(call))).await;
+        assert!(answer.expect("answered in 5 s").is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_logs_range_one_transport_learns_a_provider_refuses_is_not_sent_there_by_another() {
+        let mut redis = redis();
+        let (narrow_asked, wide_asked) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let narrow = node(1000, Arc::clone(&narrow_asked)).await;
+        let wide = node(100_000, Arc::clone(&wide_asked)).await;
+        let (first, second) = (transport(&redis, &narrow, &wide), transport(&redis, &narrow, &wide));
+        // The second listens from its first logs query on.
+        logs(&second, 0, 10).await;
+        narrow_asked.store(0, Ordering::SeqCst);
+        logs(&first, 0, 4999).await;
+        assert_eq!(narrow_asked.swap(0, Ordering::SeqCst), 1, "the first learns the refusal itself");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        logs(&second, 5000, 9999).await;
+        assert_eq!(
+            narrow_asked.load(Ordering::SeqCst),
+            0,
+            "the second sends the range straight to the wide one"
+        );
+        redis.stop();
+    }
+}

@@ -355,6 +355,12 @@ pub(crate) struct Limits {
     known: Mutex<Vec<(EndpointId, Known)>>,
     /// No part is started this long after the query's start (the transport's deadline).
     deadline: Option<Duration>,
+    /// The fleet the refusals are shared with (feature `redis`), and whether this transport
+    /// listens for the others'.
+    #[cfg(feature = "redis")]
+    fleet: Option<(crate::fleet::Fleet, std::sync::OnceLock<std::sync::Weak<Limits>>)>,
+    #[cfg(feature = "redis")]
+    listening: std::sync::atomic::AtomicBool,
 }
 
 /// One provider's known range limits.
@@ -384,8 +390,57 @@ enum Advice {
 
 impl Limits {
     /// Nothing learnt yet; no part started `deadline` after a query's start.
+    #[cfg_attr(feature = "redis", allow(dead_code, reason = "with a fleet, made by `shared`"))]
     pub(crate) fn until(deadline: Option<Duration>) -> Limits {
         Limits { deadline, ..Limits::default() }
+    }
+
+    /// The same, sharing what it learns with `fleet` (feature `redis`): each refusal learnt
+    /// here is announced, and the refusals other processes announce are learnt here (from
+    /// the first logs query on; refusals announced before are learnt again at a refusal).
+    #[cfg(feature = "redis")]
+    pub(crate) fn shared(
+        deadline: Option<Duration>,
+        fleet: Option<crate::fleet::Fleet>,
+    ) -> std::sync::Arc<Limits> {
+        let fleet = fleet.map(|f| (f, std::sync::OnceLock::new()));
+        let limits = std::sync::Arc::new(Limits { deadline, fleet, ..Limits::default() });
+        if let Some((_, me)) = &limits.fleet {
+            let _ = me.set(std::sync::Arc::downgrade(&limits));
+        }
+        limits
+    }
+
+    /// Starts listening for the refusals other processes of the fleet announce, once.
+    #[cfg(feature = "redis")]
+    fn listen(&self) {
+        use std::sync::atomic::Ordering;
+        let Some((fleet, me)) = &self.fleet else { return };
+        if self.listening.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let (Some(me), Ok(handle)) = (me.get().cloned(), tokio::runtime::Handle::try_current()) else {
+            self.listening.store(false, Ordering::Relaxed);
+            return;
+        };
+        let (fleet, alive) = (fleet.clone(), me.clone());
+        handle.spawn(async move {
+            let listen = fleet.listen(|name, value| {
+                let (Some(id), Ok(width)) = (name.strip_prefix("logs:"), value.parse::<u64>()) else {
+                    return;
+                };
+                if let Some(limits) = me.upgrade() {
+                    limits.refused_here(&EndpointId::from(id), width);
+                }
+            });
+            // Ends with the transport.
+            let dropped = async {
+                while alive.strong_count() > 0 {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            };
+            futures_util::future::select(std::pin::pin!(listen), std::pin::pin!(dropped)).await;
+        });
     }
 
     fn known(&self) -> std::sync::MutexGuard<'_, Vec<(EndpointId, Known)>> {
@@ -414,8 +469,18 @@ impl Limits {
         });
     }
 
-    /// `id` refused a range `width` blocks wide.
+    /// `id` refused a range `width` blocks wide: learnt, and announced to the fleet.
     fn refused(&self, id: &EndpointId, width: u64) {
+        self.refused_here(id, width);
+        #[cfg(feature = "redis")]
+        if let (Some((fleet, _)), Ok(handle)) = (&self.fleet, tokio::runtime::Handle::try_current()) {
+            let (fleet, name, width) = (fleet.clone(), format!("logs:{}", id.as_str()), width.to_string());
+            handle.spawn(async move { fleet.announce(&name, &width, LEARNT_FOR).await });
+        }
+    }
+
+    /// `id` refused a range `width` blocks wide, here or (announced) in another process.
+    fn refused_here(&self, id: &EndpointId, width: u64) {
         let now = Instant::now();
         self.update(id, |k| {
             let narrowest = match k.refused {
@@ -433,6 +498,8 @@ impl Limits {
     /// known to serve it goes first, or one not known to refuse it; when every provider is
     /// known to refuse it, it is cut unasked.
     fn advice(&self, endpoints: &[EndpointId], width: u64) -> Advice {
+        #[cfg(feature = "redis")]
+        self.listen();
         let now = Instant::now();
         let known = self.known();
         let of = |id: &EndpointId| known.iter().find(|(e, _)| e == id).map(|(_, k)| *k).unwrap_or_default();

@@ -63,6 +63,12 @@ impl Failover {
         &self.shared
     }
 
+    /// The fleet this failover is one process of (feature `redis`).
+    #[cfg(feature = "redis")]
+    pub(crate) fn shared_fleet(&self) -> Option<crate::fleet::Fleet> {
+        self.shared.fleet.as_ref().map(|link| link.fleet.clone())
+    }
+
     /// The configured endpoints, in priority order.
     pub fn endpoints(&self) -> &[Endpoint] {
         &self.shared.endpoints

@@ -100,6 +100,7 @@ impl FailoverTransport {
         let endpoints: Arc<[EndpointId]> = failover.endpoints().iter().map(|e| e.id().clone()).collect();
         let local = failover.endpoints().iter().all(|e| is_loopback(e.url()));
         let coherence = Arc::new(Coherence::default());
+        let logs = settings.split_logs.then(|| limits(&failover, settings.deadline));
         for (id, capability) in settings.lacks {
             coherence.capabilities.declare(id, capability);
         }
@@ -122,7 +123,7 @@ impl FailoverTransport {
             source: settings.source.map(Source),
             writes: settings.writes.map(Into::into),
             fanout: settings.fanout.map(Into::into),
-            logs: settings.split_logs.then(|| Arc::new(super::logs::Limits::until(settings.deadline))),
+            logs,
             consensus: settings
                 .consensus
                 .map(|(methods, quorum)| Arc::new(super::consensus::Consensus::new(methods, quorum))),
@@ -261,4 +262,16 @@ fn is_loopback(url: &str) -> bool {
         url::Host::Ipv4(ip) => ip.is_loopback(),
         url::Host::Ipv6(ip) => ip.is_loopback(),
     })
+}
+
+/// The logs range limits of a transport over `failover`, shared with its fleet (feature
+/// `redis`) when it has one.
+fn limits(failover: &Failover, deadline: Option<std::time::Duration>) -> Arc<super::logs::Limits> {
+    #[cfg(feature = "redis")]
+    return super::logs::Limits::shared(deadline, failover.shared_fleet());
+    #[cfg(not(feature = "redis"))]
+    {
+        let _ = failover;
+        Arc::new(super::logs::Limits::until(deadline))
+    }
 }
