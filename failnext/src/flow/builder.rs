@@ -376,7 +376,7 @@ impl FailoverBuilder {
             events: Emitter::new(self.hook),
             paired,
             #[cfg(feature = "redis")]
-            fleet: self.fleet.map(crate::fleet::Link::new),
+            fleet: self.fleet.map(crate::flow::shared::Tie::new),
         });
         if let Some(source) = &self.source {
             source.pair(failover.latency_feed());

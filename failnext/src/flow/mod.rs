@@ -8,6 +8,8 @@ pub(crate) mod budget;
 pub(crate) mod builder;
 pub(crate) mod drain;
 pub(crate) mod fast;
+#[cfg(feature = "redis")]
+pub(crate) mod fleet;
 pub(crate) mod hedge;
 pub(crate) mod middleware;
 pub(crate) mod replay;

@@ -369,7 +369,7 @@ pub(crate) fn begin<'a>(
     let mut guard = guard(shared);
     #[cfg(feature = "redis")]
     if let Some(link) = &shared.fleet {
-        link.fleet.refresh(link);
+        crate::flow::fleet::refresh(link);
     }
     match Session::start(shared, req, opts, scope) {
         Ok(session) => Ok((session, guard)),

@@ -43,7 +43,7 @@ pub(crate) struct Shared {
     pub(crate) paired: Option<crate::health::paired::Paired>,
     /// The fleet, when the process is one of many ([`FailoverBuilder::fleet`](crate::FailoverBuilder::fleet)).
     #[cfg(feature = "redis")]
-    pub(crate) fleet: Option<crate::fleet::Link>,
+    pub(crate) fleet: Option<Tie>,
 }
 
 impl Shared {
@@ -75,5 +75,21 @@ impl crate::health::feed::LatencySink for Shared {
         if let (Some(_), Some(i)) = (&self.ordering, crate::flow::slot::position(&self.slots, id)) {
             self.slots[i].latency.observe(latency);
         }
+    }
+}
+
+/// A failover's tie to its fleet (feature `redis`): the fleet, the failover itself (read for
+/// in the background by [`refresh`](crate::flow::fleet::refresh)), and whether that read runs.
+#[cfg(feature = "redis")]
+pub(crate) struct Tie {
+    pub(crate) fleet: crate::fleet::Fleet,
+    pub(crate) me: std::sync::OnceLock<std::sync::Weak<Shared>>,
+    pub(crate) watching: std::sync::atomic::AtomicBool,
+}
+
+#[cfg(feature = "redis")]
+impl Tie {
+    pub(crate) fn new(fleet: crate::fleet::Fleet) -> Tie {
+        Tie { fleet, me: std::sync::OnceLock::new(), watching: std::sync::atomic::AtomicBool::new(false) }
     }
 }

@@ -1,0 +1,120 @@
+//! A fleet's shared notes: leases, notes published and read, announcements heard as they
+//! come (what failnext-blocklag's one prober per provider and the alloy transport's shared
+//! logs limits are built on).
+
+use std::time::Duration;
+
+use super::{Fleet, RECONNECT_EVERY, script};
+
+impl Fleet {
+    /// Holds (or renews) the fleet-wide lease `name` for `ttl`: `Some(true)` when this handle
+    /// holds it now, `Some(false)` when another process does, `None` when Redis is
+    /// unavailable (the caller goes on alone). A lease not renewed within `ttl` (its holder
+    /// died or stopped) is free for the next taker. This is how failnext-blocklag probes each
+    /// provider from one process of the fleet; `name` is part of a Redis key: use endpoint
+    /// ids, never URLs.
+    pub async fn hold(&self, name: &str, ttl: Duration) -> Option<bool> {
+        let key = format!("{}lease:{name}", self.inner.prefix);
+        let member = self.inner.member.clone();
+        let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        let held = self.call_telling(
+            |mut conn| async move {
+                script::hold().key(&key).arg(&member).arg(ms).invoke_async::<i64>(&mut conn).await
+            },
+            false,
+        );
+        held.await.0.map(|held| held == 1)
+    }
+
+    /// Publishes `value` under `name` for `ttl` (a note other processes [`read`](Fleet::read)).
+    /// Returns whether Redis took it. `name` and `value` are stored as they are: no URL or
+    /// key of a provider in either.
+    pub async fn publish(&self, name: &str, value: &str, ttl: Duration) -> bool {
+        let key = format!("{}note:{name}", self.inner.prefix);
+        let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        let value = value.to_owned();
+        let set = self.call_telling(
+            |mut conn| async move {
+                redis::cmd("SET").arg(&key).arg(&value).arg("PX").arg(ms).query_async::<()>(&mut conn).await
+            },
+            false,
+        );
+        set.await.0.is_some()
+    }
+
+    /// [`publish`](Fleet::publish), and tells every process [listening](Fleet::listen) at
+    /// once (Redis pub/sub, in the same round trip): how a news another process must act on
+    /// at once (a provider found on another chain) reaches the fleet within one round trip.
+    pub async fn announce(&self, name: &str, value: &str, ttl: Duration) -> bool {
+        let key = format!("{}note:{name}", self.inner.prefix);
+        let channel = format!("{}notes", self.inner.prefix);
+        let message = format!("{}\n{name}\n{value}", self.inner.member);
+        let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        let value = value.to_owned();
+        let sent = self.call_telling(
+            |mut conn| async move {
+                redis::pipe()
+                    .cmd("SET")
+                    .arg(&key)
+                    .arg(&value)
+                    .arg("PX")
+                    .arg(ms)
+                    .ignore()
+                    .cmd("PUBLISH")
+                    .arg(&channel)
+                    .arg(&message)
+                    .ignore()
+                    .query_async::<()>(&mut conn)
+                    .await
+            },
+            false,
+        );
+        sent.await.0.is_some()
+    }
+
+    /// Calls `on(name, value)` for every note another process of the fleet
+    /// [announces](Fleet::announce), as it comes, until the returned future is dropped (it
+    /// never ends by itself). While Redis is unavailable it tries again every
+    /// [`RECONNECT_EVERY`]; notes announced meanwhile are missed (read them with
+    /// [`read`](Fleet::read)).
+    pub async fn listen(&self, mut on: impl FnMut(&str, &str)) {
+        use futures_util::StreamExt as _;
+        let channel = format!("{}notes", self.inner.prefix);
+        let connect_within = self.inner.timeout.max(Duration::from_millis(200));
+        loop {
+            if let Ok(Ok(mut pubsub)) =
+                tokio::time::timeout(connect_within, self.inner.client.get_async_pubsub()).await
+            {
+                if pubsub.subscribe(&channel).await.is_ok() {
+                    let mut messages = pubsub.into_on_message();
+                    while let Some(message) = messages.next().await {
+                        let Ok(payload) = message.get_payload::<String>() else { continue };
+                        let mut parts = payload.splitn(3, '\n');
+                        if let (Some(member), Some(name), Some(value)) =
+                            (parts.next(), parts.next(), parts.next())
+                        {
+                            if member != self.inner.member {
+                                on(name, value);
+                            }
+                        }
+                    }
+                }
+            }
+            tokio::time::sleep(RECONNECT_EVERY).await;
+        }
+    }
+
+    /// The note `name` another process [published](Fleet::publish): `Some(None)` when there is
+    /// none (or it expired), `None` when Redis is unavailable.
+    pub async fn read(&self, name: &str) -> Option<Option<String>> {
+        let key = format!("{}note:{name}", self.inner.prefix);
+        let get =
+            self.call_telling(
+                |mut conn| async move {
+                    redis::cmd("GET").arg(&key).query_async::<Option<String>>(&mut conn).await
+                },
+                false,
+            );
+        get.await.0
+    }
+}
