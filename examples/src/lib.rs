@@ -30,19 +30,19 @@ pub use report::causes;
 // The READMEs' code, compiled as doc tests so that it cannot rot. Every `rust` block is a
 // complete `main.rs` as a user pastes it (no hidden lines); those that would reach a network
 // are `no_run`. They need alloy's provider crate (the feature `alloy`), as the alloy quick
-// starts do.
+// starts do, and the fleet's Redis client (the feature `fleet`) for the fleet's snippet.
 
 /// The workspace README (`README.md`).
-#[cfg(all(doctest, feature = "alloy"))]
+#[cfg(all(doctest, feature = "alloy", feature = "fleet"))]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeWorkspace;
 
 /// failnext's README (`failnext/README.md`, what crates.io shows).
-#[cfg(all(doctest, feature = "alloy"))]
+#[cfg(all(doctest, feature = "alloy", feature = "fleet"))]
 #[doc = include_str!("../../failnext/README.md")]
 pub struct ReadmeFailnext;
 
 /// failnext-blocklag's README (`failnext-blocklag/README.md`, what crates.io shows).
-#[cfg(all(doctest, feature = "alloy"))]
+#[cfg(all(doctest, feature = "alloy", feature = "fleet"))]
 #[doc = include_str!("../../failnext-blocklag/README.md")]
 pub struct ReadmeFailnextBlocklag;

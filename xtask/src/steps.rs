@@ -11,7 +11,7 @@ pub(crate) type DynError = Box<dyn std::error::Error>;
 
 /// The features CI builds: every one but `failnext-examples/tls`, which only matters against
 /// real https providers and would build a C crypto library on every run.
-pub(crate) const FEATURES: &str = "failnext/tracing,failnext/jsonrpc,failnext/alloy,failnext/ws,failnext/serde,failnext/metrics,failnext/redis,failnext-blocklag/redis,failnext-blocklag/serde,failnext-blocklag/metrics,failnext-examples/alloy,failnext-examples/prometheus";
+pub(crate) const FEATURES: &str = "failnext/tracing,failnext/jsonrpc,failnext/alloy,failnext/ws,failnext/serde,failnext/metrics,failnext/redis,failnext-blocklag/redis,failnext-blocklag/serde,failnext-blocklag/metrics,failnext-examples/alloy,failnext-examples/prometheus,failnext-examples/fleet";
 
 /// Runs one step inside a `::group::` section and reports its time.
 pub(crate) fn section<T>(name: &str, step: impl FnOnce() -> Result<T, DynError>) -> Result<T, DynError> {
