@@ -63,8 +63,9 @@ impl Failover {
         &self.shared
     }
 
-    /// The fleet this failover is one process of (feature `redis`).
-    #[cfg(feature = "redis")]
+    /// The fleet this failover is one process of (feature `redis`; the alloy transport shares
+    /// what it learns with it).
+    #[cfg(all(feature = "redis", feature = "alloy"))]
     pub(crate) fn shared_fleet(&self) -> Option<crate::fleet::Fleet> {
         self.shared.fleet.as_ref().map(|link| link.fleet.clone())
     }
