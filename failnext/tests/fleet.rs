@@ -311,3 +311,71 @@ mod logs {
         redis.stop();
     }
 }
+
+/// The alloy transport shares the capability lacks it finds (feature `alloy`).
+#[cfg(feature = "alloy")]
+mod lacks {
+    use super::*;
+    use alloy_json_rpc::{Id, Request, RequestPacket};
+    use failnext::alloy::FailoverTransport;
+    use serde_json::json;
+    use tower_service::Service;
+
+    /// A node answering every call, or "method not found" for `eth_getBlockReceipts` when
+    /// `lacking`; counts the `eth_getBlockReceipts` calls it gets.
+    async fn node(lacking: bool, asked: Arc<AtomicUsize>) -> Server {
+        Server::start(Arc::new(move |req: &Received| {
+            let call = req.json();
+            let body = if call["method"] == "eth_getBlockReceipts" {
+                asked.fetch_add(1, Ordering::SeqCst);
+                if lacking {
+                    json!({"jsonrpc": "2.0", "id": call["id"], "error": {"code": -32601, "message": "the method eth_getBlockReceipts does not exist/is not available"}})
+                } else {
+                    json!({"jsonrpc": "2.0", "id": call["id"], "result": []})
+                }
+            } else {
+                json!({"jsonrpc": "2.0", "id": call["id"], "result": "0x10"})
+            };
+            Action::Reply(Reply::new(200).json(body.to_string()))
+        }))
+        .await
+    }
+
+    fn transport(redis: &RedisServer, lacking: &Server, full: &Server) -> FailoverTransport {
+        let fleet = Fleet::connect(&redis.url(), "bots").unwrap();
+        FailoverTransport::builder([
+            Endpoint::new("lacking", lacking.url("/")),
+            Endpoint::new("full", full.url("/")),
+        ])
+        .client(reqwest::Client::builder().no_proxy().build().unwrap())
+        .fleet(fleet)
+        .build()
+        .unwrap()
+    }
+
+    async fn call(t: &FailoverTransport, method: &'static str) {
+        let call = Request::new(method, Id::Number(1), json!(["latest"])).serialize().unwrap();
+        let answer =
+            tokio::time::timeout(Duration::from_secs(5), t.clone().call(RequestPacket::Single(call))).await;
+        assert!(answer.expect("answered in 5 s").is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_method_one_transport_finds_a_provider_lacks_is_not_asked_of_it_by_another() {
+        let mut redis = redis();
+        let (lacking_asked, full_asked) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let lacking = node(true, Arc::clone(&lacking_asked)).await;
+        let full = node(false, Arc::clone(&full_asked)).await;
+        let (first, second) = (transport(&redis, &lacking, &full), transport(&redis, &lacking, &full));
+        // The second listens from its first call on (subscribed a moment later).
+        call(&second, "eth_chainId").await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        call(&first, "eth_getBlockReceipts").await;
+        assert_eq!(lacking_asked.swap(0, Ordering::SeqCst), 1, "the first finds the lack itself");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        call(&second, "eth_getBlockReceipts").await;
+        assert_eq!(lacking_asked.load(Ordering::SeqCst), 0, "the second asks the full node straight away");
+        assert_eq!(full_asked.load(Ordering::SeqCst), 2);
+        redis.stop();
+    }
+}

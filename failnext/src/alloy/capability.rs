@@ -81,6 +81,39 @@ impl Capability {
     }
 }
 
+#[cfg_attr(not(feature = "redis"), allow(dead_code, reason = "the fleet's notes name capabilities so"))]
+impl Capability {
+    /// A stable name, for the fleet's notes.
+    pub(crate) fn code(&self) -> String {
+        match self {
+            Capability::Archive => "archive".to_owned(),
+            Capability::Proof => "proof".to_owned(),
+            Capability::Method(m) => format!("method {m}"),
+            Capability::Namespace(ns) => format!("namespace {ns}"),
+            Capability::BlockHash => "blockhash".to_owned(),
+            Capability::RequestSize(bytes) => format!("size {bytes}"),
+            Capability::TrueBlocks => "trueblocks".to_owned(),
+        }
+    }
+
+    /// The capability [`code`](Capability::code) names.
+    pub(crate) fn from_code(code: &str) -> Option<Capability> {
+        Some(match code.split_once(' ') {
+            Some(("method", m)) => Capability::Method(m.to_owned()),
+            Some(("namespace", ns)) => Capability::Namespace(ns.to_owned()),
+            Some(("size", bytes)) => Capability::RequestSize(bytes.parse().ok()?),
+            Some(_) => return None,
+            None => match code {
+                "archive" => Capability::Archive,
+                "proof" => Capability::Proof,
+                "blockhash" => Capability::BlockHash,
+                "trueblocks" => Capability::TrueBlocks,
+                _ => return None,
+            },
+        })
+    }
+}
+
 impl fmt::Display for Capability {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -110,6 +143,9 @@ pub(crate) struct Capabilities {
     /// Whether anything is recorded (it may have expired since).
     any: AtomicBool,
     lacks: Mutex<Vec<Lack>>,
+    /// The fleet each lack found is announced to (feature `redis`).
+    #[cfg(feature = "redis")]
+    pub(crate) fleet: std::sync::OnceLock<crate::fleet::Fleet>,
 }
 
 impl Capabilities {
@@ -131,8 +167,34 @@ impl Capabilities {
     }
 
     /// `endpoint` was found to lack `capability`: for `duration` from now (a declared lack
-    /// stays for good). Returns whether it is news (not recorded already).
+    /// stays for good). Returns whether it is news (not recorded already); news is announced
+    /// to the fleet (feature `redis`), whose other processes learn it with
+    /// [`heard`](Capabilities::heard).
     pub(crate) fn found(&self, endpoint: &EndpointId, capability: Capability, duration: Duration) -> bool {
+        #[cfg(feature = "redis")]
+        let code = self.fleet.get().map(|_| capability.code());
+        let news = self.found_here(endpoint, capability, duration);
+        #[cfg(feature = "redis")]
+        if let (true, Some(fleet), Some(code)) = (news, self.fleet.get(), code) {
+            let ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+            fleet.announce_soon(format!("lack:{}", endpoint.as_str()), format!("{ms} {code}"), duration);
+        }
+        news
+    }
+
+    /// A lack another process of the fleet announced (`name` `lack:{endpoint}`, `value`
+    /// `{milliseconds} {capability code}`): learnt here for that long, not announced again.
+    #[cfg(feature = "redis")]
+    pub(crate) fn heard(&self, name: &str, value: &str) {
+        let Some(endpoint) = name.strip_prefix("lack:") else { return };
+        let Some((ms, code)) = value.split_once(' ') else { return };
+        if let (Ok(ms), Some(capability)) = (ms.parse::<u64>(), Capability::from_code(code)) {
+            self.found_here(&EndpointId::from(endpoint), capability, Duration::from_millis(ms));
+        }
+    }
+
+    /// [`found`](Capabilities::found), here only.
+    fn found_here(&self, endpoint: &EndpointId, capability: Capability, duration: Duration) -> bool {
         let until = Instant::now() + duration;
         let mut lacks = self.lock();
         let known = lacks.iter_mut().find(|l| l.endpoint == *endpoint && l.capability == capability);

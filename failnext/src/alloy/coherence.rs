@@ -36,6 +36,9 @@ pub(crate) struct Coherence {
     pub(crate) capabilities: Capabilities,
     /// Whether the chain's block headers hash as Ethereum's (see `verify.rs`).
     pub(crate) blocks: super::verify::BlockCheck,
+    /// Whether the transport listens for the lacks its fleet announces (feature `redis`).
+    #[cfg(feature = "redis")]
+    pub(crate) listening: std::sync::atomic::AtomicBool,
 }
 
 /// How the transport is configured for coherence (copied with it).

@@ -419,28 +419,15 @@ impl Limits {
         if self.listening.swap(true, Ordering::Relaxed) {
             return;
         }
-        let (Some(me), Ok(handle)) = (me.get().cloned(), tokio::runtime::Handle::try_current()) else {
-            self.listening.store(false, Ordering::Relaxed);
-            return;
-        };
-        let (fleet, alive) = (fleet.clone(), me.clone());
-        handle.spawn(async move {
-            let listen = fleet.listen(|name, value| {
-                let (Some(id), Ok(width)) = (name.strip_prefix("logs:"), value.parse::<u64>()) else {
-                    return;
-                };
-                if let Some(limits) = me.upgrade() {
-                    limits.refused_here(&EndpointId::from(id), width);
-                }
-            });
-            // Ends with the transport.
-            let dropped = async {
-                while alive.strong_count() > 0 {
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                }
-            };
-            futures_util::future::select(std::pin::pin!(listen), std::pin::pin!(dropped)).await;
+        let me = me.get().cloned().unwrap_or_default();
+        let listening = fleet.listen_for(me, |limits: &Limits, name, value| {
+            if let (Some(id), Ok(width)) = (name.strip_prefix("logs:"), value.parse::<u64>()) {
+                limits.refused_here(&EndpointId::from(id), width);
+            }
         });
+        if !listening {
+            self.listening.store(false, Ordering::Relaxed);
+        }
     }
 
     fn known(&self) -> std::sync::MutexGuard<'_, Vec<(EndpointId, Known)>> {
@@ -473,9 +460,8 @@ impl Limits {
     fn refused(&self, id: &EndpointId, width: u64) {
         self.refused_here(id, width);
         #[cfg(feature = "redis")]
-        if let (Some((fleet, _)), Ok(handle)) = (&self.fleet, tokio::runtime::Handle::try_current()) {
-            let (fleet, name, width) = (fleet.clone(), format!("logs:{}", id.as_str()), width.to_string());
-            handle.spawn(async move { fleet.announce(&name, &width, LEARNT_FOR).await });
+        if let Some((fleet, _)) = &self.fleet {
+            fleet.announce_soon(format!("logs:{}", id.as_str()), width.to_string(), LEARNT_FOR);
         }
     }
 

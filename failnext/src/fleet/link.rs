@@ -42,12 +42,15 @@ impl Fleet {
         // Failures seen before this call: its success says Redis is back only when no other
         // call failed meanwhile (a call sent before Redis went away may still come back).
         let failures = self.inner.failures.load(Ordering::Relaxed);
-        let Some(conn) = self.connection() else {
+        // One timeout bounds the whole call: waiting for a connection being made, then Redis.
+        let started = Instant::now();
+        let Some(conn) = self.connection_within(self.inner.timeout).await else {
             // Before the first connection attempt has ended, nothing is known of Redis yet.
             let known = self.inner.settled.load(Ordering::Relaxed);
             return (None, if known { self.told(false, tell) } else { None });
         };
-        match tokio::time::timeout(self.inner.timeout, f(conn)).await {
+        let left = self.inner.timeout.saturating_sub(started.elapsed()).max(Duration::from_millis(1));
+        match tokio::time::timeout(left, f(conn)).await {
             Ok(Ok(value)) if self.inner.failures.load(Ordering::Relaxed) == failures => {
                 (Some(value), self.told(true, tell))
             }
@@ -56,6 +59,25 @@ impl Fleet {
                 self.drop_connection();
                 (None, self.told(false, tell))
             }
+        }
+    }
+
+    /// The connection, waiting for one being made (at most `wait`): a call made while the
+    /// first connection (or a new one) is under way goes on it rather than being lost.
+    pub(super) async fn connection_within(&self, wait: Duration) -> Option<MultiplexedConnection> {
+        let started = Instant::now();
+        loop {
+            if let Some(conn) = self.connection() {
+                return Some(conn);
+            }
+            let connecting = {
+                let link = self.inner.link.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                matches!(*link, Conn::Down { connecting: true, .. })
+            };
+            if !connecting || started.elapsed() >= wait {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
         }
     }
 

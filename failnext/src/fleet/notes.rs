@@ -117,4 +117,40 @@ impl Fleet {
             );
         get.await.0
     }
+
+    /// Spawns, in the current runtime, a task calling `on(target, name, value)` for every note
+    /// another process [announces](Fleet::announce), for as long as `target` lives (looked
+    /// at every second). `false` when there is no runtime to spawn it in.
+    #[cfg(feature = "alloy")]
+    pub(crate) fn listen_for<T: Send + Sync + 'static>(
+        &self,
+        target: std::sync::Weak<T>,
+        on: impl Fn(&T, &str, &str) + Send + Sync + 'static,
+    ) -> bool {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else { return false };
+        let (fleet, alive) = (self.clone(), target.clone());
+        handle.spawn(async move {
+            let listen = fleet.listen(|name, value| {
+                if let Some(target) = target.upgrade() {
+                    on(&target, name, value);
+                }
+            });
+            let dropped = async {
+                while alive.strong_count() > 0 {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            };
+            futures_util::future::select(std::pin::pin!(listen), std::pin::pin!(dropped)).await;
+        });
+        true
+    }
+
+    /// [`announce`](Fleet::announce)s in the background (in the current runtime, if any).
+    #[cfg(feature = "alloy")]
+    pub(crate) fn announce_soon(&self, name: String, value: String, ttl: Duration) {
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            let fleet = self.clone();
+            handle.spawn(async move { fleet.announce(&name, &value, ttl).await });
+        }
+    }
 }

@@ -101,6 +101,10 @@ impl FailoverTransport {
         let local = failover.endpoints().iter().all(|e| is_loopback(e.url()));
         let coherence = Arc::new(Coherence::default());
         let logs = settings.split_logs.then(|| limits(&failover, settings.deadline));
+        #[cfg(feature = "redis")]
+        if let Some(fleet) = failover.shared_fleet() {
+            let _ = coherence.capabilities.fleet.set(fleet);
+        }
         for (id, capability) in settings.lacks {
             coherence.capabilities.declare(id, capability);
         }
@@ -273,5 +277,26 @@ fn limits(failover: &Failover, deadline: Option<std::time::Duration>) -> Arc<sup
     {
         let _ = failover;
         Arc::new(super::logs::Limits::until(deadline))
+    }
+}
+
+impl FailoverTransport {
+    /// Listens (once, from the first call in a runtime) for the capability lacks other
+    /// processes of the fleet announce (feature `redis`).
+    #[cfg(feature = "redis")]
+    #[inline]
+    pub(super) fn listen_to_fleet(&self) {
+        use std::sync::atomic::Ordering;
+        let Some(fleet) = self.coherence.capabilities.fleet.get() else { return };
+        if self.coherence.listening.load(Ordering::Relaxed)
+            || self.coherence.listening.swap(true, Ordering::Relaxed)
+        {
+            return;
+        }
+        let heard =
+            |coherence: &Coherence, name: &str, value: &str| coherence.capabilities.heard(name, value);
+        if !fleet.listen_for(Arc::downgrade(&self.coherence), heard) {
+            self.coherence.listening.store(false, Ordering::Relaxed);
+        }
     }
 }

@@ -84,6 +84,8 @@ fn http_error(status: StatusCode, body: String, retry_after: Option<Duration>) -
 
 impl FailoverTransport {
     pub(super) async fn send(self, packet: RequestPacket) -> TransportResult<ResponsePacket> {
+        #[cfg(feature = "redis")]
+        self.listen_to_fleet();
         // An `eth_getLogs` no provider serves whole is split (boxed: the common path stays small).
         match crate::alloy::logs::Query::of(&self, packet) {
             Ok(query) => Box::pin(query.fetch(&self)).await,
