@@ -56,6 +56,34 @@ fn client(
     (ClientBuilder::new(http).with(failover).build(), told)
 }
 
+/// The `FleetCooldown`s told: endpoint, reason, time left.
+type Cooled = Arc<Mutex<Vec<(String, Option<failnext::Class>, Duration)>>>;
+
+/// A client as [`client`] makes it, noting every `FleetCooldown` it is told in `cooled`.
+fn noting_cooldowns(
+    fleet: Fleet,
+    primary: &Server,
+    backup: &Server,
+    cooled: &Cooled,
+) -> ClientWithMiddleware {
+    let cooled = Arc::clone(cooled);
+    let failover = Failover::builder([
+        Endpoint::new("primary", primary.url("/")),
+        Endpoint::new("backup", backup.url("/")),
+    ])
+    .fleet(fleet)
+    .additional_trigger_status_codes([http::StatusCode::TOO_MANY_REQUESTS])
+    .on_event(move |event| {
+        if let Event::FleetCooldown { endpoint, reason, left } = event {
+            cooled.lock().unwrap().push((endpoint.to_string(), *reason, *left));
+        }
+    })
+    .build()
+    .unwrap();
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    ClientBuilder::new(http).with(failover).build()
+}
+
 async fn read(client: &ClientWithMiddleware, url: &str) -> String {
     let sent = client.post(url).header("content-type", "application/json").body(READ).allow_failover().send();
     let response =
@@ -220,7 +248,9 @@ async fn a_provider_one_failover_finds_failing_is_avoided_by_the_others_within_a
     let backup = answering().await;
     let plain = |server: &RedisServer| Fleet::connect(&server.url(), "bots").unwrap();
     let (first, _) = client(plain(&redis), &primary, &backup);
-    let others: Vec<_> = (0..3).map(|_| client(plain(&redis), &primary, &backup).0).collect();
+    let cooled = Arc::new(Mutex::new(Vec::new()));
+    let others: Vec<_> =
+        (0..3).map(|_| noting_cooldowns(plain(&redis), &primary, &backup, &cooled)).collect();
     let url = primary.url("/");
     for other in &others {
         assert_eq!(read(other, &url).await, "primary", "fit, before");
@@ -235,6 +265,15 @@ async fn a_provider_one_failover_finds_failing_is_avoided_by_the_others_within_a
         }
     }
     assert_eq!(met.load(Ordering::SeqCst), 1, "no other failover met the 429 itself");
+    let cooled = cooled.lock().unwrap().clone();
+    assert_eq!(cooled.len(), 3, "each other failover told it once: {cooled:?}");
+    for (endpoint, reason, left) in cooled {
+        assert_eq!((endpoint.as_str(), reason), ("primary", Some(failnext::Class::Trigger)), "with why");
+        assert!(
+            left <= Duration::from_secs(5) && left >= Duration::from_secs(4),
+            "{left:?} of the 5 s Retry-After left"
+        );
+    }
     redis.stop();
 }
 

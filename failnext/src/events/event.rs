@@ -174,6 +174,19 @@ pub enum Event<'a> {
         /// The block both providers answered.
         number: Option<u64>,
     },
+    /// Another process of the fleet (feature `redis`) cooled `endpoint` (a `Retry-After` met,
+    /// its breaker opened) with `left` to go: this process skips it for as long (its breaker
+    /// opens; an [`Event::Breaker`] follows when that changed its state). Not part of a
+    /// request's sequence.
+    FleetCooldown {
+        /// The endpoint cooled.
+        endpoint: &'a EndpointId,
+        /// Why: how the answer that started the cooldown was judged in the process that met
+        /// it; `None` when it did not say.
+        reason: Option<Class>,
+        /// How long it has left.
+        left: Duration,
+    },
     /// The fleet's Redis (feature `redis`) was found unavailable, or back: told once per
     /// change, by the request whose admission found it. Not part of a request's sequence.
     Fleet {
@@ -383,6 +396,16 @@ fn trace(event: &Event<'_>) {
         | Event::Disagreed { .. }
         | Event::ForgedBlock { .. }
         | Event::BlocksUnverifiable { .. } => trace_chain(event),
+        Event::FleetCooldown { endpoint, reason, left } => {
+            let reason = reason.map_or("", Class::as_str);
+            let left_ms = u64::try_from(left.as_millis()).unwrap_or(u64::MAX);
+            tracing::info!(
+                endpoint = endpoint.as_str(),
+                reason,
+                left_ms,
+                "failnext: cooled by another process of the fleet"
+            );
+        }
         Event::Fleet { state: FleetState::Unavailable } => {
             tracing::warn!(
                 "failnext: the fleet's Redis is unavailable; going on with this process's own view"

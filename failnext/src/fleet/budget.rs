@@ -68,7 +68,7 @@ impl Fleet {
     /// Publishes that `endpoint` cools until `until` (when that is later than what this
     /// process published or learnt last), in the background: every process's admission to it
     /// (with a budget) or its next refresh (without one) reads it.
-    pub(crate) fn cooling(&self, endpoint: &EndpointId, until: Instant) {
+    pub(crate) fn cooling(&self, endpoint: &EndpointId, until: Instant, reason: crate::Class) {
         let left = until.saturating_duration_since(Instant::now());
         if left < Duration::from_millis(1) {
             return;
@@ -88,7 +88,7 @@ impl Fleet {
                 let set = fleet.call(|mut conn| async move {
                     redis::cmd("SET")
                         .arg(&key)
-                        .arg(1)
+                        .arg(reason.as_str())
                         .arg("PX")
                         .arg(millis)
                         .query_async::<()>(&mut conn)
@@ -99,23 +99,26 @@ impl Fleet {
         }
     }
 
-    /// The time each of `endpoints` cools fleet-wide (zero when it does not), in one round
-    /// trip; `None` when Redis is unavailable; and the state change that call found.
+    /// The time each of `endpoints` cools fleet-wide (zero when it does not) and why (the
+    /// class of the answer that started it, as the publisher wrote it), in one round trip;
+    /// `None` when Redis is unavailable; and the state change that call found.
     pub(crate) async fn cooldowns(
         &self,
         endpoints: &[EndpointId],
-    ) -> (Option<Vec<Duration>>, Option<FleetState>) {
+    ) -> (Option<Vec<(Duration, Option<String>)>>, Option<FleetState>) {
         let keys: Vec<String> = endpoints.iter().map(|id| self.key("cool", id)).collect();
         let read = self.call(|mut conn| async move {
             let mut pipe = redis::pipe();
             for key in &keys {
-                pipe.cmd("PTTL").arg(key);
+                pipe.cmd("PTTL").arg(key).cmd("GET").arg(key);
             }
-            pipe.query_async::<Vec<i64>>(&mut conn).await
+            pipe.query_async::<Vec<(i64, Option<String>)>>(&mut conn).await
         });
         let (left, state) = read.await;
         let left = left.map(|left| {
-            left.into_iter().map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0))).collect()
+            left.into_iter()
+                .map(|(ms, why)| (Duration::from_millis(u64::try_from(ms).unwrap_or(0)), why))
+                .collect()
         });
         (left, state)
     }

@@ -40,23 +40,44 @@ async fn read_cooldowns(fleet: &Fleet, shared: &Shared) {
     if let Some(state) = state {
         shared.emit(|| crate::Event::Fleet { state });
     }
-    for (slot, left) in shared.slots.iter().zip(left.unwrap_or_default()) {
-        learnt(fleet, shared, slot, left);
+    for (slot, (left, why)) in shared.slots.iter().zip(left.unwrap_or_default()) {
+        learnt(fleet, shared, slot, left, class_named(why.as_deref()));
     }
 }
 
 /// Another process published that `slot`'s endpoint cools for `left`: unless it already cools
 /// about as long here, its breaker opens for that long (the adaptive breaker; the reference
 /// rule takes no hint).
-fn learnt(fleet: &Fleet, shared: &Shared, slot: &Slot, left: Duration) {
+fn learnt(fleet: &Fleet, shared: &Shared, slot: &Slot, left: Duration, reason: Option<crate::Class>) {
     let until = Instant::now() + left;
     if left.is_zero() || slot.health.cooling_until().is_some_and(|u| u + Duration::from_millis(50) >= until) {
         return;
     }
     fleet.heard_cooling(slot.id(), until);
+    let endpoint = slot.id();
+    shared.emit(|| crate::Event::FleetCooldown { endpoint, reason, left });
     let evidence = crate::judging::classify::Evidence::Failure;
     if let Some(state) = slot.health.record(evidence, Some(left), None) {
         let endpoint = slot.id();
         shared.emit(|| crate::Event::Breaker { endpoint, state });
     }
+}
+
+/// The class a publisher named (`Class::as_str`); `None` for anything else (a value in Redis is
+/// not trusted to be one).
+fn class_named(name: Option<&str>) -> Option<crate::Class> {
+    use crate::Class;
+    let all = [
+        Class::Answer,
+        Class::Definitive,
+        Class::Trigger,
+        Class::Capacity,
+        Class::Stale,
+        Class::Broken,
+        Class::Transport,
+        Class::Unauthorized,
+        Class::Payment,
+        Class::Limit,
+    ];
+    all.into_iter().find(|class| Some(class.as_str()) == name)
 }

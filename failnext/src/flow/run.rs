@@ -44,10 +44,11 @@ pub(crate) async fn run<S: Sender>(
         let sending = std::pin::pin!(dispatch(shared, turn, req, session.host, ext, sender));
         attempt::judged(shared, &turn, sending).await
     };
+    let class = judged.1;
     if let Some(outcome) = settle(&mut session, turn, judged) {
         return outcome;
     }
-    published(shared, i);
+    published(shared, i, class);
     // Not settled by the first attempt: the rest of the loop, boxed.
     let step = session.next();
     Box::pin(rest(shared, session, step, ext, sender)).await
@@ -69,10 +70,11 @@ pub(crate) async fn rest<S: Sender>(
                     let sending = std::pin::pin!(dispatch(shared, turn, req, session.host, ext, sender));
                     attempt::judged(shared, &turn, sending).await
                 };
+                let class = judged.1;
                 if let Some(outcome) = settle(&mut session, turn, judged) {
                     return outcome;
                 }
-                published(shared, i);
+                published(shared, i, class);
             }
             #[cfg(feature = "redis")]
             Step::Admit(i) => {
@@ -100,18 +102,19 @@ pub(crate) async fn rest<S: Sender>(
     }
 }
 
-/// After an attempt to endpoint `i` that did not settle the request: a cooldown it started
-/// is published to the fleet (feature `redis`), so that no process of the fleet meets it.
+/// After an attempt to endpoint `i` that did not settle the request, judged `class`: a
+/// cooldown it started is published to the fleet (feature `redis`) with that reason, so that
+/// no process of the fleet meets it.
 #[inline]
-fn published(shared: &Shared, i: usize) {
+fn published(shared: &Shared, i: usize, class: crate::Class) {
     #[cfg(feature = "redis")]
     if let Some(link) = &shared.fleet {
         let slot = &shared.slots[i];
         if let Some(until) = slot.health.cooling_until() {
-            link.fleet.cooling(slot.id(), until);
+            link.fleet.cooling(slot.id(), until, class);
         }
     }
-    let _ = (shared, i);
+    let _ = (shared, i, class);
 }
 
 /// The attempt `session` is about to send to endpoint `i`.
