@@ -31,7 +31,28 @@ async fn answering() -> Server {
     .await
 }
 
-/// A client over `primary` then `backup`, sharing `fleet`; the fleet events it tells.
+/// A client over `primary` then `backup` (429 a trigger), sharing `fleet`, its events heard by
+/// `hook`.
+fn client_hearing(
+    fleet: Fleet,
+    primary: &Server,
+    backup: &Server,
+    hook: impl Fn(&Event<'_>) + Send + Sync + 'static,
+) -> ClientWithMiddleware {
+    let failover = Failover::builder([
+        Endpoint::new("primary", primary.url("/")),
+        Endpoint::new("backup", backup.url("/")),
+    ])
+    .fleet(fleet)
+    .additional_trigger_status_codes([http::StatusCode::TOO_MANY_REQUESTS])
+    .on_event(hook)
+    .build()
+    .unwrap();
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    ClientBuilder::new(http).with(failover).build()
+}
+
+/// A client over `primary` then `backup`, sharing `fleet`; the fleet states it tells.
 fn client(
     fleet: Fleet,
     primary: &Server,
@@ -39,21 +60,12 @@ fn client(
 ) -> (ClientWithMiddleware, Arc<Mutex<Vec<FleetState>>>) {
     let told = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&told);
-    let failover = Failover::builder([
-        Endpoint::new("primary", primary.url("/")),
-        Endpoint::new("backup", backup.url("/")),
-    ])
-    .fleet(fleet)
-    .additional_trigger_status_codes([http::StatusCode::TOO_MANY_REQUESTS])
-    .on_event(move |event| {
+    let client = client_hearing(fleet, primary, backup, move |event| {
         if let Event::Fleet { state } = event {
             seen.lock().unwrap().push(*state);
         }
-    })
-    .build()
-    .unwrap();
-    let http = reqwest::Client::builder().no_proxy().build().unwrap();
-    (ClientBuilder::new(http).with(failover).build(), told)
+    });
+    (client, told)
 }
 
 /// The `FleetCooldown`s told: endpoint, reason, time left.
@@ -67,21 +79,11 @@ fn noting_cooldowns(
     cooled: &Cooled,
 ) -> ClientWithMiddleware {
     let cooled = Arc::clone(cooled);
-    let failover = Failover::builder([
-        Endpoint::new("primary", primary.url("/")),
-        Endpoint::new("backup", backup.url("/")),
-    ])
-    .fleet(fleet)
-    .additional_trigger_status_codes([http::StatusCode::TOO_MANY_REQUESTS])
-    .on_event(move |event| {
+    client_hearing(fleet, primary, backup, move |event| {
         if let Event::FleetCooldown { endpoint, reason, left } = event {
             cooled.lock().unwrap().push((endpoint.to_string(), *reason, *left));
         }
     })
-    .build()
-    .unwrap();
-    let http = reqwest::Client::builder().no_proxy().build().unwrap();
-    ClientBuilder::new(http).with(failover).build()
 }
 
 async fn read(client: &ClientWithMiddleware, url: &str) -> String {
@@ -277,144 +279,126 @@ async fn a_provider_one_failover_finds_failing_is_avoided_by_the_others_within_a
     redis.stop();
 }
 
-/// The alloy transport shares the logs range limits it learns (feature `alloy`).
+/// The alloy transport shares what it learns of the providers (feature `alloy`): the logs
+/// range limits and the capability lacks.
 #[cfg(feature = "alloy")]
-mod logs {
+mod alloy {
     use super::*;
     use alloy_json_rpc::{Id, Request, RequestPacket};
     use failnext::alloy::FailoverTransport;
     use serde_json::{Value, json};
     use tower_service::Service;
 
-    /// A node that refuses `eth_getLogs` ranges wider than `limit` blocks (as real providers
-    /// do) and serves anything else with no logs; counts the logs queries it gets.
-    async fn node(limit: u64, asked: Arc<AtomicUsize>) -> Server {
+    /// A node answering `eth_getLogs` and `eth_getBlockReceipts` as `answer` says (the other
+    /// methods with `"0x5000"`), counting the calls of those two methods it gets.
+    async fn node(answer: fn(&Value) -> Value, asked: Arc<AtomicUsize>) -> Server {
         Server::start(Arc::new(move |req: &Received| {
             let call = req.json();
-            let hex = |v: &Value| u64::from_str_radix(v.as_str().unwrap_or("0x0").trim_start_matches("0x"), 16).unwrap_or(0);
-            let filter = &call["params"][0];
-            let body = if call["method"] == "eth_getLogs" {
-                asked.fetch_add(1, Ordering::SeqCst);
-                if hex(&filter["toBlock"]) - hex(&filter["fromBlock"]) + 1 > limit {
-                    json!({"jsonrpc": "2.0", "id": call["id"], "error": {"code": -32005, "message": format!("exceed maximum block range: {limit}")}})
-                } else {
-                    json!({"jsonrpc": "2.0", "id": call["id"], "result": []})
+            let result = match call["method"].as_str() {
+                Some("eth_getLogs" | "eth_getBlockReceipts") => {
+                    asked.fetch_add(1, Ordering::SeqCst);
+                    answer(&call)
                 }
-            } else {
-                json!({"jsonrpc": "2.0", "id": call["id"], "result": "0x5000"})
+                _ => json!({"result": "0x5000"}),
             };
+            let mut body = json!({"jsonrpc": "2.0", "id": call["id"]});
+            body.as_object_mut()
+                .into_iter()
+                .for_each(|b| b.extend(result.as_object().cloned().unwrap_or_default()));
             Action::Reply(Reply::new(200).json(body.to_string()))
         }))
         .await
     }
 
-    fn transport(redis: &RedisServer, narrow: &Server, wide: &Server) -> FailoverTransport {
-        let fleet = Fleet::connect(&redis.url(), "bots").unwrap();
-        FailoverTransport::builder([
-            Endpoint::new("narrow", narrow.url("/")),
-            Endpoint::new("wide", wide.url("/")),
-        ])
-        .client(reqwest::Client::builder().no_proxy().build().unwrap())
-        .fleet(fleet)
-        .build()
-        .unwrap()
+    /// Refuses `eth_getLogs` ranges wider than 1 000 blocks, as real providers do.
+    fn narrow(call: &Value) -> Value {
+        let hex = |v: &Value| {
+            u64::from_str_radix(v.as_str().unwrap_or("0x0").trim_start_matches("0x"), 16).unwrap_or(0)
+        };
+        let filter = &call["params"][0];
+        if hex(&filter["toBlock"]) - hex(&filter["fromBlock"]) + 1 > 1000 {
+            json!({"error": {"code": -32005, "message": "exceed maximum block range: 1000"}})
+        } else {
+            json!({"result": []})
+        }
     }
 
-    async fn logs(t: &FailoverTransport, from: u64, to: u64) {
-        let filter = json!({"fromBlock": format!("{from:#x}"), "toBlock": format!("{to:#x}")});
-        let call = Request::new("eth_getLogs", Id::Number(1), [filter]).serialize().unwrap();
+    /// Has no `eth_getBlockReceipts`.
+    fn lacking(_: &Value) -> Value {
+        json!({"error": {"code": -32601, "message": "the method eth_getBlockReceipts does not exist/is not available"}})
+    }
+
+    /// Serves everything.
+    fn full(_: &Value) -> Value {
+        json!({"result": []})
+    }
+
+    /// Two transports of one fleet over a node answering `first` and a full one; the calls
+    /// of the first node counted.
+    async fn pair(
+        redis: &RedisServer,
+        first: fn(&Value) -> Value,
+    ) -> (FailoverTransport, FailoverTransport, Arc<AtomicUsize>, Server, Server) {
+        let asked = Arc::new(AtomicUsize::new(0));
+        let (a, b) = (node(first, Arc::clone(&asked)).await, node(full, Arc::default()).await);
+        let transport = || {
+            FailoverTransport::builder([
+                Endpoint::new("first", a.url("/")),
+                Endpoint::new("full", b.url("/")),
+            ])
+            .client(reqwest::Client::builder().no_proxy().build().unwrap())
+            .fleet(Fleet::connect(&redis.url(), "bots").unwrap())
+            .build()
+            .unwrap()
+        };
+        let (one, other) = (transport(), transport());
+        (one, other, asked, a, b)
+    }
+
+    async fn call(t: &FailoverTransport, method: &'static str, params: Value) {
+        let call = Request::new(method, Id::Number(1), params).serialize().unwrap();
         let answer =
             tokio::time::timeout(Duration::from_secs(5), t.clone().call(RequestPacket::Single(call))).await;
         assert!(answer.expect("answered in 5 s").is_ok());
+    }
+
+    fn range(from: u64, to: u64) -> Value {
+        json!([{"fromBlock": format!("{from:#x}"), "toBlock": format!("{to:#x}")}])
+    }
+
+    /// One call: a method and its params.
+    type Call = (&'static str, Value);
+
+    /// What the second transport asks of the first node once the first transport learnt from
+    /// it: the second makes `warm` (it listens from then on, subscribed a moment later), the
+    /// first `learn`, the second `ask`.
+    async fn asked_after(first: fn(&Value) -> Value, warm: Call, learn: Call, ask: Call) -> usize {
+        let mut redis = redis();
+        let (one, other, asked, _a, _b) = pair(&redis, first).await;
+        call(&other, warm.0, warm.1).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        asked.store(0, Ordering::SeqCst);
+        call(&one, learn.0, learn.1).await;
+        assert_eq!(asked.swap(0, Ordering::SeqCst), 1, "the first transport learns it itself");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        call(&other, ask.0, ask.1).await;
+        redis.stop();
+        asked.load(Ordering::SeqCst)
     }
 
     #[tokio::test]
     async fn a_logs_range_one_transport_learns_a_provider_refuses_is_not_sent_there_by_another() {
-        let mut redis = redis();
-        let (narrow_asked, wide_asked) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-        let narrow = node(1000, Arc::clone(&narrow_asked)).await;
-        let wide = node(100_000, Arc::clone(&wide_asked)).await;
-        let (first, second) = (transport(&redis, &narrow, &wide), transport(&redis, &narrow, &wide));
-        // The second listens from its first logs query on.
-        logs(&second, 0, 10).await;
-        narrow_asked.store(0, Ordering::SeqCst);
-        logs(&first, 0, 4999).await;
-        assert_eq!(narrow_asked.swap(0, Ordering::SeqCst), 1, "the first learns the refusal itself");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        logs(&second, 5000, 9999).await;
-        assert_eq!(
-            narrow_asked.load(Ordering::SeqCst),
-            0,
-            "the second sends the range straight to the wide one"
-        );
-        redis.stop();
-    }
-}
-
-/// The alloy transport shares the capability lacks it finds (feature `alloy`).
-#[cfg(feature = "alloy")]
-mod lacks {
-    use super::*;
-    use alloy_json_rpc::{Id, Request, RequestPacket};
-    use failnext::alloy::FailoverTransport;
-    use serde_json::json;
-    use tower_service::Service;
-
-    /// A node answering every call, or "method not found" for `eth_getBlockReceipts` when
-    /// `lacking`; counts the `eth_getBlockReceipts` calls it gets.
-    async fn node(lacking: bool, asked: Arc<AtomicUsize>) -> Server {
-        Server::start(Arc::new(move |req: &Received| {
-            let call = req.json();
-            let body = if call["method"] == "eth_getBlockReceipts" {
-                asked.fetch_add(1, Ordering::SeqCst);
-                if lacking {
-                    json!({"jsonrpc": "2.0", "id": call["id"], "error": {"code": -32601, "message": "the method eth_getBlockReceipts does not exist/is not available"}})
-                } else {
-                    json!({"jsonrpc": "2.0", "id": call["id"], "result": []})
-                }
-            } else {
-                json!({"jsonrpc": "2.0", "id": call["id"], "result": "0x10"})
-            };
-            Action::Reply(Reply::new(200).json(body.to_string()))
-        }))
-        .await
-    }
-
-    fn transport(redis: &RedisServer, lacking: &Server, full: &Server) -> FailoverTransport {
-        let fleet = Fleet::connect(&redis.url(), "bots").unwrap();
-        FailoverTransport::builder([
-            Endpoint::new("lacking", lacking.url("/")),
-            Endpoint::new("full", full.url("/")),
-        ])
-        .client(reqwest::Client::builder().no_proxy().build().unwrap())
-        .fleet(fleet)
-        .build()
-        .unwrap()
-    }
-
-    async fn call(t: &FailoverTransport, method: &'static str) {
-        let call = Request::new(method, Id::Number(1), json!(["latest"])).serialize().unwrap();
-        let answer =
-            tokio::time::timeout(Duration::from_secs(5), t.clone().call(RequestPacket::Single(call))).await;
-        assert!(answer.expect("answered in 5 s").is_ok());
+        let warm = ("eth_getLogs", range(0, 10));
+        let asked =
+            asked_after(narrow, warm, ("eth_getLogs", range(0, 4999)), ("eth_getLogs", range(5000, 9999)))
+                .await;
+        assert_eq!(asked, 0, "the second sends the range straight to the full one");
     }
 
     #[tokio::test]
     async fn a_method_one_transport_finds_a_provider_lacks_is_not_asked_of_it_by_another() {
-        let mut redis = redis();
-        let (lacking_asked, full_asked) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-        let lacking = node(true, Arc::clone(&lacking_asked)).await;
-        let full = node(false, Arc::clone(&full_asked)).await;
-        let (first, second) = (transport(&redis, &lacking, &full), transport(&redis, &lacking, &full));
-        // The second listens from its first call on (subscribed a moment later).
-        call(&second, "eth_chainId").await;
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        call(&first, "eth_getBlockReceipts").await;
-        assert_eq!(lacking_asked.swap(0, Ordering::SeqCst), 1, "the first finds the lack itself");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        call(&second, "eth_getBlockReceipts").await;
-        assert_eq!(lacking_asked.load(Ordering::SeqCst), 0, "the second asks the full node straight away");
-        assert_eq!(full_asked.load(Ordering::SeqCst), 2);
-        redis.stop();
+        let receipts = ("eth_getBlockReceipts", json!(["latest"]));
+        let asked = asked_after(lacking, ("eth_chainId", json!([])), receipts.clone(), receipts).await;
+        assert_eq!(asked, 0, "the second asks the full node straight away");
     }
 }

@@ -34,18 +34,7 @@ use crate::request::endpoint::EndpointId;
 static METADATA: Metadata<'static> =
     Metadata::new(module_path!(), metrics::Level::INFO, Some(module_path!()));
 
-const CLASSES: [Class; 10] = [
-    Class::Answer,
-    Class::Definitive,
-    Class::Trigger,
-    Class::Capacity,
-    Class::Stale,
-    Class::Broken,
-    Class::Transport,
-    Class::Unauthorized,
-    Class::Payment,
-    Class::Limit,
-];
+const CLASSES: [Class; 10] = Class::ALL;
 
 const STATES: [&str; 3] = ["open", "half_open", "closed"];
 

@@ -66,18 +66,5 @@ fn learnt(fleet: &Fleet, shared: &Shared, slot: &Slot, left: Duration, reason: O
 /// The class a publisher named (`Class::as_str`); `None` for anything else (a value in Redis is
 /// not trusted to be one).
 fn class_named(name: Option<&str>) -> Option<crate::Class> {
-    use crate::Class;
-    let all = [
-        Class::Answer,
-        Class::Definitive,
-        Class::Trigger,
-        Class::Capacity,
-        Class::Stale,
-        Class::Broken,
-        Class::Transport,
-        Class::Unauthorized,
-        Class::Payment,
-        Class::Limit,
-    ];
-    all.into_iter().find(|class| Some(class.as_str()) == name)
+    crate::Class::ALL.into_iter().find(|class| Some(class.as_str()) == name)
 }

@@ -72,6 +72,24 @@ pub enum Class {
 }
 
 impl Class {
+    /// Every class, in declaration order (the metrics' keys, the fleet's reasons).
+    #[cfg_attr(
+        not(any(feature = "metrics", feature = "redis")),
+        allow(dead_code, reason = "the metrics' keys and the fleet's reasons")
+    )]
+    pub(crate) const ALL: [Class; 10] = [
+        Class::Answer,
+        Class::Definitive,
+        Class::Trigger,
+        Class::Capacity,
+        Class::Stale,
+        Class::Broken,
+        Class::Transport,
+        Class::Unauthorized,
+        Class::Payment,
+        Class::Limit,
+    ];
+
     /// Its name in lower case, as traces and metrics labels print it (`"transport"`).
     pub fn as_str(self) -> &'static str {
         match self {
