@@ -414,20 +414,13 @@ impl Limits {
     /// Starts listening for the refusals other processes of the fleet announce, once.
     #[cfg(feature = "redis")]
     fn listen(&self) {
-        use std::sync::atomic::Ordering;
         let Some((fleet, me)) = &self.fleet else { return };
-        if self.listening.swap(true, Ordering::Relaxed) {
-            return;
-        }
         let me = me.get().cloned().unwrap_or_default();
-        let listening = fleet.listen_for(me, |limits: &Limits, name, value| {
+        fleet.listen_for(&self.listening, me, |limits: &Limits, name, value| {
             if let (Some(id), Ok(width)) = (name.strip_prefix("logs:"), value.parse::<u64>()) {
                 limits.refused_here(&EndpointId::from(id), width);
             }
         });
-        if !listening {
-            self.listening.store(false, Ordering::Relaxed);
-        }
     }
 
     fn known(&self) -> std::sync::MutexGuard<'_, Vec<(EndpointId, Known)>> {

@@ -178,6 +178,35 @@ impl fmt::Debug for Fleet {
     }
 }
 
+/// How long a Redis call may take unless [`Fleet::timeout`] says otherwise.
+const DEFAULT_TIMEOUT: Duration = Duration::from_millis(50);
+
+impl Inner {
+    /// A handle's state before any call: no connection, nothing learnt.
+    fn fresh(
+        client: redis::Client,
+        prefix: String,
+        member: String,
+        budgets: HashMap<EndpointId, Rate>,
+        timeout: Duration,
+    ) -> Inner {
+        Inner {
+            client,
+            prefix,
+            budgets,
+            timeout,
+            link: Mutex::new(Conn::Down { since: None, connecting: false }),
+            down: AtomicBool::new(false),
+            tried: AtomicBool::new(false),
+            failures: std::sync::atomic::AtomicU64::new(0),
+            settled: AtomicBool::new(false),
+            member,
+            local: Mutex::new(HashMap::new()),
+            published: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
 impl Fleet {
     /// A fleet named `name` on the Redis at `redis_url` (`redis://[:password@]host:port[/db]`).
     /// Nothing is sent yet: the connection is made at the first use, and a process started
@@ -196,22 +225,9 @@ impl Fleet {
             return Err(FleetError::BadUrl("the scheme is not redis://"));
         }
         let client = redis::Client::open(redis_url).map_err(|_| FleetError::BadUrl("it does not parse"))?;
-        Ok(Fleet {
-            inner: Arc::new(Inner {
-                client,
-                prefix: format!("failnext:{name}:"),
-                budgets: HashMap::new(),
-                timeout: Duration::from_millis(50),
-                link: Mutex::new(Conn::Down { since: None, connecting: false }),
-                down: AtomicBool::new(false),
-                tried: AtomicBool::new(false),
-                failures: std::sync::atomic::AtomicU64::new(0),
-                settled: AtomicBool::new(false),
-                member: member_id(),
-                local: Mutex::new(HashMap::new()),
-                published: Mutex::new(HashMap::new()),
-            }),
-        })
+        let inner =
+            Inner::fresh(client, format!("failnext:{name}:"), member_id(), HashMap::new(), DEFAULT_TIMEOUT);
+        Ok(Fleet { inner: Arc::new(inner) })
     }
 
     fn edit(mut self, f: impl FnOnce(&mut Inner)) -> Fleet {
@@ -220,20 +236,8 @@ impl Fleet {
             None => {
                 // Configured after a clone: configure a copy (the clone keeps the old one).
                 let old = &self.inner;
-                let mut inner = Inner {
-                    client: old.client.clone(),
-                    prefix: old.prefix.clone(),
-                    budgets: old.budgets.clone(),
-                    timeout: old.timeout,
-                    link: Mutex::new(Conn::Down { since: None, connecting: false }),
-                    down: AtomicBool::new(false),
-                    tried: AtomicBool::new(false),
-                    failures: std::sync::atomic::AtomicU64::new(0),
-                    settled: AtomicBool::new(false),
-                    member: old.member.clone(),
-                    local: Mutex::new(HashMap::new()),
-                    published: Mutex::new(HashMap::new()),
-                };
+                let (client, prefix, member) = (old.client.clone(), old.prefix.clone(), old.member.clone());
+                let mut inner = Inner::fresh(client, prefix, member, old.budgets.clone(), old.timeout);
                 f(&mut inner);
                 self.inner = Arc::new(inner);
             }

@@ -120,14 +120,23 @@ impl Fleet {
 
     /// Spawns, in the current runtime, a task calling `on(target, name, value)` for every note
     /// another process [announces](Fleet::announce), for as long as `target` lives (looked
-    /// at every second). `false` when there is no runtime to spawn it in.
+    /// at every second); once per `listening` flag: nothing when it is set already, and it
+    /// stays unset when there is no runtime to spawn in (the next call tries again).
     #[cfg(feature = "alloy")]
     pub(crate) fn listen_for<T: Send + Sync + 'static>(
         &self,
+        listening: &std::sync::atomic::AtomicBool,
         target: std::sync::Weak<T>,
         on: impl Fn(&T, &str, &str) + Send + Sync + 'static,
-    ) -> bool {
-        let Ok(handle) = tokio::runtime::Handle::try_current() else { return false };
+    ) {
+        use std::sync::atomic::Ordering;
+        if listening.load(Ordering::Relaxed) {
+            return;
+        }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
+        if listening.swap(true, Ordering::Relaxed) {
+            return;
+        }
         let (fleet, alive) = (self.clone(), target.clone());
         handle.spawn(async move {
             let listen = fleet.listen(|name, value| {
@@ -142,7 +151,6 @@ impl Fleet {
             };
             futures_util::future::select(std::pin::pin!(listen), std::pin::pin!(dropped)).await;
         });
-        true
     }
 
     /// [`announce`](Fleet::announce)s in the background (in the current runtime, if any).

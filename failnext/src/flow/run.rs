@@ -80,7 +80,7 @@ pub(crate) async fn rest<S: Sender>(
             Step::Admit(i) => {
                 if let Some(link) = &shared.fleet {
                     let (admission, state) = link.fleet.admit(shared.slots[i].id()).await;
-                    session.admission(i, admission == crate::fleet::Admission::Admitted, state);
+                    session.admission(i, admission, state);
                 }
             }
             #[cfg(not(feature = "redis"))]

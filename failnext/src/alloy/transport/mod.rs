@@ -286,17 +286,9 @@ impl FailoverTransport {
     #[cfg(feature = "redis")]
     #[inline]
     pub(super) fn listen_to_fleet(&self) {
-        use std::sync::atomic::Ordering;
         let Some(fleet) = self.coherence.capabilities.fleet.get() else { return };
-        if self.coherence.listening.load(Ordering::Relaxed)
-            || self.coherence.listening.swap(true, Ordering::Relaxed)
-        {
-            return;
-        }
         let heard =
             |coherence: &Coherence, name: &str, value: &str| coherence.capabilities.heard(name, value);
-        if !fleet.listen_for(Arc::downgrade(&self.coherence), heard) {
-            self.coherence.listening.store(false, Ordering::Relaxed);
-        }
+        fleet.listen_for(&self.coherence.listening, Arc::downgrade(&self.coherence), heard);
     }
 }

@@ -346,11 +346,16 @@ impl<'a> Session<'a> {
     /// What the fleet said of an attempt to `i` ([`Step::Admit`]): admitted, `i` is the next
     /// candidate again; refused, it is passed over as if cooling.
     #[cfg(feature = "redis")]
-    pub(crate) fn admission(&mut self, i: usize, admitted: bool, state: Option<crate::FleetState>) {
+    pub(crate) fn admission(
+        &mut self,
+        i: usize,
+        admission: crate::fleet::Admission,
+        state: Option<crate::FleetState>,
+    ) {
         if let Some(state) = state {
             self.shared.emit(|| Event::Fleet { state });
         }
-        if admitted {
+        if admission == crate::fleet::Admission::Admitted {
             self.plan.put_back(i);
             self.admitted = Some(i);
             return;
