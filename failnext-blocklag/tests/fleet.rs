@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use failnext::Endpoint;
 use failnext::fleet::Fleet;
+use failnext::{Endpoint, EndpointId, HealthSource, Observation};
 use failnext_blocklag::Monitor;
 use failnext_loopback::{Action, Received, RedisServer, Reply, Server};
 use serde_json::{Value, json};
@@ -143,6 +143,49 @@ async fn a_wrong_chain_one_prober_sees_reaches_every_monitor_of_the_fleet_at_onc
         all - first <= Duration::from_millis(100),
         "the others within one round trip: {first:?} then {all:?}"
     );
+    drop(handles);
+    redis.stop();
+}
+
+#[tokio::test]
+async fn a_head_one_process_saw_in_traffic_is_every_monitors_within_a_round_trip_unless_far_ahead() {
+    let mut redis = RedisServer::start().unwrap();
+    let a = provider(Arc::new(AtomicU64::new(1)), Arc::default()).await;
+    let b = provider(Arc::new(AtomicU64::new(1)), Arc::default()).await;
+    // Three monitors of one fleet and one alone, probing every 5 s: between probes, heads
+    // come from traffic only.
+    let mut monitors: Vec<_> =
+        (0..3).map(|_| monitor(&a, &b, Some(Fleet::connect(&redis.url(), "bots").unwrap()))).collect();
+    monitors.push(monitor(&a, &b, None));
+    let handles: Vec<_> = monitors.iter().map(|m| m.spawn(Duration::from_secs(5))).collect();
+    let id = EndpointId::from("a");
+    let heads =
+        |monitors: &[Monitor]| monitors.iter().map(|m| HealthSource::head_of(m, &id)).collect::<Vec<_>>();
+    let started = tokio::time::Instant::now();
+    while heads(&monitors).iter().any(|h| *h != Some(16)) && started.elapsed() < Duration::from_secs(3) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(heads(&monitors), vec![Some(16); 4], "every monitor probed a at 16");
+
+    // The first process's reads see a at 20: the fleet's monitors know it within a round trip.
+    HealthSource::observe(&monitors[0], &id, Observation::Answered { head: Some(20) });
+    let started = tokio::time::Instant::now();
+    while heads(&monitors[..3]).iter().any(|h| *h != Some(20)) && started.elapsed() < Duration::from_secs(1) {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let took = started.elapsed();
+    assert_eq!(
+        heads(&monitors),
+        vec![Some(20), Some(20), Some(20), Some(16)],
+        "the fleet's, not the lone one's"
+    );
+    assert!(took <= Duration::from_millis(100), "within one round trip: {took:?}");
+
+    // Another process sees a far ahead (another chain's head, say): its own doubt, not shared.
+    HealthSource::observe(&monitors[1], &id, Observation::Answered { head: Some(5_000) });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let others = [HealthSource::head_of(&monitors[0], &id), HealthSource::head_of(&monitors[2], &id)];
+    assert_eq!(others, [Some(20), Some(20)], "5 000 stays with the process that saw it");
     drop(handles);
     redis.stop();
 }

@@ -402,3 +402,32 @@ mod alloy {
         assert_eq!(asked, 0, "the second asks the full node straight away");
     }
 }
+
+#[tokio::test]
+async fn a_raised_note_only_goes_up_each_new_value_heard_once_by_the_others_and_none_without_redis() {
+    let mut server = redis();
+    let (one, other) = (fleet(&server, "bots"), fleet(&server, "bots"));
+    let heard = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let listening = {
+        let heard = Arc::clone(&heard);
+        let other = other.clone();
+        tokio::spawn(async move {
+            other.listen(|name, value| heard.lock().unwrap().push(format!("{name}={value}"))).await;
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let ttl = Duration::from_secs(10);
+    let mut raised = Vec::new();
+    for value in [20, 20, 19, 21] {
+        raised.push(one.raise("head:a", value, ttl).await);
+    }
+    // The other process raising what it heard tells nobody again.
+    raised.push(other.raise("head:a", 21, ttl).await);
+    assert_eq!(raised, [Some(true), Some(false), Some(false), Some(true), Some(false)]);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(*heard.lock().unwrap(), ["head:a=20", "head:a=21"], "each new value once");
+    assert_eq!(one.read("head:a").await, Some(Some("21".to_owned())));
+    listening.abort();
+    server.stop();
+    assert_eq!(one.raise("head:a", 22, ttl).await, None, "Redis gone: the caller goes on alone");
+}

@@ -137,9 +137,12 @@ impl MonitorBuilder {
     /// probes, free for another process once not renewed for three probe timeouts, at least
     /// 3 s: a holder that dies is replaced); the holder publishes each probe's result in
     /// Redis, and the other monitors take it as their own probe of that provider (a wrong
-    /// chain, a failure, a head). The fleet's probe load is one process's. When Redis is
-    /// unavailable, every monitor probes on its own, as without a fleet. Use the same
-    /// endpoint ids in every process: they name the leases.
+    /// chain, a failure, a head). The fleet's probe load is one process's. Between probes,
+    /// a new head a provider shows in one process's traffic is every monitor's within a
+    /// round trip (announced once fleet-wide, never a head far ahead of the chain: that one
+    /// has its provider probed instead). When Redis is unavailable, every monitor probes on
+    /// its own, as without a fleet. Use the same endpoint ids in every process: they name
+    /// the leases.
     #[cfg(feature = "redis")]
     pub fn fleet(mut self, fleet: failnext::fleet::Fleet) -> Self {
         self.fleet = Some(fleet);

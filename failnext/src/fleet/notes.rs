@@ -72,6 +72,34 @@ impl Fleet {
         sent.await.0.is_some()
     }
 
+    /// Raises the number note `name` to `value` when it holds less (or nothing), and then
+    /// [announces](Fleet::announce) it, atomically in one round trip: how a fleet shares the
+    /// highest of something many processes see (failnext-blocklag shares each provider's
+    /// highest head seen in traffic so), each new value announced once however many
+    /// processes saw it. `Some(true)` when raised, `Some(false)` when the note held as much
+    /// already, `None` when Redis is unavailable. `name` is part of a Redis key: use endpoint
+    /// ids, never URLs.
+    pub async fn raise(&self, name: &str, value: u64, ttl: Duration) -> Option<bool> {
+        let key = format!("{}note:{name}", self.inner.prefix);
+        let channel = format!("{}notes", self.inner.prefix);
+        let message = format!("{}\n{name}\n{value}", self.inner.member);
+        let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        let raised = self.call_telling(
+            |mut conn| async move {
+                script::raise()
+                    .key(&key)
+                    .arg(value)
+                    .arg(ms)
+                    .arg(&channel)
+                    .arg(&message)
+                    .invoke_async::<i64>(&mut conn)
+                    .await
+            },
+            false,
+        );
+        raised.await.0.map(|raised| raised == 1)
+    }
+
     /// Calls `on(name, value)` for every note another process of the fleet
     /// [announces](Fleet::announce), as it comes, until the returned future is dropped (it
     /// never ends by itself). While Redis is unavailable it tries again every

@@ -51,6 +51,24 @@ end
 return 0
 ";
 
+/// A number note raised: `KEYS[1]` set to `ARGV[1]` for `ARGV[2]` ms when it holds less (or
+/// nothing, or not a number), and then `ARGV[4]` published on channel `ARGV[3]`; returns 1
+/// when raised, 0 when it held as much already. (Block numbers are far below 2^53: exact as
+/// Lua's numbers.)
+const RAISE: &str = r"
+local held = tonumber(redis.call('GET', KEYS[1]) or '') or -1
+if held >= tonumber(ARGV[1]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('PUBLISH', ARGV[3], ARGV[4])
+return 1
+";
+
+/// The raise script.
+pub(super) fn raise() -> &'static redis::Script {
+    static SCRIPT: OnceLock<redis::Script> = OnceLock::new();
+    SCRIPT.get_or_init(|| redis::Script::new(RAISE))
+}
+
 /// The lease script.
 pub(super) fn hold() -> &'static redis::Script {
     static SCRIPT: OnceLock<redis::Script> = OnceLock::new();

@@ -405,12 +405,23 @@ impl Monitor {
         inner.publish_probe(i, report)
     }
 
-    /// A probe another process of the fleet announced (`name`, `note`): taken as this
-    /// monitor's own probe of that provider, at once.
+    /// A note another process of the fleet announced (`name`, `note`), taken at once: a
+    /// provider's probe, as this monitor's own probe of it; a provider's new head seen in
+    /// traffic, as this monitor's own traffic's.
     #[cfg(feature = "redis")]
     pub(crate) fn relayed(&self, name: &str, note: &str) {
         let inner = &*self.inner;
         let endpoints = &inner.settings.endpoints;
+        if let Some(i) = endpoints.iter().position(|ep| crate::runtime::fleet::head_name(ep.id()) == name) {
+            // A head another process saw in traffic: as if seen here, but never one far ahead
+            // (a value in Redis is not trusted beyond what this monitor's own traffic is).
+            if let Ok(head) = note.parse::<u64>() {
+                if !inner.far_ahead(head) {
+                    inner.raise_head(i, head, inner.now_ms());
+                }
+            }
+            return;
+        }
         let Some(i) = endpoints.iter().position(|ep| crate::runtime::fleet::name(ep.id()) == name) else {
             return;
         };

@@ -64,16 +64,19 @@ impl Inner {
                     outrun.store(0, Ordering::Relaxed);
                 }
             }
-            if head.is_some_and(|head| self.far_ahead(head)) {
+            let far = head.is_some_and(|head| self.far_ahead(head));
+            if far {
                 self.wake(i, Gap::Interval);
             }
-            if let (Some(head), Some(at), Some(highest), Some(first)) =
-                (head, self.answered.get(i), self.answered_head.get(i), self.answered_head_at.get(i))
-            {
+            if let (Some(head), Some(at)) = (head, self.answered.get(i)) {
                 at.store(now_ms.saturating_add(1), Ordering::Release);
-                if head > highest.load(Ordering::Acquire) {
-                    first.store(now_ms.saturating_add(1), Ordering::Release);
-                    highest.fetch_max(head, Ordering::AcqRel);
+                // A new head is the fleet's too (feature `redis`), unless it is far ahead: a
+                // head its probe has yet to confirm is this process's to doubt alone.
+                #[cfg_attr(not(feature = "redis"), allow(unused_variables, reason = "only a fleet shares"))]
+                let raised = self.raise_head(i, head, now_ms);
+                #[cfg(feature = "redis")]
+                if raised && !far {
+                    self.share_head(i, head);
                 }
             }
             // A provider held out for a failure that answers well is probed now: it is admitted
@@ -106,6 +109,20 @@ impl Inner {
         true
     }
 
+    /// Endpoint `i` showed `head` at `now_ms` (its answer, or another process's of the fleet):
+    /// the highest head it showed, and when it first showed it, move on when it is higher.
+    /// Returns whether it was.
+    pub(super) fn raise_head(&self, i: usize, head: u64, now_ms: u64) -> bool {
+        let (Some(highest), Some(first)) = (self.answered_head.get(i), self.answered_head_at.get(i)) else {
+            return false;
+        };
+        if head <= highest.load(Ordering::Acquire) {
+            return false;
+        }
+        first.store(now_ms.saturating_add(1), Ordering::Release);
+        highest.fetch_max(head, Ordering::AcqRel) < head
+    }
+
     /// Whether an answer's `head` is further ahead of the view's highest height than the chain
     /// can have moved since (its age over the learnt block time, else none), by more than
     /// [`FAR_AHEAD`] blocks: what a provider moved onto another chain (one higher up) shows,
@@ -113,7 +130,7 @@ impl Inner {
     /// most once per interval ([`Gap::Interval`]: the probe moves, it is not added); without
     /// it, traffic stands in for the probe for up to four intervals, every read going to the
     /// other chain meanwhile.
-    fn far_ahead(&self, head: u64) -> bool {
+    pub(super) fn far_ahead(&self, head: u64) -> bool {
         let Some(snapshot) = self.published.load_full() else { return false };
         let moved = match snapshot.block_time() {
             Some(block) if !block.is_zero() => {
