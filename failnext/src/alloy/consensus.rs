@@ -8,8 +8,10 @@
 //! `agree`, up to `of` in all. Answers are compared after normalisation (the result as JSON,
 //! object keys in any order, hex strings in any case, a block by its hash, a receipt by the
 //! fields the chain decides so that a client's own fields do not count; never the request
-//! id); a JSON-RPC error
-//! by its code; a provider that did not answer casts no vote. The first answer `agree`
+//! id); a JSON-RPC error that is an answer (a revert, invalid params, one no rule knows)
+//! by its code; a provider that did not answer, or answered an error that blames it (a rate
+//! limit, an internal error, a block it does not know: what a plain read fails over from),
+//! casts no vote, so two providers rate-limited alike never agree on a rate limit. The first answer `agree`
 //! providers gave is returned. Each provider whose answer differed from it is told as
 //! [`Event::Disagreed`](crate::Event::Disagreed); one that disagrees
 //! [`DISSENTS`] times in a row on a method is ruled out for that method (found to lack it,

@@ -182,8 +182,8 @@
 //! hedge is never a vote), and to more when their answers differ, as many as the best answer
 //! lacks, up to [`Quorum::of`]. Answers are compared normalised (the result as JSON, keys in
 //! any order, hex in any case, a block by its hash, a receipt by the fields the chain decides;
-//! never the request id; a JSON-RPC error by its code; no answer
-//! is no vote). The first answer enough providers gave is returned; each provider that
+//! never the request id; a JSON-RPC error that is an answer by its code; no answer, or an
+//! error that blames the provider (a rate limit, an internal error), is no vote). The first answer enough providers gave is returned; each provider that
 //! answered otherwise is told as [`Event::Disagreed`](crate::Event::Disagreed) and, after
 //! [`DISSENTS`] in a row, ruled out for that method for the lack period. No agreement is
 //! [`FailureKind::NoConsensus`], whose [`ballots`](Failure::ballots) give each provider's

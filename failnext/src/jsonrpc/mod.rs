@@ -184,7 +184,7 @@ mod classifier;
 mod error_object;
 mod parse;
 mod result;
-mod table;
+pub(crate) mod table;
 mod tally;
 mod text;
 mod visit;

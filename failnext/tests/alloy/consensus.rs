@@ -122,6 +122,44 @@ async fn an_error_answer_votes_by_its_code_and_a_provider_that_does_not_answer_c
 }
 
 #[tokio::test]
+async fn two_providers_rate_limited_or_broken_cast_no_vote_and_the_others_quorum_answers() {
+    // Real answers: Infura's -32005 "project ID request rate exceeded" (with its backoff), and
+    // a bare -32603 "internal error"; the same two from two providers are no agreement.
+    let limited = node(|_, _| super::stubs::Answer::Error(-32005, "project ID request rate exceeded")).await;
+    let broken = node(|_, _| super::stubs::Answer::Error(-32603, "internal error")).await;
+    let (a, b) = (node(|_, _| ok(json!("0x65"))).await, node(|_, _| ok(json!("0x65"))).await);
+    let t = configured(&[
+        ("limited", limited.url("/")),
+        ("broken", broken.url("/")),
+        ("a", a.url("/")),
+        ("b", b.url("/")),
+    ])
+    .consensus(["eth_getBalance"], Quorum::new(2, 4))
+    .build()
+    .unwrap();
+    assert_eq!(result(&send(&t, balance()).await.unwrap()), json!("0x65"), "the two that answered agree");
+    assert_eq!((a.take_log().len(), b.take_log().len()), (1, 1));
+
+    // Two providers limited alike do not agree on a rate limit: with no other, no consensus.
+    let (one, two) = (
+        node(|_, _| super::stubs::Answer::Error(-32005, "limit exceeded")).await,
+        node(|_, _| super::stubs::Answer::Error(-32005, "limit exceeded")).await,
+    );
+    let t = configured(&[("one", one.url("/")), ("two", two.url("/"))])
+        .consensus(["eth_getBalance"], Quorum::new(2, 2))
+        .build()
+        .unwrap();
+    let err = send(&t, balance()).await.unwrap_err();
+    let failure = Failure::find(&err).expect("the transport's failure");
+    assert_eq!(failure.kind(), FailureKind::NoConsensus);
+    assert!(
+        failure.ballots().iter().all(|(_, digest)| digest.is_none()),
+        "no votes: {:?}",
+        failure.ballots()
+    );
+}
+
+#[tokio::test]
 async fn a_provider_answering_null_for_a_mined_receipt_is_outvoted_when_receipts_are_voted() {
     let mined = mined_receipt();
     let liar = node(|_, _| ok(json!(null))).await;

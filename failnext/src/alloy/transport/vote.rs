@@ -3,7 +3,7 @@
 
 use std::future::Future;
 
-use alloy_json_rpc::ResponsePacket;
+use alloy_json_rpc::{Response, ResponsePacket, ResponsePayload};
 use alloy_transport::TransportResult;
 
 use super::{Answered, FailoverTransport};
@@ -40,6 +40,9 @@ impl FailoverTransport {
             let results = futures_util::future::join_all(round.iter().map(|id| send(Some(*id)))).await;
             for (id, result) in round.into_iter().zip(results) {
                 let said = match result {
+                    // An error that blames the provider (a rate limit, an internal error, a
+                    // block it does not know) says nothing of the chain: no vote.
+                    Ok((ResponsePacket::Single(response), _)) if blames_provider(&response) => None,
                     Ok((ResponsePacket::Single(response), served)) => {
                         let said = digest(method, &response);
                         if !answers.iter().any(|(d, _)| *d == said) {
@@ -72,4 +75,27 @@ impl FailoverTransport {
         let at = answers.iter().position(|(d, _)| *d == won).unwrap_or_default();
         Ok(answers.swap_remove(at).1)
     }
+}
+
+/// Whether `response` is an error the JSON-RPC code table blames on the provider (out of
+/// capacity, broken, timed out, unauthorized, out of quota, over a limit, missing the data,
+/// not serving the method): what a plain read fails over from. A definitive error (a revert,
+/// invalid params) or one no rule knows is an answer, and votes by its code.
+fn blames_provider(response: &Response) -> bool {
+    let ResponsePayload::Failure(error) = &response.payload else { return false };
+    let message = error.message.to_lowercase();
+    let data =
+        error.data.as_ref().map(|d| d.get().to_lowercase()).filter(|d| d.len() <= 256).unwrap_or_default();
+    let facts = crate::jsonrpc::table::ErrorFacts {
+        code: Some(error.code),
+        message: &message,
+        data: data.trim_matches('"'),
+        backoff_seconds: None,
+    };
+    !matches!(
+        crate::jsonrpc::table::classify(&facts),
+        crate::jsonrpc::table::Kind::Answer
+            | crate::jsonrpc::table::Kind::Definitive
+            | crate::jsonrpc::table::Kind::Unrecognised
+    )
 }

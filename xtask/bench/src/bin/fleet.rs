@@ -78,6 +78,10 @@ fn client(args: &[String]) -> Result<(), BoxError> {
         // The README's paired setup: a monitor probing every 2 s (expecting chain 1), the
         // JSON-RPC classifier; with a fleet, one prober per provider for all the processes.
         let mut probing = None;
+        // When this process's monitor first held the primary out (Unix microseconds; 0: never),
+        // watched every millisecond.
+        let knew = Arc::new(AtomicU64::new(0));
+        let end = Instant::now() + Duration::from_secs(seconds);
         if paired {
             let mut monitor = failnext_blocklag::Monitor::builder(endpoints).expected_chain_id(1);
             if redis != "-" {
@@ -86,19 +90,31 @@ fn client(args: &[String]) -> Result<(), BoxError> {
             }
             let monitor = monitor.build()?;
             probing = Some(monitor.spawn(Duration::from_secs(2)));
+            let (watched, knew) = (monitor.clone(), Arc::clone(&knew));
+            tokio::spawn(async move {
+                let mut admitted = false;
+                while Instant::now() < end {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    let eligible = watched.eligible("primary");
+                    admitted |= eligible;
+                    if admitted && !eligible {
+                        knew.store(unix_us(), Ordering::Relaxed);
+                        return;
+                    }
+                }
+            });
             builder = builder.monitor(monitor).classifier(failnext::jsonrpc::JsonRpcClassifier::default());
         }
         let http = reqwest::Client::builder().no_proxy().build()?;
         let client = ClientBuilder::new(http).with(builder.build()?).build();
         let (mut reads, mut right, mut on_primary, mut slowest) = (0u64, 0u64, 0u64, Duration::ZERO);
-        let mut wrong = 0u64;
+        let mut wrong_at = Vec::new();
         let mut tick = tokio::time::interval(Duration::from_micros(1_000_000 / rate));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let end = Instant::now() + Duration::from_secs(seconds);
         while Instant::now() < end {
             tick.tick().await;
             reads += 1;
-            let started = Instant::now();
+            let (started, started_us) = (Instant::now(), unix_us());
             let sent = client.post(primary.as_str()).header("content-type", "application/json").body(READ);
             if let Ok(response) = sent.allow_failover().send().await {
                 let by = response.served_by().map(|e| e.as_str().to_owned());
@@ -109,7 +125,7 @@ fn client(args: &[String]) -> Result<(), BoxError> {
                     right += 1;
                     on_primary += u64::from(by.as_deref() == Some("primary"));
                 } else if result == Some("0x99") {
-                    wrong += 1;
+                    wrong_at.push(started_us);
                 }
             }
             slowest = slowest.max(started.elapsed());
@@ -117,7 +133,9 @@ fn client(args: &[String]) -> Result<(), BoxError> {
         drop(probing);
         let told = told.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
         Ok::<_, BoxError>(json!({
-            "wrong": wrong,
+            "wrong": wrong_at.len(),
+            "wrong_at_us": wrong_at,
+            "knew_us": knew.load(Ordering::Relaxed),
             "reads": reads,
             "right": right,
             "primary": on_primary,
@@ -127,6 +145,13 @@ fn client(args: &[String]) -> Result<(), BoxError> {
     })?;
     println!("{figures}");
     Ok(())
+}
+
+/// Microseconds since the Unix epoch (the processes' common clock).
+fn unix_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 
 /// Milliseconds since the Unix epoch (the processes' common clock).
@@ -147,7 +172,7 @@ fn moved_onto_another_chain(
     seconds: u64,
 ) -> Result<String, BoxError> {
     let mut md = String::from(
-        "\n| 8 x 100 reads/s, paired (spawn 2 s), the first provider moves onto another chain | reads | wrong (the moved provider's) | failed | probes of the first provider per second, fleet-wide (before the move) |\n| --- | --: | --: | --: | --: |\n",
+        "\n| 8 x 100 reads/s, paired (spawn 2 s), the first provider moves onto another chain | reads | wrong (the moved provider's) | of them started before any process knew | started after the first knew | after their own process knew | every process knew within (ms of the first) | failed | probes of the first provider per second, fleet-wide (before the move) |\n| --- | --: | --: | --: | --: | --: | --: | --: | --: |\n",
     );
     for with_fleet in [false, true] {
         let moved = Arc::new(AtomicBool::new(false));
@@ -185,9 +210,36 @@ fn moved_onto_another_chain(
         }
         let sum = |k: &str| figures.iter().map(|f| f[k].as_u64().unwrap_or(0)).sum::<u64>();
         let (all, right, wrong) = (sum("reads"), sum("right"), sum("wrong"));
+        // When each process knew (its monitor held the moved provider out), and when each
+        // wrong read started: a read started after the first process knew was one the fleet
+        // could have spared.
+        let knew: Vec<u64> =
+            figures.iter().map(|f| f["knew_us"].as_u64().unwrap_or(0)).filter(|k| *k > 0).collect();
+        let (first, last) =
+            (knew.iter().min().copied().unwrap_or(u64::MAX), knew.iter().max().copied().unwrap_or(0));
+        let wrong_at = |f: &Value| -> Vec<u64> {
+            f["wrong_at_us"]
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_u64).collect())
+                .unwrap_or_default()
+        };
+        let before_any = figures.iter().flat_map(wrong_at).filter(|at| *at < first).count();
+        let after_own = figures
+            .iter()
+            .map(|f| {
+                let own = f["knew_us"].as_u64().filter(|k| *k > 0).unwrap_or(u64::MAX);
+                wrong_at(f).into_iter().filter(|at| *at >= own).count()
+            })
+            .sum::<usize>();
+        let all_knew = if knew.len() == figures.len() && last >= first {
+            format!("{:.1}", (last - first) as f64 / 1000.0)
+        } else {
+            format!("{} of {} knew", knew.len(), figures.len())
+        };
         md.push_str(&format!(
-            "| {} | {all} | {wrong} | {} | {:.2} |\n",
+            "| {} | {all} | {wrong} | {before_any} | {} | {after_own} | {all_knew} | {} | {:.2} |\n",
             if with_fleet { "with the fleet" } else { "without" },
+            wrong as usize - before_any,
             all - right - wrong,
             probed as f64 / before.as_secs_f64(),
         ));

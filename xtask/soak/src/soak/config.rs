@@ -94,6 +94,13 @@ pub struct Config {
     /// The measures after the checked phases: each one's scenario and length, the rate, the
     /// configurations side by side (module `measure`).
     pub measure: MeasureSettings,
+    /// Rounds of the liar after the measures (0: none): a provider lying in well-formed ways
+    /// among three honest ones failing by seeded spells, read through the alloy transport with
+    /// its defaults and with logs proven and consensus on (crate `failnext-liar`); the second
+    /// must answer nothing wrong (check `Liar`).
+    pub liar_rounds: u32,
+    /// How long each of the liar's honest providers' spells lasts.
+    pub liar_spell: Duration,
 }
 
 impl Config {
@@ -133,6 +140,11 @@ impl Config {
             settle_timeout: Duration::from_secs(15),
             memory_tolerance: 32 * 1024 * 1024,
             measure: MeasureSettings { runs, rate: 250, subjects: Subject::ALL.to_vec() },
+            liar_rounds: match profile {
+                Profile::Ci => 2,
+                Profile::Full | Profile::Measure => 8,
+            },
+            liar_spell: Duration::from_millis(200),
         }
     }
 }

@@ -163,6 +163,7 @@ pub async fn run(config: Config) -> Result<Report, SetupError> {
         max_lag: config.max_lag,
     };
     let measured = run_measures(&shared, &config.measure, &mut v).await?;
+    let liar = run_liar(&config, &mut v).await?;
 
     // Everything is dropped here (client, failover, monitor, simulator); the report is what
     // remains.
@@ -184,6 +185,7 @@ pub async fn run(config: Config) -> Result<Report, SetupError> {
         after,
         chain_allowance,
         measure: measured,
+        liar,
     })
 }
 
@@ -339,6 +341,41 @@ async fn run_measures(
     Ok(measured)
 }
 
+/// The liar (issue 31), when `config` asks for it: its rows, and a violation per wrong answer
+/// of the contender that must answer nothing wrong.
+async fn run_liar(
+    config: &Config,
+    v: &mut Violations,
+) -> Result<Option<Vec<failnext_liar::Row>>, SetupError> {
+    if config.liar_rounds == 0 {
+        return Ok(None);
+    }
+    let (seed, spell) = (config.seed, config.liar_spell);
+    let weather = |i: u32| failnext_liar::Weather::Seeded { seed, provider: u64::from(i), spell };
+    let rows = failnext_liar::run(config.liar_rounds, weather)
+        .await
+        .map_err(|e| SetupError(format!("liar: {e}")))?;
+    for row in rows.iter().filter(|r| r.must_be_right) {
+        v.checked(Check::Liar, row.reads);
+        for _ in 0..row.wrong() {
+            v.add(
+                Check::Liar,
+                format!(
+                    "{} against a liar that {}: a wrong answer (blocks {}, balances {}, receipts {}, unknown receipts {}, logs {})",
+                    row.contender,
+                    row.liar,
+                    row.wrong_blocks,
+                    row.wrong_balances,
+                    row.wrong_receipts,
+                    row.wrong_unknown,
+                    row.wrong_logs
+                ),
+            );
+        }
+    }
+    Ok(Some(rows))
+}
+
 /// Bytes allowed per transaction the simulated chain stores: its 66-byte hash as a `String`
 /// (an 80-byte allocation), a hash-map slot, and the map's doubling when it grows.
 pub const TX_ALLOWANCE: u64 = 256;
@@ -357,8 +394,12 @@ mod tests {
         for run in &mut config.measure.runs {
             run.duration = Duration::from_millis(500);
         }
+        config.liar_rounds = 1;
         let report = run(config).await.unwrap();
         assert_eq!(report.violations(), 0, "{report}");
+        let liar = report.liar().expect("the liar ran");
+        assert_eq!(liar.len(), 6, "three liars, two contenders");
+        assert!(liar.iter().all(|r| r.reads > 0), "{report}");
         assert!(report.requests() >= 400);
         let scenarios: Vec<&str> = report.measures().iter().map(|m| m.run().scenario.name()).collect();
         assert_eq!(scenarios, ["flapping", "half-stale"]);

@@ -28,6 +28,8 @@ pub struct Report {
     pub(crate) chain_allowance: u64,
     /// The measures of the configurations, after the checked phases, in order.
     pub(crate) measure: Vec<MeasureReport>,
+    /// The liar's table (issue 31), when it ran.
+    pub(crate) liar: Option<Vec<failnext_liar::Row>>,
 }
 
 impl Report {
@@ -49,6 +51,12 @@ impl Report {
     /// The first findings, one line each (at most 25).
     pub fn findings(&self) -> &[String] {
         self.violations.examples()
+    }
+
+    /// The liar's rows (a provider lying in well-formed ways among three honest ones failing
+    /// by seeded spells), when it ran.
+    pub fn liar(&self) -> Option<&[failnext_liar::Row]> {
+        self.liar.as_deref()
     }
 
     /// The measures of the configurations, one per scenario run (empty when none ran).
@@ -360,6 +368,15 @@ impl Report {
             }
             let met = targets.iter().filter(|t| t.met).count();
             writeln!(f, "  {met} of {} targets met", targets.len())?;
+        }
+        if let Some(rows) = &self.liar {
+            let about = format!(
+                "The three honest providers each failing by their own seeded spells of {:?} (half of them \
+                 a 503, a 429, a reset, a cut body, a malformed body, a -32005 or -32603 error, or a slow \
+                 answer; all three at once at times). {} rounds, seed {}.",
+                self.config.liar_spell, self.config.liar_rounds, self.config.seed
+            );
+            writeln!(f, "\n{}", failnext_liar::markdown(rows, &about))?;
         }
         Ok(())
     }

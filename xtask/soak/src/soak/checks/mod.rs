@@ -53,10 +53,11 @@ pub(crate) enum Check {
     Connections,
     Memory,
     Follower,
+    Liar,
 }
 
 impl Check {
-    pub(crate) const ALL: [Check; 25] = [
+    pub(crate) const ALL: [Check; 26] = [
         Check::Ends,
         Check::AttemptBounded,
         Check::OneResult,
@@ -82,6 +83,7 @@ impl Check {
         Check::Connections,
         Check::Memory,
         Check::Follower,
+        Check::Liar,
     ];
 
     pub(crate) fn label(self) -> &'static str {
@@ -111,6 +113,7 @@ impl Check {
             Check::Connections => "tcp connections back to baseline",
             Check::Memory => "memory (RSS) back to baseline",
             Check::Follower => "follower: every block once, in order, on chain",
+            Check::Liar => "liar: verified blocks, proven logs and consensus reads answer nothing wrong",
         }
     }
 }

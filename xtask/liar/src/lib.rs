@@ -1,4 +1,7 @@
-//! The `liar` scenario: a provider that lies in well-formed ways (issue 31).
+//! A provider that lies in well-formed ways among honest ones that fail (issue 31), and the
+//! readers that count what gets through: the `liar` table of `cargo xtask bench` (the honest
+//! providers down in turn, [`Weather::Turn`]) and of `cargo xtask soak` (each failing by its
+//! own seeded spells, [`Weather::Seeded`]).
 //!
 //! Four loopback providers serve one chain of [`BLOCKS`] blocks whose headers are hashed as
 //! alloy hashes them, one transaction with one log per block (its receipt hashed into the
@@ -11,8 +14,7 @@
 //! - the log of every fourth block dropped, a copy of another block's log added (blooms and
 //!   headers untouched: only the receipts root shows it).
 //!
-//! `honest-a`, `honest-b` and `honest-c` tell the truth and flap: each is down (503) for
-//! [`FLAP`](chain::FLAP) in turn, one at a time. Each contender (an alloy `RpcClient` over a
+//! `honest-a`, `honest-b` and `honest-c` tell the truth and fail as their [`Weather`] says. Each contender (an alloy `RpcClient` over a
 //! failnext transport) reads, per round, every block by number, a balance, the receipt of
 //! every block's transaction and of as many unknown transactions, and `eth_blockNumber` (a
 //! plain read, never voted); and follows the chain from block 1 with a logs filter. A read is
@@ -21,7 +23,7 @@
 //! (counted at the four servers). Target: with block checks (on by default), logs proven by
 //! the receipts root and consensus on balances and receipts, 0 wrong answers.
 
-mod chain;
+pub mod chain;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,7 +34,8 @@ use failnext::Endpoint;
 use failnext::alloy::{ChainEvent, FailoverTransport, Quorum, Start};
 use serde_json::{Value, json};
 
-use chain::{BALANCE, BLOCKS, Chain, Flaps, Lies};
+use chain::{BALANCE, BLOCKS, Chain, Lies};
+pub use chain::{Fault, Weather};
 
 /// The contenders: whether each proves logs and votes balances and receipts.
 const CONTENDERS: [(&str, bool); 2] = [
@@ -50,45 +53,59 @@ const LIARS: [(&str, Lies); 3] = [
 
 /// One contender's figures against one liar.
 #[derive(Debug, Default)]
-pub(crate) struct Row {
-    pub(crate) liar: &'static str,
-    pub(crate) contender: &'static str,
-    pub(crate) reads: u64,
-    pub(crate) wrong_blocks: u64,
-    pub(crate) wrong_balances: u64,
-    pub(crate) wrong_receipts: u64,
-    pub(crate) wrong_unknown: u64,
+pub struct Row {
+    /// What the liar lies about.
+    pub liar: &'static str,
+    /// The contender's configuration.
+    pub contender: &'static str,
+    /// Reads judged (blocks, balances, receipts, plain reads, blocks yielded).
+    pub reads: u64,
+    /// Blocks (read or yielded) that are not the chain's.
+    pub wrong_blocks: u64,
+    /// Balances that are not the account's.
+    pub wrong_balances: u64,
+    /// Receipts of mined transactions that are not theirs (`null` included).
+    pub wrong_receipts: u64,
+    /// Receipts returned for transactions nobody mined.
+    pub wrong_unknown: u64,
     /// Blocks the follower yielded whose logs are not the block's.
-    pub(crate) wrong_logs: u64,
+    pub wrong_logs: u64,
     /// Reads that failed (an error, not an answer).
-    pub(crate) errors: u64,
+    pub errors: u64,
     /// Plain reads (`eth_blockNumber`) and how many were answered.
-    pub(crate) plain: (u64, u64),
-    pub(crate) requests: u64,
+    pub plain: (u64, u64),
+    /// HTTP requests the four servers received.
+    pub requests: u64,
     /// Per kind of read (blocks, voted methods, logs): reads and calls the servers received.
-    pub(crate) kinds: [(u64, u64); 3],
+    pub kinds: [(u64, u64); 3],
     /// Whether this contender must answer nothing wrong.
-    pub(crate) must_be_right: bool,
+    pub must_be_right: bool,
 }
 
 impl Row {
-    pub(crate) fn wrong(&self) -> u64 {
+    /// Every wrong answer returned.
+    #[must_use]
+    pub fn wrong(&self) -> u64 {
         self.wrong_blocks + self.wrong_balances + self.wrong_receipts + self.wrong_unknown + self.wrong_logs
     }
 }
 
-/// Runs every contender over fresh servers.
-pub(crate) async fn run(quick: bool) -> Result<Vec<Row>, String> {
+/// Runs every contender against every liar for `rounds` rounds, over fresh servers, the
+/// honest providers (`0..3`) failing as `weather` says.
+///
+/// # Errors
+///
+/// When a transport cannot be built.
+pub async fn run(rounds: u32, weather: impl Fn(u32) -> Weather) -> Result<Vec<Row>, String> {
     let chain = Arc::new(Chain::new());
-    let rounds = if quick { 1 } else { 8 };
     let mut rows = Vec::new();
     for (liar, lies) in LIARS {
         for (contender, verified) in CONTENDERS {
             let servers = [
-                ("liar", chain.serve(lies, Flaps::Never).await),
-                ("honest-a", chain.serve(Lies::NONE, Flaps::Turn(0)).await),
-                ("honest-b", chain.serve(Lies::NONE, Flaps::Turn(1)).await),
-                ("honest-c", chain.serve(Lies::NONE, Flaps::Turn(2)).await),
+                ("liar", chain.serve(lies, Weather::Fair).await),
+                ("honest-a", chain.serve(Lies::NONE, weather(0)).await),
+                ("honest-b", chain.serve(Lies::NONE, weather(1)).await),
+                ("honest-c", chain.serve(Lies::NONE, weather(2)).await),
             ];
             let endpoints = servers.iter().map(|(id, s)| Endpoint::new(*id, s.url("/")));
             let mut builder = FailoverTransport::builder(endpoints);
@@ -203,12 +220,10 @@ async fn follow(transport: &FailoverTransport, chain: &Chain, proven: bool, row:
 }
 
 /// The table, in markdown.
-pub(crate) fn markdown(rows: &[Row], quick: bool) -> String {
-    let mut md =
-        String::from("### liar (a provider that lies in well-formed ways, three honest ones flapping)\n\n");
-    if quick {
-        md.push_str("Quick run: one round.\n\n");
-    }
+pub fn markdown(rows: &[Row], about: &str) -> String {
+    let mut md = format!(
+        "### liar (a provider that lies in well-formed ways, three honest ones failing)\n\n{about}\n\n"
+    );
     md.push_str(
         "| the liar | contender | reads | wrong blocks | wrong balances | wrong receipts | receipts of unknown txs | wrong logs | errors | plain reads answered | requests per read: all, blocks, voted, logs |\n",
     );
@@ -235,7 +250,7 @@ pub(crate) fn markdown(rows: &[Row], quick: bool) -> String {
 }
 
 /// The table, as JSON.
-pub(crate) fn json(rows: &[Row]) -> Value {
+pub fn json(rows: &[Row]) -> Value {
     Value::Array(
         rows.iter()
             .map(|r| {

@@ -6,52 +6,125 @@ use std::time::{Duration, Instant};
 
 use alloy::consensus::{Receipt, ReceiptEnvelope, ReceiptWithBloom};
 use alloy::primitives::{Address, B256, Bytes};
-use failnext_loopback::{Action, Received, Reply, Server};
+use failnext_loopback::{Action, End, Received, Reply, Server};
 use serde_json::{Value, json};
 
 /// Blocks on the chain.
-pub(super) const BLOCKS: u64 = 16;
+pub const BLOCKS: u64 = 16;
 
 /// Every account's balance, in wei.
-pub(super) const BALANCE: u64 = 1_000_000_000_000_000_000;
+pub const BALANCE: u64 = 1_000_000_000_000_000_000;
 
 /// The account whose balance is read.
-pub(super) const ACCOUNT: &str = "0x00000000000000000000000000000000000000aa";
+pub const ACCOUNT: &str = "0x00000000000000000000000000000000000000aa";
 
 /// The contract every block's transaction calls; it emits one log.
 const EMITS: Address = Address::repeat_byte(0xee);
 
 /// How long each flapping provider is down in turn (then up for three times as long).
-pub(super) const FLAP: Duration = Duration::from_millis(100);
+pub const FLAP: Duration = Duration::from_millis(100);
 
 /// What a provider lies about: its blocks (one header field changed, the hash kept), its
 /// state (a balance one wei more, `null` for a mined transaction's receipt, a receipt for a
 /// transaction nobody mined), its logs (the log of every fourth block dropped, a copy of
 /// another's added, blooms and headers untouched so that only the receipts root shows it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Lies {
-    pub(crate) blocks: bool,
-    pub(crate) state: bool,
-    pub(crate) logs: bool,
+pub struct Lies {
+    /// Blocks with one header field changed, the hash kept.
+    pub blocks: bool,
+    /// Balances one wei more, receipts denied or invented.
+    pub state: bool,
+    /// Logs dropped and added.
+    pub logs: bool,
 }
 
 impl Lies {
-    pub(super) const NONE: Lies = Lies { blocks: false, state: false, logs: false };
+    /// An honest provider's.
+    pub const NONE: Lies = Lies { blocks: false, state: false, logs: false };
 }
 
-/// When a provider is down: never, or during its turn (`0..3`) of a rotation in which each
-/// flapping provider is down for [`FLAP`] and at most one is down at a time.
+/// When an honest provider fails, and how.
 #[derive(Clone, Copy, Debug)]
-pub(super) enum Flaps {
-    Never,
+pub enum Weather {
+    /// Never.
+    Fair,
+    /// Down (503) during its turn (`0..3`) of a rotation in which each flapping provider is
+    /// down for [`FLAP`] and at most one is down at a time (the bench's).
     Turn(u32),
+    /// Spells of `spell`, each healthy or one fault, drawn from `seed` and the provider's
+    /// number independently of the others (the soak's): half the spells healthy, the others
+    /// a 503, a 429 with `Retry-After: 1`, a reset connection, a body cut short, a malformed
+    /// body, a JSON-RPC rate-limit error (`-32005`), an internal error (`-32603`), or an answer
+    /// 150 ms late. All the honest providers may be failing at once.
+    Seeded {
+        /// The seed.
+        seed: u64,
+        /// The provider's number (its draws are its own).
+        provider: u64,
+        /// How long a spell lasts.
+        spell: Duration,
+    },
 }
 
-impl Flaps {
-    fn down(self, since: Instant) -> bool {
+/// How late a slow answer comes.
+pub const SLOW: Duration = Duration::from_millis(150);
+
+/// The faults a seeded spell may bring ([`Weather::Seeded`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// 503.
+    Unavailable,
+    /// 429 with `Retry-After: 1`.
+    RateLimited,
+    /// The connection reset, nothing answered.
+    Reset,
+    /// The body cut short.
+    Truncated,
+    /// A body that is not JSON.
+    Malformed,
+    /// A JSON-RPC error `-32005` (limit exceeded).
+    LimitExceeded,
+    /// A JSON-RPC error `-32603` (internal error).
+    Internal,
+    /// The right answer, [`SLOW`] late.
+    Slow,
+}
+
+impl Fault {
+    /// Every fault.
+    pub const ALL: [Fault; 8] = [
+        Fault::Unavailable,
+        Fault::RateLimited,
+        Fault::Reset,
+        Fault::Truncated,
+        Fault::Malformed,
+        Fault::LimitExceeded,
+        Fault::Internal,
+        Fault::Slow,
+    ];
+}
+
+/// A 64-bit mix (splitmix64's finalizer): the seeded spells' draws.
+fn mix(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+impl Weather {
+    /// The fault now, `since` the chain started serving; `None` when healthy.
+    pub fn fault(self, since: Instant) -> Option<Fault> {
         match self {
-            Flaps::Never => false,
-            Flaps::Turn(turn) => (since.elapsed().as_millis() / FLAP.as_millis()) % 4 == u128::from(turn),
+            Weather::Fair => None,
+            Weather::Turn(turn) => ((since.elapsed().as_millis() / FLAP.as_millis()) % 4 == u128::from(turn))
+                .then_some(Fault::Unavailable),
+            Weather::Seeded { seed, provider, spell } => {
+                let slot = since.elapsed().as_millis() / spell.as_millis().max(1);
+                let draw =
+                    mix(seed ^ mix(provider.wrapping_add(1)) ^ mix(u64::try_from(slot).unwrap_or(u64::MAX)));
+                let index = usize::try_from(draw >> 33).unwrap_or(0) % Fault::ALL.len();
+                (draw & 1 == 1).then_some(Fault::ALL[index])
+            }
         }
     }
 }
@@ -60,14 +133,22 @@ impl Flaps {
 /// transaction each (hash `n + 1` as 32 bytes) with one log, its receipt hashed into the
 /// header's receipts root and its log into the header's bloom.
 #[derive(Debug)]
-pub(super) struct Chain {
+pub struct Chain {
     blocks: Vec<Value>,
     receipts: Vec<Value>,
     started: Instant,
 }
 
+impl Default for Chain {
+    fn default() -> Chain {
+        Chain::new()
+    }
+}
+
 impl Chain {
-    pub(super) fn new() -> Chain {
+    /// The chain, from now on.
+    #[must_use]
+    pub fn new() -> Chain {
         let mut parent = B256::ZERO;
         let (mut blocks, mut receipts) = (Vec::new(), Vec::new());
         for number in 0..BLOCKS {
@@ -133,27 +214,27 @@ impl Chain {
     }
 
     /// Block `n` as the chain has it.
-    pub(super) fn block(&self, n: u64) -> Value {
+    pub fn block(&self, n: u64) -> Value {
         self.blocks.get(n as usize).cloned().unwrap_or(Value::Null)
     }
 
     /// Block `n`'s hash.
-    pub(super) fn hash(&self, n: u64) -> B256 {
+    pub fn hash(&self, n: u64) -> B256 {
         serde_json::from_value(self.block(n)["hash"].clone()).unwrap_or_default()
     }
 
     /// Block `n`'s transaction.
-    pub(super) fn tx(&self, n: u64) -> B256 {
+    pub fn tx(&self, n: u64) -> B256 {
         Chain::tx_of(n)
     }
 
     /// A transaction nobody mined.
-    pub(super) fn unknown_tx(&self, n: u64) -> B256 {
+    pub fn unknown_tx(&self, n: u64) -> B256 {
         B256::left_padding_from(&(1_000_000 + n).to_be_bytes())
     }
 
     /// The receipt of block `n`'s transaction.
-    pub(super) fn receipt(&self, n: u64) -> Value {
+    pub fn receipt(&self, n: u64) -> Value {
         self.receipts.get(n as usize).cloned().unwrap_or(Value::Null)
     }
 
@@ -223,12 +304,31 @@ impl Chain {
         }
     }
 
-    /// A provider of this chain on a loopback port, down (503) when `flaps` says.
-    pub(super) async fn serve(self: &Arc<Chain>, lies: Lies, flaps: Flaps) -> Server {
+    /// A provider of this chain on a loopback port, failing when `weather` says.
+    pub async fn serve(self: &Arc<Chain>, lies: Lies, weather: Weather) -> Server {
         let chain = Arc::clone(self);
         Server::start(Arc::new(move |req: &Received| {
-            if flaps.down(chain.started) {
-                return Action::Reply(Reply::new(503).text("service unavailable"));
+            let fault = weather.fault(chain.started);
+            let error = |code: i64, message: &str| {
+                let one = |call: &Value| json!({"jsonrpc": "2.0", "id": call["id"], "error": {"code": code, "message": message}});
+                match req.json() {
+                    Value::Array(calls) => Value::Array(calls.iter().map(one).collect()),
+                    call => one(&call),
+                }
+                .to_string()
+            };
+            match fault {
+                Some(Fault::Unavailable) => return Action::Reply(Reply::new(503).text("service unavailable")),
+                Some(Fault::RateLimited) => {
+                    return Action::Reply(Reply::new(429).header("retry-after", "1").text("Too Many Requests"));
+                }
+                Some(Fault::Reset) => return Action::Reset,
+                Some(Fault::Malformed) => return Action::Reply(Reply::new(200).json("{\"jsonrpc\":\"2.0\",\"id\":")),
+                Some(Fault::LimitExceeded) => {
+                    return Action::Reply(Reply::new(200).json(error(-32005, "limit exceeded")));
+                }
+                Some(Fault::Internal) => return Action::Reply(Reply::new(200).json(error(-32603, "internal error"))),
+                Some(Fault::Truncated | Fault::Slow) | None => {}
             }
             let one = |call: &Value| {
                 let result = chain.answer(call["method"].as_str().unwrap_or_default(), &call["params"], lies);
@@ -237,8 +337,20 @@ impl Chain {
             let answer = match req.json() {
                 Value::Array(calls) => Value::Array(calls.iter().map(one).collect()),
                 call => one(&call),
-            };
-            Action::Reply(Reply::new(200).json(answer.to_string()))
+            }
+            .to_string();
+            match fault {
+                Some(Fault::Truncated) => {
+                    // Half the body sent, the whole announced, then the connection closed.
+                    let whole = u64::try_from(answer.len()).unwrap_or(u64::MAX);
+                    let half = answer.as_bytes()[..answer.len() / 2].to_vec();
+                    Action::Reply(Reply::new(200).json(half).length(whole).end(End::Close))
+                }
+                Some(Fault::Slow) => {
+                    Action::Reply(Reply::new(200).content_type("application/json").pause(SLOW).send(answer))
+                }
+                _ => Action::Reply(Reply::new(200).json(answer)),
+            }
         }))
         .await
     }
@@ -255,6 +367,25 @@ mod tests {
     const FORGER: Lies = Lies { blocks: true, state: false, logs: false };
     const STATE_LIAR: Lies = Lies { blocks: false, state: true, logs: false };
     const LOG_LIAR: Lies = Lies { blocks: false, state: false, logs: true };
+
+    #[test]
+    fn seeded_weather_is_healthy_half_the_spells_brings_every_fault_and_differs_by_provider() {
+        let spell = Duration::from_millis(1);
+        let at = |provider, slot: u64| {
+            // The spell `slot` spells after the start.
+            let since = Instant::now().checked_sub(Duration::from_millis(slot)).unwrap();
+            Weather::Seeded { seed: 42, provider, spell }.fault(since)
+        };
+        let draws: Vec<Option<Fault>> = (1..2_001).map(|slot| at(0, slot)).collect();
+        let healthy = draws.iter().filter(|f| f.is_none()).count();
+        assert!((800..1_200).contains(&healthy), "{healthy} of 2 000 spells healthy");
+        for fault in Fault::ALL {
+            assert!(draws.contains(&Some(fault)), "{fault:?} drawn");
+        }
+        let other: Vec<Option<Fault>> = (1..2_001).map(|slot| at(1, slot)).collect();
+        assert_ne!(draws, other, "each provider its own spells");
+        assert_eq!(Weather::Fair.fault(Instant::now()), None);
+    }
 
     #[test]
     fn the_chains_blocks_hash_to_their_hash_and_the_forgers_do_not() {
