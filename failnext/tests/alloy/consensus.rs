@@ -103,7 +103,7 @@ async fn a_write_is_never_a_consensus_call() {
     assert_eq!((a.take_log().len(), b.take_log().len()), (1, 0), "one provider");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_error_answer_votes_by_its_code_and_a_provider_that_does_not_answer_casts_no_vote() {
     let down = failnext_loopback::refused_url("/");
     let a = node(|_, _| super::stubs::Answer::Error(3, "execution reverted: a")).await;
@@ -121,7 +121,7 @@ async fn an_error_answer_votes_by_its_code_and_a_provider_that_does_not_answer_c
     assert_eq!((a.take_log().len(), b.take_log().len()), (1, 1), "the third asked when one cast no vote");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn two_providers_rate_limited_or_broken_cast_no_vote_and_the_others_quorum_answers() {
     // Real answers: Infura's -32005 "project ID request rate exceeded" (with its backoff), and
     // a bare -32603 "internal error"; the same two from two providers are no agreement.

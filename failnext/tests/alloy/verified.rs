@@ -111,7 +111,7 @@ async fn a_block_that_is_not_the_one_asked_for_is_a_forgery_on_any_chain() {
     assert_eq!(result(&answer), block(7));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_chain_whose_headers_do_not_hash_this_way_turns_the_check_off_once_and_fails_no_read() {
     let first = node(|_, params| ok(foreign(asked(params)))).await;
     let second = node(|_, params| ok(foreign(asked(params)))).await;
