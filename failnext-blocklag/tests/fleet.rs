@@ -189,3 +189,144 @@ async fn a_head_one_process_saw_in_traffic_is_every_monitors_within_a_round_trip
     drop(handles);
     redis.stop();
 }
+
+/// What a raw Redis connection answers to `commands`, pipelined, read until it has been quiet
+/// for 200 ms (the test's own view of Redis, not the fleet's client).
+fn raw_redis(port: u16, commands: &[Vec<String>]) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut sent = String::new();
+    for args in commands {
+        sent.push_str(&format!("*{}\r\n", args.len()));
+        for arg in args {
+            sent.push_str(&format!("${}\r\n{arg}\r\n", arg.len()));
+        }
+    }
+    stream.write_all(sent.as_bytes()).unwrap();
+    stream.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    let (mut out, mut buf) = (Vec::new(), vec![0u8; 1 << 16]);
+    while let Ok(n) = stream.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_redis_key_value_announcement_event_or_error_of_a_fleet_shows_a_provider_url_or_key() {
+    use failnext::fleet::Rate;
+    use failnext::{RequestBuilderExt, ResponseExt};
+    const KEY: &str = "S3CRETKEY";
+    let mut redis = RedisServer::start().unwrap();
+    // Every announcement, heard by a raw subscriber.
+    let (heard, stop) = (Arc::new(std::sync::Mutex::new(String::new())), Arc::new(AtomicU64::new(0)));
+    let listener = {
+        let (heard, stop, port) = (Arc::clone(&heard), Arc::clone(&stop), redis.port());
+        std::thread::spawn(move || {
+            use std::io::{Read, Write};
+            let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+            let channel = "failnext:bots:notes";
+            let subscribe = format!("*2\r\n$9\r\nSUBSCRIBE\r\n${}\r\n{channel}\r\n", channel.len());
+            stream.write_all(subscribe.as_bytes()).unwrap();
+            stream.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+            let mut buf = vec![0u8; 1 << 16];
+            while stop.load(Ordering::Relaxed) == 0 {
+                if let Ok(n) = stream.read(&mut buf) {
+                    heard.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+                }
+            }
+        })
+    };
+    // A provider limiting every request (429, Retry-After), one refusing connections, one
+    // answering; each URL with a key in its path and query.
+    let limited = Server::start(Arc::new(|_: &Received| {
+        Action::Reply(Reply::new(429).header("retry-after", "1").text("Too Many Requests"))
+    }))
+    .await;
+    let good = provider(Arc::new(AtomicU64::new(1)), Arc::default()).await;
+    let keyed = |base: String| format!("{base}v2/{KEY}?apikey={KEY}");
+    let endpoints = [
+        Endpoint::new("limited", keyed(limited.url("/"))),
+        Endpoint::new("down", keyed(failnext_loopback::refused_url("/"))),
+        Endpoint::new("good", keyed(good.url("/"))),
+    ];
+    let fleet = || Fleet::connect(&redis.url(), "bots").unwrap();
+    let told = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let (monitors, mut clients) = (Vec::new(), Vec::new());
+    let mut monitors = monitors;
+    for _ in 0..2 {
+        let monitor = Monitor::builder(endpoints.clone())
+            .expected_chain_id(1)
+            .probe_timeout(Duration::from_millis(300))
+            .fleet(fleet())
+            .build()
+            .unwrap();
+        let seen = Arc::clone(&told);
+        let failover = failnext::Failover::builder(endpoints.clone())
+            .additional_trigger_status_codes([http::StatusCode::TOO_MANY_REQUESTS])
+            .fleet(fleet().budget("limited", Rate::per_second(50).burst(5)))
+            .monitor(monitor.clone())
+            .classifier(failnext::jsonrpc::JsonRpcClassifier::default())
+            .on_event(move |event| seen.lock().unwrap().push(format!("{event:?}")))
+            .build()
+            .unwrap();
+        clients.push(reqwest_middleware::ClientBuilder::new(reqwest::Client::new()).with(failover).build());
+        monitors.push((monitor.spawn(Duration::from_millis(100)), monitor));
+    }
+    let mut errors = Vec::new();
+    for i in 0..40 {
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}"#;
+        let sent = clients[i % 2].post(keyed(limited.url("/"))).header("content-type", "application/json");
+        match sent.body(body).allow_failover().send().await {
+            Ok(response) => assert_eq!(response.served_by().map(EndpointId::as_str), Some("good")),
+            Err(e) => errors.push(format!("{e} {e:?}")),
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let listing = raw_redis(redis.port(), &[vec!["KEYS".into(), "*".into()]]);
+    let keys: Vec<String> =
+        listing.lines().filter(|l| !l.starts_with('*') && !l.starts_with('$')).map(str::to_owned).collect();
+    let reads: Vec<Vec<String>> = keys
+        .iter()
+        .flat_map(|k| {
+            [
+                vec!["GET".to_owned(), k.clone()],
+                vec!["ZRANGE".to_owned(), k.clone(), "0".to_owned(), "-1".to_owned()],
+                vec!["HGETALL".to_owned(), k.clone()],
+            ]
+        })
+        .collect();
+    let values = raw_redis(redis.port(), &reads);
+    stop.store(1, Ordering::Relaxed);
+    listener.join().unwrap();
+    let heard = heard.lock().unwrap().clone();
+    let told = told.lock().unwrap().join("\n");
+    for key in [
+        "failnext:bots:cool:limited",
+        "failnext:bots:note:blocklag:probe:down",
+        "failnext:bots:note:blocklag:head:good",
+    ] {
+        assert!(keys.iter().any(|k| k == key), "{key} written: {keys:?}");
+    }
+    assert!(values.contains("could not connect"), "the refused provider's probe note: {values}");
+    assert!(heard.contains("blocklag:probe:down"), "announced: {heard}");
+    // What is in Redis names providers by id only: no key, no URL, no host. Events and errors
+    // name the endpoint by id too, and may show the address a connection was refused at
+    // (hyper's connect error), never a URL or its key.
+    for (what, text) in [("keys", keys.join("\n")), ("values", values), ("announcements", heard)] {
+        for secret in [KEY, "127.0.0.1", "http://"] {
+            assert!(!text.contains(secret), "{what} show {secret:?}:\n{text}");
+        }
+    }
+    for (what, text) in [("events", told), ("errors", errors.join("\n"))] {
+        for secret in [KEY, "http://", "/v2/"] {
+            assert!(!text.contains(secret), "{what} show {secret:?}:\n{text}");
+        }
+    }
+    drop(monitors);
+    redis.stop();
+}
