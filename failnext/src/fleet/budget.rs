@@ -83,14 +83,25 @@ impl Fleet {
         }
         let (fleet, key) = (self.clone(), self.key("cool", endpoint));
         let millis = u64::try_from(left.as_millis()).unwrap_or(u64::MAX).max(1);
+        // Announced in the same round trip: the other failovers cool it as it comes
+        // ([`Fleet::listen`]), not at their next refresh.
+        let channel = format!("{}notes", self.inner.prefix);
+        let message =
+            format!("{}\ncool:{}\n{millis} {}", self.inner.member, endpoint.as_str(), reason.as_str());
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {
                 let set = fleet.call(|mut conn| async move {
-                    redis::cmd("SET")
+                    redis::pipe()
+                        .cmd("SET")
                         .arg(&key)
                         .arg(reason.as_str())
                         .arg("PX")
                         .arg(millis)
+                        .ignore()
+                        .cmd("PUBLISH")
+                        .arg(&channel)
+                        .arg(&message)
+                        .ignore()
                         .query_async::<()>(&mut conn)
                         .await
                 });

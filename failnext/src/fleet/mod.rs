@@ -15,8 +15,10 @@
 //!   the provider's limit and the reads over it are served elsewhere instead of meeting a 429.
 //! - **A cooldown seen by one is seen by all.** When a provider with a budget starts cooling
 //!   in one process (a 429 with `Retry-After`, a quota answer, a breaker opening), the process
-//!   publishes it, and the admission script of every process refuses that provider until the
-//!   cooldown ends.
+//!   publishes and announces it in one round trip: every other failover of the fleet cools
+//!   that provider as the announcement comes (within a round trip; each also reads every
+//!   cooldown back every [`REFRESH_EVERY`], for those announced while it was not listening),
+//!   and the admission script of every process refuses it until the cooldown ends.
 //!
 //! Redis is help, never a dependency: every call is bounded by [`Fleet::timeout`] (50 ms by
 //! default). When Redis is slow, down or flushed, each process admits by a budget of its own

@@ -12,8 +12,9 @@ use crate::flow::slot::Slot;
 
 /// Starts (once per failover, at its first request, in the runtime that runs it) the
 /// background read of what the fleet published about the failover's endpoints (their
-/// cooldowns): one round trip every [`REFRESH_EVERY`], never on a request's way, ending when
-/// the failover is dropped. A cooldown another process published cools the endpoint here too,
+/// cooldowns): each as it is announced, and all of them in one round trip every
+/// [`REFRESH_EVERY`] (those announced while the subscription was down), never on a request's
+/// way, ending when the failover is dropped. A cooldown another process published cools the endpoint here too,
 /// for the time it has left, told as that endpoint's [`Event::Breaker`](crate::Event::Breaker).
 pub(crate) fn refresh(tie: &Tie) {
     if tie.watching.swap(true, Ordering::Relaxed) {
@@ -23,14 +24,34 @@ pub(crate) fn refresh(tie: &Tie) {
         tie.watching.store(false, Ordering::Relaxed);
         return;
     };
-    let fleet = tie.fleet.clone();
+    let (fleet, listener, heard) = (tie.fleet.clone(), tie.fleet.clone(), me.clone());
     handle.spawn(async move {
-        while let Some(shared) = me.upgrade() {
-            read_cooldowns(&fleet, &shared).await;
-            drop(shared);
-            tokio::time::sleep(REFRESH_EVERY).await;
-        }
+        let refreshing = async {
+            while let Some(shared) = me.upgrade() {
+                read_cooldowns(&fleet, &shared).await;
+                drop(shared);
+                tokio::time::sleep(REFRESH_EVERY).await;
+            }
+        };
+        // Cooldowns announced as they start, applied at once (the refresh catches those
+        // announced while the subscription was down).
+        let listening = listener.listen(|name, value| {
+            if let Some(shared) = heard.upgrade() {
+                announced(&listener, &shared, name, value);
+            }
+        });
+        futures_util::future::select(std::pin::pin!(refreshing), std::pin::pin!(listening)).await;
     });
+}
+
+/// A cooldown another process announced (`cool:{endpoint}`, `{milliseconds} {reason}`), applied
+/// as one read back ([`learnt`]); any other note is not the failover's.
+fn announced(fleet: &Fleet, shared: &Shared, name: &str, value: &str) {
+    let Some(id) = name.strip_prefix("cool:") else { return };
+    let Some(slot) = shared.slots.iter().find(|slot| slot.id().as_str() == id) else { return };
+    let mut parts = value.splitn(2, ' ');
+    let Some(millis) = parts.next().and_then(|ms| ms.parse::<u64>().ok()) else { return };
+    learnt(fleet, shared, slot, Duration::from_millis(millis), class_named(parts.next()));
 }
 
 /// One read of the cooldowns published for `shared`'s endpoints, applied.
