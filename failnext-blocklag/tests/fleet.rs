@@ -330,3 +330,40 @@ async fn no_redis_key_value_announcement_event_or_error_of_a_fleet_shows_a_provi
     drop(monitors);
     redis.stop();
 }
+
+#[tokio::test]
+async fn a_process_whose_traffic_shows_a_provider_far_ahead_probes_it_itself_though_another_holds_its_lease()
+{
+    let mut redis = RedisServer::start().unwrap();
+    let (chain_b, probes_b) = (Arc::new(AtomicU64::new(1)), Arc::new(AtomicU64::new(0)));
+    let a = provider(Arc::new(AtomicU64::new(1)), Arc::default()).await;
+    let b = provider(Arc::clone(&chain_b), Arc::clone(&probes_b)).await;
+    // The first monitor takes every lease and keeps it (probing every 2 s, a lease lasting
+    // 3 s); the others start after it.
+    let monitors: Vec<_> =
+        (0..4).map(|_| monitor(&a, &b, Some(Fleet::connect(&redis.url(), "bots").unwrap()))).collect();
+    let mut handles = vec![monitors[0].spawn(Duration::from_secs(2))];
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    handles.extend(monitors[1..].iter().map(|m| m.spawn(Duration::from_secs(2))));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(monitors.iter().all(|m| m.eligible("b")));
+
+    // b moves onto another chain, higher up; the last monitor's reads see it far ahead.
+    chain_b.store(10, Ordering::Relaxed);
+    probes_b.store(0, Ordering::Relaxed);
+    let started = tokio::time::Instant::now();
+    HealthSource::observe(
+        &monitors[3],
+        &EndpointId::from("b"),
+        Observation::Answered { head: Some(16 + 1_000) },
+    );
+    while monitors.iter().any(|m| m.eligible("b")) && started.elapsed() < Duration::from_secs(3) {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let took = started.elapsed();
+    // Without probing it itself, it would wait for the holder's next probe (up to 2 s later).
+    assert!(took < Duration::from_millis(200), "every monitor holds b out {took:?} after");
+    assert!(probes_b.load(Ordering::Relaxed) >= 1, "probed by the process that doubted it");
+    drop(handles);
+    redis.stop();
+}

@@ -91,6 +91,11 @@ pub(crate) struct Inner {
     /// fitted in the spell, and only a probe's `eth_chainId` tells. Traffic does not stand
     /// in for its probe until one answers.
     resumed: Vec<AtomicBool>,
+    /// Per endpoint: this process's own traffic gave it a reason to check the provider's chain
+    /// now (an answer far ahead, a resumption): with a fleet, its next probe runs here even
+    /// while another process holds its lease (and is announced), since the holder may have
+    /// seen nothing of it.
+    pub(crate) doubted: Vec<AtomicBool>,
     /// Without an expected chain id: per endpoint, the chain id its spawned probe reported
     /// (0: none yet), until the chain is learnt.
     chain_seen: Vec<AtomicU64>,
@@ -125,6 +130,7 @@ impl Monitor {
             outrun: (0..n).map(|_| AtomicU32::new(0)).collect(),
             contact: (0..n).map(|_| AtomicU64::new(0)).collect(),
             resumed: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            doubted: (0..n).map(|_| AtomicBool::new(false)).collect(),
             chain_seen: (0..n).map(|_| AtomicU64::new(0)).collect(),
             learnt_chain: AtomicU64::new(0),
         };
@@ -363,9 +369,11 @@ impl Monitor {
         let held = match &settings.fleet {
             Some(fleet) => {
                 let name = crate::runtime::fleet::name(ep.id());
+                let doubted = inner.doubted.get(i).is_some_and(|d| d.swap(false, Ordering::AcqRel));
                 match fleet.hold(&name, crate::runtime::fleet::lease_for(timeout)).await {
-                    // Another process probes it: its latest probe is this one.
-                    Some(false) => {
+                    // Another process probes it: its latest probe is this one, unless this
+                    // process's own traffic doubts it (probed here then, and announced).
+                    Some(false) if !doubted => {
                         let note = fleet.read(&name).await.flatten()?;
                         let report = crate::runtime::fleet::decode(&note, ep.id())?;
                         if let Some(chain) = report.chain_seen {
@@ -373,7 +381,7 @@ impl Monitor {
                         }
                         return inner.publish_probe(i, report);
                     }
-                    Some(true) => Some((fleet, name)),
+                    Some(_) => Some((fleet, name)),
                     // Redis unavailable: probed here, as without a fleet.
                     None => None,
                 }

@@ -66,6 +66,7 @@ impl Inner {
             }
             let far = head.is_some_and(|head| self.far_ahead(head));
             if far {
+                self.doubt(i);
                 self.wake(i, Gap::Interval);
             }
             if let (Some(head), Some(at)) = (head, self.answered.get(i)) {
@@ -141,6 +142,14 @@ impl Inner {
         head > snapshot.highest().saturating_add(moved).saturating_add(FAR_AHEAD)
     }
 
+    /// Endpoint `i`'s chain is to be checked by this process's next probe of it, whoever holds
+    /// its lease in a fleet ([`Inner::doubted`]).
+    fn doubt(&self, i: usize) {
+        if let Some(doubted) = self.doubted.get(i) {
+            doubted.store(true, Ordering::Release);
+        }
+    }
+
     /// Endpoint `i` answered well at `now_ms`: when nothing was heard of it for [`QUIET`] or
     /// more before (since its latest probe answered), it may have restarted unseen, possibly
     /// onto another chain, which its answers do not show. Its probe (which asks `eth_chainId`)
@@ -154,6 +163,7 @@ impl Inner {
         let quiet_ms = u64::try_from(QUIET.as_millis()).unwrap_or(u64::MAX);
         if before != 0 && now_ms.saturating_sub(before - 1) >= quiet_ms {
             resumed.store(true, Ordering::Release);
+            self.doubt(i);
             self.wake(i, if self.held_out(i) { Gap::Recheck } else { Gap::Interval });
         }
     }
