@@ -32,18 +32,6 @@ pub(crate) fn head_name(id: &EndpointId) -> String {
 /// provider's chain restarted lower, say), the next head seen is announced afresh.
 pub(crate) const HEAD_FOR: Duration = Duration::from_secs(10);
 
-impl crate::runtime::monitor::Inner {
-    /// Endpoint `i` showed a new `head` in this process's traffic: announced to the fleet in
-    /// the background (once per head fleet-wide: [`Fleet::raise`](failnext::fleet::Fleet::raise)),
-    /// never on the request's way.
-    pub(crate) fn share_head(&self, i: usize, head: u64) {
-        let (Some(fleet), Some(ep)) = (&self.settings.fleet, self.settings.endpoints.get(i)) else { return };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-        let (fleet, name) = (fleet.clone(), head_name(ep.id()));
-        runtime.spawn(async move { fleet.raise(&name, head, HEAD_FOR).await });
-    }
-}
-
 /// `report` as a note.
 pub(crate) fn encode(report: &ProbeReport) -> String {
     let result = match &report.result {

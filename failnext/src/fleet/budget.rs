@@ -82,30 +82,14 @@ impl Fleet {
             published.insert(endpoint.clone(), until);
         }
         let (fleet, key) = (self.clone(), self.key("cool", endpoint));
-        let millis = u64::try_from(left.as_millis()).unwrap_or(u64::MAX).max(1);
+        let ms = super::millis(left);
         // Announced in the same round trip: the other failovers cool it as it comes
         // ([`Fleet::listen`]), not at their next refresh.
-        let channel = format!("{}notes", self.inner.prefix);
-        let message =
-            format!("{}\ncool:{}\n{millis} {}", self.inner.member, endpoint.as_str(), reason.as_str());
+        let (name, said) = (format!("cool:{}", endpoint.as_str()), format!("{ms} {}", reason.as_str()));
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {
-                let set = fleet.call(|mut conn| async move {
-                    redis::pipe()
-                        .cmd("SET")
-                        .arg(&key)
-                        .arg(reason.as_str())
-                        .arg("PX")
-                        .arg(millis)
-                        .ignore()
-                        .cmd("PUBLISH")
-                        .arg(&channel)
-                        .arg(&message)
-                        .ignore()
-                        .query_async::<()>(&mut conn)
-                        .await
-                });
-                let _ = set.await;
+                let value = reason.as_str().to_owned();
+                fleet.set_and_announce(key, value, ms, (&name, &said), true).await
             });
         }
     }

@@ -180,6 +180,11 @@ impl fmt::Debug for Fleet {
     }
 }
 
+/// `duration` in whole milliseconds, at least 1 (a Redis `PX`).
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
 /// How long a Redis call may take unless [`Fleet::timeout`] says otherwise.
 const DEFAULT_TIMEOUT: Duration = Duration::from_millis(50);
 

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::{Fleet, RECONNECT_EVERY, script};
+use super::{Fleet, RECONNECT_EVERY, millis, script};
 
 impl Fleet {
     /// Holds (or renews) the fleet-wide lease `name` for `ttl`: `Some(true)` when this handle
@@ -16,7 +16,7 @@ impl Fleet {
     pub async fn hold(&self, name: &str, ttl: Duration) -> Option<bool> {
         let key = format!("{}lease:{name}", self.inner.prefix);
         let member = self.inner.member.clone();
-        let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        let ms = millis(ttl);
         let held = self.call_telling(
             |mut conn| async move {
                 script::hold().key(&key).arg(&member).arg(ms).invoke_async::<i64>(&mut conn).await
@@ -31,7 +31,7 @@ impl Fleet {
     /// key of a provider in either.
     pub async fn publish(&self, name: &str, value: &str, ttl: Duration) -> bool {
         let key = format!("{}note:{name}", self.inner.prefix);
-        let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        let ms = millis(ttl);
         let value = value.to_owned();
         let set = self.call_telling(
             |mut conn| async move {
@@ -47,10 +47,33 @@ impl Fleet {
     /// at once (a provider found on another chain) reaches the fleet within one round trip.
     pub async fn announce(&self, name: &str, value: &str, ttl: Duration) -> bool {
         let key = format!("{}note:{name}", self.inner.prefix);
-        let channel = format!("{}notes", self.inner.prefix);
-        let message = format!("{}\n{name}\n{value}", self.inner.member);
-        let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
-        let value = value.to_owned();
+        let sent = self.set_and_announce(key, value.to_owned(), millis(ttl), (name, value), false);
+        sent.await.0.is_some()
+    }
+
+    /// The channel every process [listens](Fleet::listen) on.
+    fn channel(&self) -> String {
+        format!("{}notes", self.inner.prefix)
+    }
+
+    /// The channel, and a message on it: this process's id, a note's `name` and what it
+    /// `said` (what [`listen`](Fleet::listen) parses).
+    fn message(&self, name: &str, said: &str) -> (String, String) {
+        (self.channel(), format!("{}\n{name}\n{said}", self.inner.member))
+    }
+
+    /// Sets `key` to `value` for `ms` milliseconds and announces note `name` saying `said`, in
+    /// one pipeline (what [`announce`](Fleet::announce) and a published cooldown send); the
+    /// state change found is recorded only with `tell` (see [`Fleet::call_telling`]).
+    pub(super) async fn set_and_announce(
+        &self,
+        key: String,
+        value: String,
+        ms: u64,
+        (name, said): (&str, &str),
+        tell: bool,
+    ) -> (Option<()>, Option<super::FleetState>) {
+        let (channel, message) = self.message(name, said);
         let sent = self.call_telling(
             |mut conn| async move {
                 redis::pipe()
@@ -67,9 +90,9 @@ impl Fleet {
                     .query_async::<()>(&mut conn)
                     .await
             },
-            false,
+            tell,
         );
-        sent.await.0.is_some()
+        sent.await
     }
 
     /// Raises the number note `name` to `value` when it holds less (or nothing), and then
@@ -81,9 +104,8 @@ impl Fleet {
     /// ids, never URLs.
     pub async fn raise(&self, name: &str, value: u64, ttl: Duration) -> Option<bool> {
         let key = format!("{}note:{name}", self.inner.prefix);
-        let channel = format!("{}notes", self.inner.prefix);
-        let message = format!("{}\n{name}\n{value}", self.inner.member);
-        let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        let (channel, message) = self.message(name, &value.to_string());
+        let ms = millis(ttl);
         let raised = self.call_telling(
             |mut conn| async move {
                 script::raise()
@@ -107,7 +129,7 @@ impl Fleet {
     /// [`read`](Fleet::read)).
     pub async fn listen(&self, mut on: impl FnMut(&str, &str)) {
         use futures_util::StreamExt as _;
-        let channel = format!("{}notes", self.inner.prefix);
+        let channel = self.channel();
         let connect_within = self.inner.timeout.max(Duration::from_millis(200));
         loop {
             if let Ok(Ok(mut pubsub)) =

@@ -57,6 +57,20 @@ impl ErrorObject {
     }
 }
 
+/// Whether an error object already parsed elsewhere (alloy's `ErrorPayload`: its code,
+/// message and raw `data`), judged by the code table as the body visitor judges it, blames
+/// the provider: what a read fails over from (out of capacity, broken, timed out, refused
+/// credentials, out of quota, over a limit, missing the data, not serving the method), not an
+/// answer about the request (a revert, invalid params, an error no rule knows).
+#[cfg(feature = "alloy")]
+pub(crate) fn blames_provider(code: i64, message: &str, data: Option<&str>) -> bool {
+    let data = data.and_then(|d| serde_json::from_str::<Data>(d).ok()).unwrap_or_default();
+    let error =
+        ErrorObject { code: Field::Value(code), message: Field::Value(message.to_ascii_lowercase()), data };
+    let kind = error.kind();
+    kind.fails_over() || kind == Kind::Broken
+}
+
 /// `error.code`: an integer that fits an `i64`; `null` is no code; anything else (a
 /// fraction, `1.0`, a larger integer, a string) is malformed.
 struct Code(Field<i64>);

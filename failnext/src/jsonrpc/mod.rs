@@ -181,10 +181,10 @@
 mod answer;
 mod body;
 mod classifier;
-mod error_object;
+pub(crate) mod error_object;
 mod parse;
 mod result;
-pub(crate) mod table;
+mod table;
 mod tally;
 mod text;
 mod visit;

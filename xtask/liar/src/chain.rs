@@ -308,49 +308,38 @@ impl Chain {
     pub async fn serve(self: &Arc<Chain>, lies: Lies, weather: Weather) -> Server {
         let chain = Arc::clone(self);
         Server::start(Arc::new(move |req: &Received| {
-            let fault = weather.fault(chain.started);
+            // The request's calls (one, or a batch), each answered by `reply`.
+            let each = |reply: &dyn Fn(&Value) -> Value| match req.json() {
+                Value::Array(calls) => Value::Array(calls.iter().map(reply).collect()).to_string(),
+                call => reply(&call).to_string(),
+            };
             let error = |code: i64, message: &str| {
-                let one = |call: &Value| json!({"jsonrpc": "2.0", "id": call["id"], "error": {"code": code, "message": message}});
-                match req.json() {
-                    Value::Array(calls) => Value::Array(calls.iter().map(one).collect()),
-                    call => one(&call),
-                }
-                .to_string()
+                each(&|call| json!({"jsonrpc": "2.0", "id": call["id"], "error": {"code": code, "message": message}}))
             };
-            match fault {
-                Some(Fault::Unavailable) => return Action::Reply(Reply::new(503).text("service unavailable")),
-                Some(Fault::RateLimited) => {
-                    return Action::Reply(Reply::new(429).header("retry-after", "1").text("Too Many Requests"));
-                }
+            let answer = || {
+                each(&|call| {
+                    let method = call["method"].as_str().unwrap_or_default();
+                    json!({"jsonrpc": "2.0", "id": call["id"], "result": chain.answer(method, &call["params"], lies)})
+                })
+            };
+            let reply = match weather.fault(chain.started) {
+                None => Reply::new(200).json(answer()),
+                Some(Fault::Unavailable) => Reply::new(503).text("service unavailable"),
+                Some(Fault::RateLimited) => Reply::new(429).header("retry-after", "1").text("Too Many Requests"),
                 Some(Fault::Reset) => return Action::Reset,
-                Some(Fault::Malformed) => return Action::Reply(Reply::new(200).json("{\"jsonrpc\":\"2.0\",\"id\":")),
-                Some(Fault::LimitExceeded) => {
-                    return Action::Reply(Reply::new(200).json(error(-32005, "limit exceeded")));
-                }
-                Some(Fault::Internal) => return Action::Reply(Reply::new(200).json(error(-32603, "internal error"))),
-                Some(Fault::Truncated | Fault::Slow) | None => {}
-            }
-            let one = |call: &Value| {
-                let result = chain.answer(call["method"].as_str().unwrap_or_default(), &call["params"], lies);
-                json!({"jsonrpc": "2.0", "id": call["id"], "result": result})
-            };
-            let answer = match req.json() {
-                Value::Array(calls) => Value::Array(calls.iter().map(one).collect()),
-                call => one(&call),
-            }
-            .to_string();
-            match fault {
                 Some(Fault::Truncated) => {
                     // Half the body sent, the whole announced, then the connection closed.
+                    let answer = answer();
                     let whole = u64::try_from(answer.len()).unwrap_or(u64::MAX);
                     let half = answer.as_bytes()[..answer.len() / 2].to_vec();
-                    Action::Reply(Reply::new(200).json(half).length(whole).end(End::Close))
+                    Reply::new(200).json(half).length(whole).end(End::Close)
                 }
-                Some(Fault::Slow) => {
-                    Action::Reply(Reply::new(200).content_type("application/json").pause(SLOW).send(answer))
-                }
-                _ => Action::Reply(Reply::new(200).json(answer)),
-            }
+                Some(Fault::Malformed) => Reply::new(200).json("{\"jsonrpc\":\"2.0\",\"id\":"),
+                Some(Fault::LimitExceeded) => Reply::new(200).json(error(-32005, "limit exceeded")),
+                Some(Fault::Internal) => Reply::new(200).json(error(-32603, "internal error")),
+                Some(Fault::Slow) => Reply::new(200).content_type("application/json").pause(SLOW).send(answer()),
+            };
+            Action::Reply(reply)
         }))
         .await
     }

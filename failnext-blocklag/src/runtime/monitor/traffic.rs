@@ -71,12 +71,9 @@ impl Inner {
             }
             if let (Some(head), Some(at)) = (head, self.answered.get(i)) {
                 at.store(now_ms.saturating_add(1), Ordering::Release);
-                // A new head is the fleet's too (feature `redis`), unless it is far ahead: a
-                // head its probe has yet to confirm is this process's to doubt alone.
-                #[cfg_attr(not(feature = "redis"), allow(unused_variables, reason = "only a fleet shares"))]
-                let raised = self.raise_head(i, head, now_ms);
-                #[cfg(feature = "redis")]
-                if raised && !far {
+                // A new head is the fleet's too, unless it is far ahead: a head its probe has
+                // yet to confirm is this process's to doubt alone.
+                if self.raise_head(i, head, now_ms) && !far {
                     self.share_head(i, head);
                 }
             }
@@ -122,6 +119,22 @@ impl Inner {
         }
         first.store(now_ms.saturating_add(1), Ordering::Release);
         highest.fetch_max(head, Ordering::AcqRel) < head
+    }
+
+    /// Endpoint `i` showed a new `head` in this process's traffic: announced to its fleet
+    /// (feature `redis`) in the background, once per head fleet-wide
+    /// ([`Fleet::raise`](failnext::fleet::Fleet::raise)), never on the request's way; nothing
+    /// without a fleet.
+    fn share_head(&self, i: usize, head: u64) {
+        #[cfg(feature = "redis")]
+        if let (Some(fleet), Some(ep), Ok(runtime)) =
+            (&self.settings.fleet, self.settings.endpoints.get(i), tokio::runtime::Handle::try_current())
+        {
+            let (fleet, name) = (fleet.clone(), crate::runtime::fleet::head_name(ep.id()));
+            runtime.spawn(async move { fleet.raise(&name, head, crate::runtime::fleet::HEAD_FOR).await });
+        }
+        #[cfg(not(feature = "redis"))]
+        let _ = (i, head);
     }
 
     /// Whether an answer's `head` is further ahead of the view's highest height than the chain

@@ -77,25 +77,10 @@ impl FailoverTransport {
     }
 }
 
-/// Whether `response` is an error the JSON-RPC code table blames on the provider (out of
-/// capacity, broken, timed out, unauthorized, out of quota, over a limit, missing the data,
-/// not serving the method): what a plain read fails over from. A definitive error (a revert,
-/// invalid params) or one no rule knows is an answer, and votes by its code.
+/// Whether `response` is an error that blames the provider (see
+/// [`blames_provider`](crate::jsonrpc::error_object::blames_provider)): no vote.
 fn blames_provider(response: &Response) -> bool {
     let ResponsePayload::Failure(error) = &response.payload else { return false };
-    let message = error.message.to_lowercase();
-    let data =
-        error.data.as_ref().map(|d| d.get().to_lowercase()).filter(|d| d.len() <= 256).unwrap_or_default();
-    let facts = crate::jsonrpc::table::ErrorFacts {
-        code: Some(error.code),
-        message: &message,
-        data: data.trim_matches('"'),
-        backoff_seconds: None,
-    };
-    !matches!(
-        crate::jsonrpc::table::classify(&facts),
-        crate::jsonrpc::table::Kind::Answer
-            | crate::jsonrpc::table::Kind::Definitive
-            | crate::jsonrpc::table::Kind::Unrecognised
-    )
+    let data = error.data.as_deref().map(serde_json::value::RawValue::get);
+    crate::jsonrpc::error_object::blames_provider(error.code, &error.message, data)
 }
